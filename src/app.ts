@@ -1,0 +1,134 @@
+// Builds the Latchkey HTTP app from its dependencies, without listening: tests and main.ts both use it.
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Config } from './config.ts';
+import { CatalogService } from './modules/catalog/service.ts';
+import { catalogRoutes } from './modules/catalog/routes.ts';
+import { OperatorService } from './modules/operator/service.ts';
+import { operatorRoutes } from './modules/operator/routes.ts';
+import { SandboxService } from './modules/sandbox/service.ts';
+import { sandboxRoutes } from './modules/sandbox/routes.ts';
+import { installAccessControl } from './platform/access.ts';
+import { ensureAdminToken } from './platform/admin-token.ts';
+import { ApiKeyAuthenticator } from './platform/auth.ts';
+import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
+import type { Database } from './platform/db/index.ts';
+import { genReqId, installHttpPlumbing, safePath, trackRoutes } from './platform/http.ts';
+import { JobRunner } from './platform/jobs.ts';
+import { RateLimits } from './platform/rate-limit.ts';
+import { RequestLog } from './platform/request-log.ts';
+
+export const API_VERSION = '1.3.0';
+
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  /** Defaults to the system clock, or a sandbox clock with SANDBOX=true. */
+  clock?: Clock;
+  /** Fastify logger options; false silences it (tests). */
+  logger?: boolean | Record<string, unknown>;
+}
+
+export interface Latchkey {
+  app: FastifyInstance;
+  clock: Clock;
+  jobs: JobRunner;
+  /** Set only when this start generated the operator token; main.ts prints it once. */
+  generatedAdminToken: string | null;
+  /** Stops jobs, flushes the request log and closes the app and the Redis client; the database stays open. */
+  close(): Promise<void>;
+}
+
+export async function buildApp(deps: AppDeps): Promise<Latchkey> {
+  const { config, db } = deps;
+  const sandboxClock = config.sandbox ? new SandboxClock() : null;
+  const clock = deps.clock ?? sandboxClock ?? systemClock;
+
+  const app = Fastify({
+    logger:
+      deps.logger === false
+        ? false
+        : {
+            level: config.logLevel,
+            serializers: {
+              // Never bodies, query strings or tokens in the log.
+              req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: safePath(req.url) }),
+            },
+            ...(typeof deps.logger === 'object' ? deps.logger : {}),
+          },
+    trustProxy: config.trustProxy,
+    genReqId,
+    bodyLimit: 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const jobs = new JobRunner(app.log);
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : null;
+  redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
+  const admin = await ensureAdminToken(db, config.adminToken);
+
+  const authenticator = new ApiKeyAuthenticator(db, clock);
+  await authenticator.start();
+  const catalog = new CatalogService(db);
+  await catalog.start();
+  const requestLog = new RequestLog(db, clock, app.log);
+  jobs.register(requestLog.purgeJob());
+
+  installHttpPlumbing(app);
+  installAccessControl(app, {
+    authenticator,
+    limits: new RateLimits(clock, redis),
+    perMinute: config.apiRateLimitPerMinute,
+    adminTokenHash: () => admin.hash,
+  });
+  requestLog.install(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Latchkey public API',
+        version: API_VERSION,
+        description: 'Access control for physical doors: people, keys, locks, the access log and webhooks.',
+      },
+      servers: [{ url: config.publicUrl }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  const finishRoutes = trackRoutes(app);
+
+  app.get('/v1/openapi.json', { config: { access: { kind: 'open' } }, schema: { hide: true } }, async () => app.swagger());
+
+  catalogRoutes(app, catalog);
+  operatorRoutes(
+    app,
+    new OperatorService({
+      db,
+      clock,
+      gatewayMqttUrl: () => config.mqttUrl ?? `mqtt://${new URL(config.publicUrl).hostname}:${config.mqttPort}`,
+    }),
+  );
+  if (sandboxClock) {
+    const sandbox = new SandboxService(db, sandboxClock, jobs);
+    await sandbox.start();
+    sandboxRoutes(app, sandbox);
+  }
+  finishRoutes();
+  await app.ready();
+
+  return {
+    app,
+    clock,
+    jobs,
+    generatedAdminToken: admin.generated,
+    async close() {
+      await app.close();
+      await jobs.stop();
+      await requestLog.close();
+      if (redis) await redis.quit().catch(() => undefined);
+    },
+  };
+}

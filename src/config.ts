@@ -1,0 +1,108 @@
+// Every environment variable the service reads, typed and validated in one place.
+// An invalid value stops start-up with a message naming the variable.
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | null;
+  dataDir: string; // 'memory' for a throw-away embedded store
+  mqttUrl: string | null;
+  mqttPort: number;
+  redisUrl: string | null;
+  publicUrl: string;
+  adminToken: string | null;
+  sandbox: boolean;
+  keyRevocationEnabled: boolean;
+  webhookAllowHosts: string[];
+  trustProxy: boolean;
+  brandName: string;
+  logLevel: string;
+  /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
+  apiRateLimitPerMinute: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function text(env: Env, name: string): string | null {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? null : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = text(env, name);
+  if (raw === null) return fallback;
+  const lower = raw.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+  if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  throw new ConfigError(name, `expected true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = text(env, name);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `not a valid URL: "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
+  const adminToken = text(env, 'ADMIN_TOKEN');
+  if (adminToken !== null && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+  const brandName = text(env, 'BRAND_NAME') ?? 'Latchkey';
+  if (/\s/.test(brandName)) throw new ConfigError('BRAND_NAME', 'must be one word');
+  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `unknown level "${logLevel}"`);
+  }
+  return {
+    port,
+    host: text(env, 'HOST') ?? '0.0.0.0',
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    dataDir: text(env, 'DATA_DIR') ?? './data',
+    mqttUrl: url(env, 'MQTT_URL', ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
+    mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+    adminToken,
+    sandbox: boolean(env, 'SANDBOX', false),
+    keyRevocationEnabled: boolean(env, 'KEY_REVOCATION_ENABLED', true),
+    webhookAllowHosts: (text(env, 'WEBHOOK_ALLOW_HOSTS') ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter((h) => h !== ''),
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    brandName,
+    logLevel,
+    apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
+  };
+}

@@ -1,0 +1,53 @@
+// The rules of the catalog: locks and security groups inside the caller's location scope.
+import type { Caller } from '../../platform/auth.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
+import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
+import type { Lock, SecurityGroup } from './schemas.ts';
+import { findLock, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
+
+/** Every write to locks, gateways (presence) or locations NOTIFYs this channel in its transaction. */
+export const CATALOG_CHANNEL = 'catalog_changed';
+
+const CACHE_LIMIT = 10_000;
+
+export class CatalogService {
+  // Single-lock reads are the hottest path of the API; each instance caches them and drops the cache
+  // on every catalog NOTIFY, so a change made through any instance is seen at once.
+  private readonly lockCache = new Map<number, ScopedLock>();
+
+  constructor(private readonly db: Database) {}
+
+  async start(): Promise<void> {
+    await this.db.listen(CATALOG_CHANNEL, () => this.lockCache.clear());
+  }
+
+  invalidate(): void {
+    this.lockCache.clear();
+  }
+
+  /** A lock the caller can see, or 404 (never 403) when it is elsewhere in the account or nowhere. */
+  async getLock(caller: Caller, id: number): Promise<Lock> {
+    let lock = this.lockCache.get(id);
+    if (!lock) {
+      const found = await findLock(this.db, id);
+      if (!found) throw errors.notFound('lock');
+      lock = found;
+      if (this.lockCache.size >= CACHE_LIMIT) this.lockCache.clear();
+      this.lockCache.set(id, lock);
+    }
+    if (!lock.locationPath.includes(caller.locationId)) throw errors.notFound('lock');
+    return publicLock(lock);
+  }
+
+  async listLocks(caller: Caller, page: PageRequest, locationId: number | undefined): Promise<PageOf<Lock>> {
+    const under = locationId === undefined ? [caller.locationId] : [caller.locationId, locationId];
+    const rows = await listLocks(this.db, under, page.afterId, page.limit + 1);
+    return toPage(rows.map(publicLock), page.limit, (lock) => lock.id);
+  }
+
+  async listSecurityGroups(caller: Caller, page: PageRequest, isDefault: boolean | undefined): Promise<PageOf<SecurityGroup>> {
+    const rows = await listSecurityGroups(this.db, caller.locationId, isDefault, page.afterId, page.limit + 1);
+    return toPage(rows, page.limit, (group) => group.id);
+  }
+}

@@ -1,0 +1,88 @@
+// The SQL of the catalog. Every query takes the caller's location and filters by it.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { Lock, SecurityGroup } from './schemas.ts';
+
+interface LockRow {
+  id: number;
+  name: string;
+  serial_number: string | null;
+  place: string;
+  provider: string;
+  online: boolean | null;
+  security_groups: string[];
+  location_id: number;
+  location_name: string;
+  location_path: number[];
+}
+
+export type ScopedLock = Lock & { locationPath: number[] };
+
+const LOCK_SELECT = `
+  SELECT k.id, k.name, k.serial_number, k.place, k.provider,
+         CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online,
+         k.security_group_codes AS security_groups,
+         l.id AS location_id, l.name AS location_name, l.path AS location_path
+    FROM locks k
+    JOIN locations l ON l.id = k.location_id
+    LEFT JOIN gateways g ON g.id = k.gateway_id`;
+
+function toLock(row: LockRow): ScopedLock {
+  return {
+    id: row.id,
+    name: row.name,
+    serial_number: row.serial_number,
+    place: row.place,
+    provider: row.provider,
+    online: row.online,
+    security_groups: row.security_groups,
+    location: { id: row.location_id, name: row.location_name },
+    locationPath: row.location_path.map(Number),
+  };
+}
+
+/** The lock as the public API shows it. */
+export function publicLock(lock: ScopedLock): Lock {
+  const { locationPath: _path, ...rest } = lock;
+  return rest;
+}
+
+/** One lock by id, whatever its location (the caller checks scope on locationPath). */
+export async function findLock(db: Queryable, id: number): Promise<ScopedLock | null> {
+  const rows = await db.query<LockRow>(`${LOCK_SELECT} WHERE k.id = $1`, [id]);
+  return rows[0] ? toLock(rows[0]) : null;
+}
+
+/** Locks whose location lies under every id of `underLocations` (the caller's scope, plus a filter). */
+export async function listLocks(
+  db: Queryable,
+  underLocations: number[],
+  afterId: number | null,
+  limit: number,
+): Promise<ScopedLock[]> {
+  const rows = await db.query<LockRow>(
+    `${LOCK_SELECT}
+      WHERE l.path @> $1::bigint[] AND k.id > $2
+      ORDER BY k.id
+      LIMIT $3`,
+    [underLocations, afterId ?? 0, limit],
+  );
+  return rows.map(toLock);
+}
+
+export async function listSecurityGroups(
+  db: Queryable,
+  scopeLocationId: number,
+  isDefault: boolean | undefined,
+  afterId: number | null,
+  limit: number,
+): Promise<SecurityGroup[]> {
+  return db.query<SecurityGroup>(
+    `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default
+       FROM security_groups sg
+       JOIN locations l ON l.id = sg.location_id
+      WHERE l.path @> ARRAY[$1]::bigint[] AND sg.id > $2 AND ($3::boolean IS NULL OR sg.is_default = $3)
+      ORDER BY sg.id
+      LIMIT $4`,
+    [scopeLocationId, afterId ?? 0, isDefault ?? null, limit],
+  );
+}

@@ -1,0 +1,76 @@
+// The operator API (/admin/v1), behind ADMIN_TOKEN. Hidden from the public OpenAPI document.
+import { Type } from '@sinclair/typebox';
+import type { ApiInstance } from '../../platform/fastify.ts';
+import { Page, PageQuery, pageRequest } from '../../platform/pagination.ts';
+import { ErrorEnvelope, NoContent } from '../../platform/schemas.ts';
+import { Lock, SecurityGroup } from '../catalog/schemas.ts';
+import {
+  Account,
+  AccountCreate,
+  AccountUpdate,
+  ApiKey,
+  ApiKeyCreate,
+  ApiKeyWithToken,
+  Gateway,
+  GatewayCreate,
+  Location,
+  LocationCreate,
+  LockCreate,
+  SecurityGroupCreate,
+  User,
+  UserCreate,
+} from './schemas.ts';
+import type { OperatorService } from './service.ts';
+
+const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const errorsOf = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope };
+const admin = { access: { kind: 'admin' as const } };
+const hidden = { hide: true, tags: ['Operator'] };
+
+export function operatorRoutes(app: ApiInstance, operator: OperatorService): void {
+  app.post('/admin/v1/accounts', { config: admin, schema: { ...hidden, body: AccountCreate, response: { 201: Account, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createAccount(request.body)));
+
+  app.get('/admin/v1/accounts/:id', { config: admin, schema: { ...hidden, params: IdParams, response: { 200: Account, ...errorsOf } } },
+    async (request) => operator.getAccount(request.params.id));
+
+  app.patch('/admin/v1/accounts/:id',
+    { config: admin, schema: { ...hidden, params: IdParams, body: AccountUpdate, response: { 200: Account, ...errorsOf } } },
+    async (request) => operator.updateAccount(request.params.id, request.body));
+
+  app.post('/admin/v1/locations', { config: admin, schema: { ...hidden, body: LocationCreate, response: { 201: Location, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createLocation(request.body)));
+
+  app.post('/admin/v1/users', { config: admin, schema: { ...hidden, body: UserCreate, response: { 201: User, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createUser(request.body)));
+
+  app.post('/admin/v1/api_keys', { config: admin, schema: { ...hidden, body: ApiKeyCreate, response: { 201: ApiKeyWithToken, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createApiKey(request.body)));
+
+  app.get('/admin/v1/api_keys',
+    {
+      config: admin,
+      schema: {
+        ...hidden,
+        querystring: Type.Object({ ...PageQuery, location_id: Type.Optional(Type.Integer({ minimum: 1 })) }),
+        response: { 200: Page(ApiKey), ...errorsOf },
+      },
+    },
+    async (request) => operator.listApiKeys(pageRequest(request.query), request.query.location_id));
+
+  app.delete('/admin/v1/api_keys/:id', { config: admin, schema: { ...hidden, params: IdParams, response: { 204: NoContent, ...errorsOf } } },
+    async (request, reply) => {
+      await operator.revokeApiKey(request.params.id);
+      return reply.code(204).send(null);
+    });
+
+  app.post('/admin/v1/security_groups',
+    { config: admin, schema: { ...hidden, body: SecurityGroupCreate, response: { 201: SecurityGroup, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createSecurityGroup(request.body)));
+
+  app.post('/admin/v1/gateways', { config: admin, schema: { ...hidden, body: GatewayCreate, response: { 201: Gateway, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createGateway(request.body)));
+
+  app.post('/admin/v1/locks', { config: admin, schema: { ...hidden, body: LockCreate, response: { 201: Lock, ...errorsOf } } },
+    async (request, reply) => reply.code(201).send(await operator.createLock(request.body)));
+}

@@ -1,0 +1,131 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { SCOPES } from '../../platform/scopes.ts';
+import { ClientTimestamp } from '../../platform/time.ts';
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Id = Type.Integer({ minimum: 1 });
+
+export const AccountFields = {
+  name: Name,
+  reseller: Type.Boolean({ default: false }),
+  sms_enabled: Type.Boolean({ default: true }),
+  phone_key_allowance: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    default: null,
+    description: 'invitations the account may send; null = unlimited',
+  }),
+  locking_system: Type.Union([Type.Literal('sandbox'), Type.Null()], {
+    default: null,
+    description: 'null = no sync; "sandbox" = the built-in simulator',
+  }),
+};
+
+export const AccountCreate = Type.Object(
+  {
+    name: AccountFields.name,
+    reseller: Type.Optional(AccountFields.reseller),
+    sms_enabled: Type.Optional(AccountFields.sms_enabled),
+    phone_key_allowance: Type.Optional(AccountFields.phone_key_allowance),
+    locking_system: Type.Optional(AccountFields.locking_system),
+  },
+  { additionalProperties: false },
+);
+export type AccountCreate = Static<typeof AccountCreate>;
+
+export const AccountUpdate = Type.Partial(Type.Object(AccountFields), { additionalProperties: false, minProperties: 1 });
+export type AccountUpdate = Static<typeof AccountUpdate>;
+
+export const Account = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  reseller: Type.Boolean(),
+  sms_enabled: Type.Boolean(),
+  phone_key_allowance: Type.Union([Type.Integer(), Type.Null()]),
+  locking_system: Type.Union([Type.String(), Type.Null()]),
+  root_location: Type.Object({ id: Type.Integer(), name: Type.String() }),
+});
+export type Account = Static<typeof Account>;
+
+export const LocationCreate = Type.Object({ parent_id: Id, name: Name }, { additionalProperties: false });
+export const Location = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  parent_id: Type.Union([Type.Integer(), Type.Null()]),
+  account_id: Type.Integer(),
+});
+export type Location = Static<typeof Location>;
+
+export const UserCreate = Type.Object(
+  { account_id: Id, name: Name, email: Type.String({ format: 'email', maxLength: 254 }) },
+  { additionalProperties: false },
+);
+export const User = Type.Object({ id: Type.Integer(), account_id: Type.Integer(), name: Type.String(), email: Type.String() });
+export type User = Static<typeof User>;
+
+export const ApiKeyCreate = Type.Object(
+  {
+    location_id: Id,
+    name: Name,
+    scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { uniqueItems: true }),
+    lock_allowlist: Type.Optional(Type.Array(Id, { uniqueItems: true, maxItems: 10_000 })),
+    expires_at: Type.Optional(ClientTimestamp('default: now + 1 year; at most 2 years ahead')),
+    created_by_user_id: Type.Optional(Type.Union([Id, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type ApiKeyCreate = Static<typeof ApiKeyCreate>;
+
+export const ApiKey = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  prefix: Type.String(),
+  location_id: Type.Integer(),
+  scopes: Type.Array(Type.String()),
+  lock_allowlist: Type.Array(Type.Integer()),
+  expires_at: Type.String({ format: 'date-time' }),
+  created_at: Type.String({ format: 'date-time' }),
+  revoked_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  created_by_user_id: Type.Union([Type.Integer(), Type.Null()]),
+});
+export type ApiKey = Static<typeof ApiKey>;
+export const ApiKeyWithToken = Type.Composite([ApiKey, Type.Object({ token: Type.String() })]);
+
+export const SecurityGroupCreate = Type.Object(
+  {
+    location_id: Id,
+    code: Type.String({ minLength: 1, maxLength: 64, pattern: '^\\S+$' }),
+    title: Name,
+    description: Type.Optional(Type.String({ maxLength: 2000, default: '' })),
+    is_default: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { additionalProperties: false },
+);
+export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
+
+export const GatewayCreate = Type.Object({ location_id: Id, name: Name }, { additionalProperties: false });
+export const Gateway = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  location_id: Type.Integer(),
+  mqtt: Type.Object({
+    url: Type.String(),
+    client_id: Type.String(),
+    username: Type.String(),
+    password: Type.String({ description: 'shown only in this answer' }),
+    topic_prefix: Type.String(),
+  }),
+});
+export type Gateway = Static<typeof Gateway>;
+
+export const LockCreate = Type.Object(
+  {
+    location_id: Id,
+    name: Name,
+    place: Type.Optional(Type.String({ maxLength: 200, default: '' })),
+    serial_number: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], { default: null })),
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'sandbox' })),
+    gateway_id: Type.Optional(Type.Union([Id, Type.Null()], { default: null })),
+    security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [] })),
+  },
+  { additionalProperties: false },
+);
+export type LockCreate = Static<typeof LockCreate>;

@@ -1,0 +1,105 @@
+// The gate in front of every route: who may call it and how often.
+// Order for the public API: failed-authentication lock-out, bearer authentication, rate limits
+// (per key, then the route's own table entry, counted before validation and scope checks),
+// reseller refusal, scope. The operator API checks ADMIN_TOKEN and has no rate limits.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiKeyAuthenticator, Caller } from './auth.ts';
+import { errors } from './errors.ts';
+import { FAILED_AUTH_PER_MINUTE, routeLimits, type LimitState, type RateLimits } from './rate-limit.ts';
+import { sameHash, hashToken } from './secrets.ts';
+import type { Scope } from './scopes.ts';
+
+export type RouteAccess =
+  /** Public API: a valid API key holding any one of `scopes`. */
+  | { kind: 'public'; scopes: Scope[] }
+  /** Operator API: ADMIN_TOKEN. */
+  | { kind: 'admin' }
+  /** No authentication (OpenAPI document, setup-link pages, 405 answers). */
+  | { kind: 'open' };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+  }
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+export interface AccessDeps {
+  authenticator: ApiKeyAuthenticator;
+  limits: RateLimits;
+  perMinute: number;
+  adminTokenHash: () => string;
+}
+
+function bearer(request: FastifyRequest): string | null | undefined {
+  const header = request.headers.authorization;
+  if (header === undefined) return undefined; // no credentials at all
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1] ?? null; // null: credentials present but malformed
+}
+
+function setLimitHeaders(reply: FastifyReply, states: LimitState[]): LimitState {
+  // The limiter closest to exhaustion speaks for the response.
+  const tightest = states.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+  reply.header('x-ratelimit-limit', String(tightest.limit));
+  reply.header('x-ratelimit-remaining', String(tightest.remaining));
+  return tightest;
+}
+
+/** The caller of a public route; routes behind `kind: 'public'` always have one. */
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.caller) throw new Error('callerOf() used on a route without public access');
+  return request.caller;
+}
+
+export function installAccessControl(app: FastifyInstance, deps: AccessDeps): void {
+  const { authenticator, limits, perMinute } = deps;
+
+  app.addHook('onRequest', async (request, reply) => {
+    const access = request.routeOptions.config.access;
+    if (!access) {
+      // Unknown routes (404) take no credentials.
+      return;
+    }
+    if (access.kind === 'open') return;
+    if (access.kind === 'admin') {
+      const token = bearer(request);
+      if (!token || !sameHash(hashToken(token), deps.adminTokenHash())) throw errors.unauthenticated();
+      return;
+    }
+
+    const ip = request.ip;
+    const lockout = await limits.isExhausted('auth-failed', ip, FAILED_AUTH_PER_MINUTE);
+    if (lockout.exceeded) throw errors.rateLimited(lockout.retryAfterSeconds);
+
+    const token = bearer(request);
+    if (token === undefined) {
+      // No credentials: counted in the shared per-IP bucket, then refused.
+      const state = await limits.consume('anonymous', ip, perMinute);
+      if (state.exceeded) throw errors.rateLimited(state.retryAfterSeconds);
+      throw errors.unauthenticated();
+    }
+    const caller = token === null ? null : await authenticator.authenticate(token);
+    if (!caller) {
+      await limits.consume('auth-failed', ip, FAILED_AUTH_PER_MINUTE);
+      throw errors.unauthenticated();
+    }
+    request.caller = caller;
+
+    const states = [await limits.consume('api-key', String(caller.apiKeyId), perMinute)];
+    const routeLimit = routeLimits[`${request.method} ${request.routeOptions.url}`];
+    if (routeLimit) {
+      const params = request.params as Record<string, string>;
+      const key = routeLimit.perParam ? `${caller.apiKeyId}:${params[routeLimit.perParam]}` : String(caller.apiKeyId);
+      states.push(await limits.consume(routeLimit.bucket, key, routeLimit.perMinute));
+    }
+    setLimitHeaders(reply, states);
+    const exceeded = states.find((s) => s.exceeded);
+    if (exceeded) throw errors.rateLimited(exceeded.retryAfterSeconds);
+
+    if (caller.reseller) throw errors.notAvailable();
+    if (!access.scopes.some((scope) => caller.scopes.has(scope))) throw errors.insufficientScope(access.scopes.join(' or '));
+  });
+}

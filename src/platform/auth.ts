@@ -1,0 +1,103 @@
+// Bearer authentication of public API keys, with a per-instance cache that every instance drops on a
+// NOTIFY whenever a key or an account changes (revocation must bite at once on every instance).
+import type { Clock } from './clock.ts';
+import type { Database } from './db/index.ts';
+import { hashToken } from './secrets.ts';
+import type { Scope } from './scopes.ts';
+
+export const API_KEY_TOKEN_PREFIX = 'lk_';
+const TOKEN_PATTERN = /^lk_[A-Za-z0-9_-]{43}$/;
+export const AUTH_CHANNEL = 'auth_changed';
+
+/** Who is calling: an API key, its location scope and what it may do. Passed explicitly to services. */
+export interface Caller {
+  apiKeyId: number;
+  apiKeyName: string;
+  prefix: string;
+  accountId: number;
+  /** The key's own location; the caller sees it and its descendants. */
+  locationId: number;
+  scopes: ReadonlySet<Scope>;
+  lockAllowlist: ReadonlySet<number>;
+  reseller: boolean;
+  expiresAt: Date;
+  revoked: boolean;
+}
+
+interface CachedKey {
+  caller: Caller;
+  cachedAt: number;
+}
+
+// A safety net for a missed NOTIFY (e.g. a dropped listener connection); NOTIFY is the normal path.
+const CACHE_TTL_MS = 30_000;
+
+export class ApiKeyAuthenticator {
+  private cache = new Map<string, CachedKey>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.db.listen(AUTH_CHANNEL, () => this.cache.clear());
+  }
+
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  /** The caller for a bearer token, or null when it is malformed, unknown, revoked or expired. */
+  async authenticate(token: string): Promise<Caller | null> {
+    if (!TOKEN_PATTERN.test(token)) return null;
+    const hash = hashToken(token);
+    let entry = this.cache.get(hash);
+    if (!entry || Date.now() - entry.cachedAt > CACHE_TTL_MS) {
+      const caller = await this.load(hash);
+      if (!caller) return null;
+      entry = { caller, cachedAt: Date.now() };
+      this.cache.set(hash, entry);
+    }
+    const { caller } = entry;
+    if (caller.revoked || caller.expiresAt.getTime() <= this.clock.now().getTime()) return null;
+    return caller;
+  }
+
+  private async load(hash: string): Promise<Caller | null> {
+    const rows = await this.db.query<{
+      id: number;
+      name: string;
+      prefix: string;
+      location_id: number;
+      account_id: number;
+      scopes: string[];
+      lock_allowlist: number[];
+      reseller: boolean;
+      expires_at: Date;
+      revoked_at: Date | null;
+    }>(
+      `SELECT k.id, k.name, k.prefix, k.location_id, l.account_id, k.scopes, k.lock_allowlist, a.reseller,
+              k.expires_at, k.revoked_at
+         FROM api_keys k
+         JOIN locations l ON l.id = k.location_id
+         JOIN accounts a ON a.id = l.account_id
+        WHERE k.token_hash = $1`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      apiKeyId: row.id,
+      apiKeyName: row.name,
+      prefix: row.prefix,
+      accountId: row.account_id,
+      locationId: row.location_id,
+      scopes: new Set(row.scopes as Scope[]),
+      lockAllowlist: new Set(row.lock_allowlist.map(Number)),
+      reseller: row.reseller,
+      expiresAt: row.expires_at,
+      revoked: row.revoked_at !== null,
+    };
+  }
+}

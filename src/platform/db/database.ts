@@ -1,0 +1,27 @@
+// The database port: one SQL dialect (PostgreSQL) over two engines, embedded PGlite and server PostgreSQL.
+
+export type Row = Record<string, unknown>;
+
+export interface Queryable {
+  /** Runs one parameterised statement and returns its rows. */
+  query<T extends object = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+}
+
+export interface Database extends Queryable {
+  readonly engine: 'pglite' | 'postgres';
+  /** Runs fn inside one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to a NOTIFY channel (used to invalidate caches across instances).
+   * The channel name is namespaced per database schema so that test runs never hear each other.
+   */
+  listen(channel: string, onMessage: (payload: string) => void): Promise<void>;
+  /** The channel name to pass to pg_notify, namespaced like listen(). */
+  channel(name: string): string;
+  close(): Promise<void>;
+}
+
+/** pg_notify inside the caller's transaction: delivered to listeners only if the transaction commits. */
+export async function notify(db: Database, tx: Queryable, channel: string, payload = ''): Promise<void> {
+  await tx.query('SELECT pg_notify($1, $2)', [db.channel(channel), payload]);
+}

@@ -1,0 +1,42 @@
+// Applies the numbered .sql files of src/db/migrations once each, in order, at start-up.
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { Database } from './database.ts';
+
+export const migrationsDir = fileURLToPath(new URL('../../db/migrations/', import.meta.url));
+
+export async function listMigrations(): Promise<Array<{ version: string; sql: string }>> {
+  const files = (await readdir(migrationsDir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (file) => ({ version: file.replace(/\.sql$/, ''), sql: await readFile(migrationsDir + file, 'utf8') })),
+  );
+}
+
+export async function migrate(db: Database): Promise<string[]> {
+  const migrations = await listMigrations();
+  return db.transaction(async (tx) => {
+    // Several instances may start together against one server: the first applies, the others wait.
+    await tx.query('SELECT pg_advisory_xact_lock(727274)');
+    await tx.query('CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const done = new Set((await tx.query<{ version: string }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+    const applied: string[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [migration.version]);
+      applied.push(migration.version);
+    }
+    return applied;
+  });
+}
+
+/** Splits a migration into statements (extended-protocol queries take one at a time). No $$ bodies are used. */
+function splitStatements(sql: string): string[] {
+  return sql
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('--'))
+    .join('\n')
+    .split(';')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}

@@ -1,0 +1,59 @@
+// Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
+import { PGlite, types } from '@electric-sql/pglite';
+import type { Database, Queryable, Row } from './database.ts';
+
+// Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
+const parsers = { [types.INT8]: (value: string) => Number(value) };
+
+export interface PgliteOptions {
+  /** A directory path, or 'memory' for a throw-away store. */
+  dataDir: string;
+  /** A dumped data directory (dumpDataDir) to start from, e.g. a migrated template in tests. */
+  loadDataDir?: Blob;
+}
+
+export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
+  const dataDir = options.dataDir === 'memory' ? 'memory://' : options.dataDir;
+  const pg = new PGlite(dataDir, {
+    parsers,
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+  });
+  await pg.waitReady;
+  return new PgliteDatabase(pg);
+}
+
+export class PgliteDatabase implements Database {
+  readonly engine = 'pglite' as const;
+
+  constructor(readonly pg: PGlite) {}
+
+  async query<T extends object = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    const result = await this.pg.query(sql, params as unknown[]);
+    return result.rows as T[];
+  }
+
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.pg.transaction(async (tx) =>
+      fn({
+        query: async <R extends object = Row>(sql: string, params: readonly unknown[] = []) =>
+          (await tx.query(sql, params as unknown[])).rows as R[],
+      }),
+    );
+  }
+
+  async listen(channel: string, onMessage: (payload: string) => void): Promise<void> {
+    await this.pg.listen(this.channel(channel), onMessage);
+  }
+
+  channel(name: string): string {
+    return `latchkey_${name}`;
+  }
+
+  async dump(): Promise<Blob> {
+    return this.pg.dumpDataDir('none');
+  }
+
+  async close(): Promise<void> {
+    if (!this.pg.closed) await this.pg.close();
+  }
+}

@@ -1,0 +1,96 @@
+// Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
+import pg from 'pg';
+import type { Database, Queryable, Row } from './database.ts';
+
+const INT8_OID = 20;
+// Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
+const typeParsers = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Run every statement in this schema (tests use one schema per run). */
+  schema?: string;
+  maxConnections?: number;
+}
+
+export async function openPostgres(options: PostgresOptions): Promise<PostgresDatabase> {
+  const searchPath = options.schema ? { options: `-c search_path=${options.schema}` } : {};
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    types: typeParsers,
+    ...searchPath,
+  });
+  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  const database = new PostgresDatabase(pool, options);
+  await database.query('SELECT 1');
+  return database;
+}
+
+export class PostgresDatabase implements Database {
+  readonly engine = 'postgres' as const;
+  private listener: pg.Client | null = null;
+  private readonly handlers = new Map<string, Array<(payload: string) => void>>();
+
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly options: PostgresOptions,
+  ) {}
+
+  async query<T extends object = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    const result = await this.pool.query(sql, params as unknown[]);
+    return result.rows as T[];
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn({
+        query: async <R extends object = Row>(sql: string, params: readonly unknown[] = []) =>
+          (await client.query(sql, params as unknown[])).rows as R[],
+      });
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async listen(channel: string, onMessage: (payload: string) => void): Promise<void> {
+    const name = this.channel(channel);
+    if (!this.listener) {
+      const client = new pg.Client({ connectionString: this.options.connectionString });
+      client.on('notification', (message) => {
+        for (const handler of this.handlers.get(message.channel) ?? []) handler(message.payload ?? '');
+      });
+      client.on('error', () => undefined);
+      await client.connect();
+      this.listener = client;
+    }
+    const existing = this.handlers.get(name);
+    if (existing) {
+      existing.push(onMessage);
+      return;
+    }
+    this.handlers.set(name, [onMessage]);
+    await this.listener.query(`LISTEN "${name}"`);
+  }
+
+  channel(name: string): string {
+    return this.options.schema ? `latchkey_${this.options.schema}_${name}` : `latchkey_${name}`;
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.end().catch(() => undefined);
+    this.listener = null;
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,67 @@
+// Background work: one registry of jobs, run by the same loop in every instance. Each run handles what is
+// due on the service clock and says how much it did; the sandbox clock's advance drives runUntilIdle().
+import type { FastifyBaseLogger } from 'fastify';
+
+export interface Job {
+  name: string;
+  /** How often the loop runs it, in real seconds. */
+  everySeconds: number;
+  /** Handles due work; returns how many items it handled (0 = nothing was due). Must be safe to run concurrently. */
+  run(): Promise<number>;
+}
+
+export class JobRunner {
+  private readonly jobs: Job[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly running = new Set<Promise<unknown>>();
+  private stopped = true;
+
+  constructor(private readonly log: FastifyBaseLogger) {}
+
+  register(job: Job): void {
+    this.jobs.push(job);
+  }
+
+  get names(): string[] {
+    return this.jobs.map((j) => j.name);
+  }
+
+  start(): void {
+    this.stopped = false;
+    for (const job of this.jobs) {
+      const timer = setInterval(() => void this.runOnce(job), job.everySeconds * 1000);
+      timer.unref();
+      this.timers.push(timer);
+    }
+  }
+
+  private async runOnce(job: Job): Promise<number> {
+    const run = job.run();
+    this.running.add(run);
+    try {
+      return await run;
+    } catch (error) {
+      this.log.error({ err: error, job: job.name }, 'job failed');
+      return 0;
+    } finally {
+      this.running.delete(run);
+    }
+  }
+
+  /** Runs every job until none has anything left to do (bounded, so a job that never settles cannot hang it). */
+  async runUntilIdle(maxRounds = 50): Promise<void> {
+    for (let round = 0; round < maxRounds; round++) {
+      let handled = 0;
+      for (const job of this.jobs) handled += await this.runOnce(job);
+      if (handled === 0) return;
+    }
+  }
+
+  /** Stops scheduling and waits for the runs in flight. */
+  async stop(): Promise<void> {
+    if (this.stopped && this.timers.length === 0) return;
+    this.stopped = true;
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
+    await Promise.allSettled([...this.running]);
+  }
+}

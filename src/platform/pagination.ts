@@ -1,0 +1,59 @@
+// Keyset pagination for every list: `WHERE id > $after ORDER BY id LIMIT n + 1`, never OFFSET.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { errors } from './errors.ts';
+
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 200;
+
+/** `limit` and `cursor` of every list endpoint. A non-integer limit is a malformed query (400). */
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ description: '1 to 200, default 50; out-of-range values are clamped' })),
+  cursor: Type.Optional(Type.String({ description: 'opaque; pass back next_cursor verbatim', maxLength: 512 })),
+};
+
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+export type PageOf<T> = { data: T[]; next_cursor: string | null };
+
+export function clampLimit(limit: number | undefined): number {
+  if (limit === undefined) return DEFAULT_LIMIT;
+  return Math.min(MAX_LIMIT, Math.max(1, limit));
+}
+
+/** Cursors are opaque to clients: base64url of the last row's sort key. */
+export function encodeCursor(key: string | number): string {
+  return Buffer.from(JSON.stringify([key])).toString('base64url');
+}
+
+export function decodeCursor<K extends 'number' | 'string'>(
+  cursor: string | undefined,
+  kind: K,
+): (K extends 'number' ? number : string) | null {
+  if (cursor === undefined || cursor === '') return null;
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(parsed) && parsed.length === 1 && typeof parsed[0] === kind) {
+      return parsed[0] as K extends 'number' ? number : string;
+    }
+  } catch {
+    // fall through
+  }
+  throw errors.invalidRequest('The query parameter cursor is not a cursor this endpoint returned.');
+}
+
+export interface PageRequest {
+  limit: number;
+  afterId: number | null;
+}
+
+export function pageRequest(query: { limit?: number; cursor?: string }): PageRequest {
+  return { limit: clampLimit(query.limit), afterId: decodeCursor(query.cursor, 'number') };
+}
+
+/** Rows were fetched with LIMIT limit + 1: the extra row says there is a next page. */
+export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => string | number): PageOf<T> {
+  if (rows.length <= limit) return { data: rows, next_cursor: null };
+  const data = rows.slice(0, limit);
+  return { data, next_cursor: encodeCursor(keyOf(data[data.length - 1] as T)) };
+}

@@ -1,0 +1,100 @@
+// The public API's request log: method, path, status, duration and IP; never bodies, query strings or tokens.
+// Rows are buffered and written in batches so that logging adds no query to a request's own path.
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Clock } from './clock.ts';
+import type { Database } from './db/index.ts';
+import type { Job } from './jobs.ts';
+import { safePath } from './http.ts';
+
+export const REQUEST_LOG_RETENTION_DAYS = 90;
+const FLUSH_EVERY_MS = 1000;
+const MAX_BUFFER = 2000;
+
+interface Entry {
+  at: string;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  ip: string;
+  apiKeyId: number | null;
+}
+
+export class RequestLog {
+  private buffer: Entry[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  install(app: FastifyInstance): void {
+    app.addHook('onResponse', async (request, reply) => {
+      // Only the public API is logged; the operator API and unknown paths outside /v1 are not.
+      if (!request.url.startsWith('/v1/')) return;
+      this.buffer.push({
+        at: this.clock.now().toISOString(),
+        method: request.method,
+        path: safePath(request.url),
+        status: reply.statusCode,
+        durationMs: reply.elapsedTime,
+        ip: request.ip,
+        apiKeyId: request.caller?.apiKeyId ?? null,
+      });
+      if (this.buffer.length >= MAX_BUFFER) void this.flush();
+    });
+    this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** Writes what is buffered. Serialised, so batches never overlap. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (this.buffer.length === 0) return;
+      const batch = this.buffer;
+      this.buffer = [];
+      try {
+        await this.db.query(
+          `INSERT INTO request_log (at, method, path, status, duration_ms, ip, api_key_id)
+           SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int[], $5::real[], $6::text[], $7::bigint[])`,
+          [
+            batch.map((e) => e.at),
+            batch.map((e) => e.method),
+            batch.map((e) => e.path),
+            batch.map((e) => e.status),
+            batch.map((e) => e.durationMs),
+            batch.map((e) => e.ip),
+            batch.map((e) => e.apiKeyId),
+          ],
+        );
+      } catch (error) {
+        this.log.error({ err: error, rows: batch.length }, 'request log write failed');
+      }
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+
+  purgeJob(): Job {
+    return {
+      name: 'request-log-purge',
+      everySeconds: 3600,
+      run: async () => {
+        const cutoff = new Date(this.clock.now().getTime() - REQUEST_LOG_RETENTION_DAYS * 86_400_000);
+        const rows = await this.db.query(
+          `DELETE FROM request_log WHERE id IN (SELECT id FROM request_log WHERE at < $1 LIMIT 5000) RETURNING id`,
+          [cutoff.toISOString()],
+        );
+        return rows.length;
+      },
+    };
+  }
+}

@@ -1,0 +1,38 @@
+// Timestamps sent by clients: ISO 8601, parsed as UTC unless they carry their own offset (spec: General rules).
+import { Type } from '@sinclair/typebox';
+
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?$/;
+
+export const ClientTimestamp = (description?: string) =>
+  Type.String({
+    pattern: TIMESTAMP.source,
+    description: `ISO 8601 date-time; UTC unless an offset is given${description ? `. ${description}` : ''}`,
+    examples: ['2027-01-31T09:00:00Z'],
+  });
+
+/** The instant a client timestamp names, or null when it is not a real date-time (e.g. month 13). */
+export function parseClientTimestamp(value: string): Date | null {
+  const match = TIMESTAMP.exec(value);
+  if (!match) return null;
+  const [, y, mo, d, h, mi, s = '0', frac = '0', zone] = match;
+  const ms = Math.round(Number(`0.${frac}`) * 1000);
+  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
+  const check = new Date(utc);
+  if (
+    check.getUTCFullYear() !== Number(y) ||
+    check.getUTCMonth() !== Number(mo) - 1 ||
+    check.getUTCDate() !== Number(d) ||
+    Number(h) > 23 ||
+    Number(mi) > 59 ||
+    Number(s) > 59
+  ) {
+    return null;
+  }
+  let offsetMinutes = 0;
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const sign = zone.startsWith('-') ? -1 : 1;
+    const digits = zone.slice(1).replace(':', '');
+    offsetMinutes = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2)));
+  }
+  return new Date(utc - offsetMinutes * 60_000);
+}
