@@ -79,12 +79,13 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   installHttpPlumbing(app);
   installAccessControl(app, {
     authenticator,
-    limits: new RateLimits(clock, redis),
+    limits: new RateLimits(clock, redis, config.redisKeyPrefix),
     perMinute: config.apiRateLimitPerMinute,
     adminTokenHash: () => admin.hash,
   });
   requestLog.install(app);
 
+  const finishRoutes = trackRoutes(app);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -98,7 +99,6 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       security: [{ bearer: [] }],
     },
   });
-  const finishRoutes = trackRoutes(app);
 
   app.get('/v1/openapi.json', { config: { access: { kind: 'open' } }, schema: { hide: true } }, async () => app.swagger());
 

@@ -9,6 +9,8 @@ export interface Config {
   mqttUrl: string | null;
   mqttPort: number;
   redisUrl: string | null;
+  /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
+  redisKeyPrefix: string;
   publicUrl: string;
   adminToken: string | null;
   sandbox: boolean;
@@ -92,6 +94,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttUrl: url(env, 'MQTT_URL', ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: text(env, 'REDIS_KEY_PREFIX') ?? 'latchkey',
     publicUrl: publicUrl.replace(/\/+$/, ''),
     adminToken,
     sandbox: boolean(env, 'SANDBOX', false),

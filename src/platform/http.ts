@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler, RouteOptions } from 'fastify';
+import './access.ts';
 import { ApiError, errors, type ErrorDetail } from './errors.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
@@ -119,6 +120,13 @@ export function installHttpPlumbing(app: FastifyInstance): void {
 export function trackRoutes(app: FastifyInstance): () => void {
   const methodsByPath = new Map<string, Set<string>>();
   app.addHook('onRoute', (route: RouteOptions) => {
+    const access = route.config?.access;
+    // A route that forgot to say who may call it must not go live open.
+    if (!access) throw new Error(`route ${String(route.method)} ${route.url} declares no access`);
+    if (access.kind === 'public') {
+      // The OpenAPI document names the scopes each operation accepts (any one of them).
+      route.schema = { ...route.schema, security: [{ bearer: access.scopes }] };
+    }
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const set = methodsByPath.get(route.url) ?? new Set<string>();
     for (const method of methods) set.add(method);

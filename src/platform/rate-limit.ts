@@ -32,6 +32,7 @@ export class RateLimits {
   constructor(
     private readonly clock: Clock,
     private readonly redis: Redis | null,
+    private readonly keyPrefix = 'latchkey',
   ) {}
 
   private limiter(bucket: string, points: number): RateLimiterAbstract {
@@ -39,7 +40,7 @@ export class RateLimits {
     let limiter = this.limiters.get(name);
     if (!limiter) {
       // Stored counters outlive their window by a minute of real time; the window itself is in the key.
-      const options = { keyPrefix: `latchkey:rl:${bucket}`, points, duration: 120 };
+      const options = { keyPrefix: `${this.keyPrefix}:rl:${bucket}`, points, duration: 120 };
       limiter = this.redis
         ? new RateLimiterRedis({ ...options, storeClient: this.redis, insuranceLimiter: new RateLimiterMemory(options) })
         : new RateLimiterMemory(options);

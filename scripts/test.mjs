@@ -1,0 +1,29 @@
+// npm test: the whole suite on the embedded database, then again on server PostgreSQL when
+// TEST_DATABASE_URL is set. Extra arguments are passed to node --test (e.g. a file list).
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+function testFiles(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) return testFiles(full);
+    return name.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+const args = process.argv.slice(2);
+const files = args.length > 0 ? args : testFiles('test').sort();
+const backends = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
+
+let failed = false;
+for (const backend of backends) {
+  console.log(`\n# Latchkey tests on ${backend === 'pglite' ? 'embedded PGlite' : 'PostgreSQL'}\n`);
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=120000', ...files],
+    { stdio: 'inherit', env: { ...process.env, LATCHKEY_TEST_BACKEND: backend } },
+  );
+  if (result.status !== 0) failed = true;
+}
+process.exit(failed ? 1 : 0);
