@@ -10,12 +10,13 @@ export const CACHE_CONTROL = 'no-store, private';
 
 // Bodies are validated strictly (no coercion, every error reported so each unknown field gets its detail);
 // query strings and route parameters arrive as text, so they are coerced to the schema's types.
+// Schema defaults document the API; services apply them, so an update never receives fields it was not sent.
 function newAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({
     allErrors: !coerce,
     coerceTypes: coerce ? 'array' : false,
     removeAdditional: false,
-    useDefaults: true,
+    useDefaults: false,
     strict: false,
   });
   addFormats.default(ajv);
