@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+describe('configuration', () => {
+  test('defaults follow the contract table', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.databaseUrl, null);
+    assert.equal(config.dataDir, './data');
+    assert.equal(config.mqttUrl, null);
+    assert.equal(config.mqttPort, 1884);
+    assert.equal(config.redisUrl, null);
+    assert.equal(config.publicUrl, 'http://localhost:8080');
+    assert.equal(config.adminToken, null);
+    assert.equal(config.sandbox, false);
+    assert.equal(config.keyRevocationEnabled, true);
+    assert.deepEqual(config.webhookAllowHosts, []);
+    assert.equal(config.trustProxy, false);
+    assert.equal(config.apiRateLimitPerMinute, 600);
+  });
+
+  test('PUBLIC_URL defaults to localhost on PORT; lists and booleans are parsed', () => {
+    const config = loadConfig({ PORT: '9000', SANDBOX: 'TRUE', WEBHOOK_ALLOW_HOSTS: ' a.test , B.test,', KEY_REVOCATION_ENABLED: 'false' });
+    assert.equal(config.publicUrl, 'http://localhost:9000');
+    assert.equal(config.sandbox, true);
+    assert.equal(config.keyRevocationEnabled, false);
+    assert.deepEqual(config.webhookAllowHosts, ['a.test', 'b.test']);
+  });
+
+  test('an invalid value is refused with a message naming the variable', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ PORT: 'eighty' }, 'PORT'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ MQTT_PORT: '-1' }, 'MQTT_PORT'],
+      [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+      [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+      [{ MQTT_URL: 'http://x' }, 'MQTT_URL'],
+      [{ PUBLIC_URL: 'ftp://x' }, 'PUBLIC_URL'],
+      [{ SANDBOX: 'maybe' }, 'SANDBOX'],
+      [{ TRUST_PROXY: '2' }, 'TRUST_PROXY'],
+      [{ KEY_REVOCATION_ENABLED: 'nope' }, 'KEY_REVOCATION_ENABLED'],
+      [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
+    ];
+    for (const [env, variable] of cases) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(variable),
+        JSON.stringify(env),
+      );
+    }
+  });
+});

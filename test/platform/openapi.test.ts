@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { startService, type TestService } from '../helpers/service.ts';
+
+interface OpenApi {
+  openapi: string;
+  servers?: unknown;
+  paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>;
+}
+
+let database: TestDatabase;
+let service: TestService;
+
+before(async () => {
+  database = await createTestDatabase();
+  service = await startService(database.db);
+});
+after(async () => {
+  await service?.close();
+  await database?.close();
+});
+
+test('GET /v1/openapi.json is an OpenAPI 3.1 document of every public route with its responses', async () => {
+  const res = await service.request<OpenApi>('GET', '/v1/openapi.json');
+  assert.equal(res.status, 200);
+  assert.equal(res.body.openapi, '3.1.0');
+  const paths = Object.keys(res.body.paths);
+  for (const path of ['/v1/locks', '/v1/locks/{id}', '/v1/security_groups']) assert.ok(paths.includes(path), path);
+  assert.ok(!paths.some((p) => p.startsWith('/admin')), 'the operator API stays out of the public document');
+  for (const [path, methods] of Object.entries(res.body.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      for (const status of ['200', '401', '403', '429', '500']) {
+        assert.ok(operation.responses[status], `${method} ${path} documents ${status}`);
+      }
+      assert.ok(operation.security, `${method} ${path} names its scopes`);
+    }
+  }
+});
+
+test('the committed docs/openapi.json matches the routes (run npm run openapi after changing them)', async () => {
+  const live = (await service.request<OpenApi>('GET', '/v1/openapi.json')).body;
+  const committed = JSON.parse(await readFile('docs/openapi.json', 'utf8')) as OpenApi;
+  delete live.servers;
+  delete committed.servers;
+  assert.deepEqual(live, committed);
+});

@@ -1,0 +1,72 @@
+// The request log: method, path, status, duration and IP of each public request; no bodies, query
+// strings or tokens; purged after 90 days on the service clock.
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
+import { startService, type TestService } from '../helpers/service.ts';
+
+interface LogRow {
+  method: string;
+  path: string;
+  status: number;
+  duration_ms: number;
+  ip: string;
+  api_key_id: number | null;
+  at: Date;
+}
+
+let database: TestDatabase;
+let service: TestService;
+
+before(async () => {
+  database = await createTestDatabase();
+  service = await startService(database.db);
+});
+after(async () => {
+  await service?.close();
+  await database?.close();
+});
+
+async function logRows(ip: string, expected: number): Promise<LogRow[]> {
+  for (let i = 0; i < 50; i++) {
+    const rows = await database.db.query<LogRow>('SELECT * FROM request_log WHERE ip = $1 ORDER BY id', [ip]);
+    if (rows.length >= expected) return rows;
+    await sleep(100);
+  }
+  throw new Error(`request log rows for ${ip} did not appear`);
+}
+
+test('each public request is logged with method, path, status, duration and IP, never the query or token', async () => {
+  const account = await createAccount(service);
+  const key = await createApiKey(service, account.rootLocationId, ['catalog:read']);
+  const ip = '10.9.8.7';
+  await service.request('GET', '/v1/locks?limit=5&email=secret%40example.com', { token: key.token, ip });
+  await service.request('GET', '/v1/locks/999999', { token: key.token, ip });
+  await service.request('GET', '/v1/locks', { ip });
+  const rows = await logRows(ip, 3);
+  assert.deepEqual(
+    rows.map((r) => [r.method, r.path, r.status, r.api_key_id]),
+    [
+      ['GET', '/v1/locks', 200, key.id],
+      ['GET', '/v1/locks/999999', 404, key.id],
+      ['GET', '/v1/locks', 401, null],
+    ],
+  );
+  for (const row of rows) {
+    assert.ok(row.duration_ms >= 0);
+    assert.ok(!JSON.stringify(row).includes('secret'));
+    assert.ok(!JSON.stringify(row).includes(key.token));
+  }
+});
+
+test('rows older than 90 days on the service clock are purged', async () => {
+  const ip = '10.1.2.3';
+  await service.request('GET', '/v1/locks', { ip });
+  await logRows(ip, 1);
+  await advanceClock(service, 89 * 86_400);
+  assert.equal((await database.db.query('SELECT id FROM request_log WHERE ip = $1', [ip])).length, 1, 'kept at 89 days');
+  await advanceClock(service, 2 * 86_400);
+  assert.equal((await database.db.query('SELECT id FROM request_log WHERE ip = $1', [ip])).length, 0, 'gone after 90 days');
+});
