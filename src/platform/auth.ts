@@ -31,6 +31,7 @@ interface CachedKey {
 
 // A safety net for a missed NOTIFY (e.g. a dropped listener connection); NOTIFY is the normal path.
 const CACHE_TTL_MS = 30_000;
+const CACHE_LIMIT = 10_000;
 
 export class ApiKeyAuthenticator {
   private cache = new Map<string, CachedKey>();
@@ -51,13 +52,14 @@ export class ApiKeyAuthenticator {
   /** The caller for a bearer token, or null when it is malformed, unknown, revoked or expired. */
   async authenticate(token: string): Promise<Caller | null> {
     if (!TOKEN_PATTERN.test(token)) return null;
-    const hash = hashToken(token);
-    let entry = this.cache.get(hash);
+    // Keyed by the token itself so that a cache hit costs no hashing; the store only ever sees the hash.
+    let entry = this.cache.get(token);
     if (!entry || Date.now() - entry.cachedAt > CACHE_TTL_MS) {
-      const caller = await this.load(hash);
+      const caller = await this.load(hashToken(token));
       if (!caller) return null;
       entry = { caller, cachedAt: Date.now() };
-      this.cache.set(hash, entry);
+      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+      this.cache.set(token, entry);
     }
     const { caller } = entry;
     if (caller.revoked || caller.expiresAt.getTime() <= this.clock.now().getTime()) return null;

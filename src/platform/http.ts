@@ -90,9 +90,10 @@ function toApiError(error: FastifyError): ApiError | null {
 export function installHttpPlumbing(app: FastifyInstance): void {
   app.setValidatorCompiler(validatorCompiler());
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('cache-control', CACHE_CONTROL);
     reply.header('x-request-id', request.id);
+    done();
   });
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -156,6 +157,7 @@ export const genReqId = (): string => randomUUID();
 
 /** A path safe to log: no query string (it may hold e-mail or phone), no setup-link token. */
 export function safePath(url: string): string {
-  const path = url.split('?')[0] ?? url;
-  return path.replace(/^\/activate\/[^/]+/, '/activate/[token]');
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.startsWith('/activate/') ? path.replace(/^\/activate\/[^/]+/, '/activate/[token]') : path;
 }

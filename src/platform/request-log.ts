@@ -11,7 +11,7 @@ const FLUSH_EVERY_MS = 1000;
 const MAX_BUFFER = 2000;
 
 interface Entry {
-  at: string;
+  atMs: number;
   method: string;
   path: string;
   status: number;
@@ -32,11 +32,12 @@ export class RequestLog {
   ) {}
 
   install(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
+    // A callback hook, not an async one: it runs on every request and must stay cheap.
+    app.addHook('onResponse', (request, reply, done) => {
       // Only the public API is logged; the operator API and unknown paths outside /v1 are not.
-      if (!request.url.startsWith('/v1/')) return;
+      if (!request.url.startsWith('/v1/')) return done();
       this.buffer.push({
-        at: this.clock.now().toISOString(),
+        atMs: this.clock.now().getTime(),
         method: request.method,
         path: safePath(request.url),
         status: reply.statusCode,
@@ -45,6 +46,7 @@ export class RequestLog {
         apiKeyId: request.caller?.apiKeyId ?? null,
       });
       if (this.buffer.length >= MAX_BUFFER) void this.flush();
+      done();
     });
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS);
     this.timer.unref();
@@ -61,7 +63,7 @@ export class RequestLog {
           `INSERT INTO request_log (at, method, path, status, duration_ms, ip, api_key_id)
            SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int[], $5::real[], $6::text[], $7::bigint[])`,
           [
-            batch.map((e) => e.at),
+            batch.map((e) => new Date(e.atMs).toISOString()),
             batch.map((e) => e.method),
             batch.map((e) => e.path),
             batch.map((e) => e.status),
@@ -90,7 +92,7 @@ export class RequestLog {
       run: async () => {
         const cutoff = new Date(this.clock.now().getTime() - REQUEST_LOG_RETENTION_DAYS * 86_400_000);
         const rows = await this.db.query(
-          `DELETE FROM request_log WHERE id IN (SELECT id FROM request_log WHERE at < $1 LIMIT 5000) RETURNING id`,
+          `DELETE FROM request_log WHERE ctid IN (SELECT ctid FROM request_log WHERE at < $1 LIMIT 5000) RETURNING at`,
           [cutoff.toISOString()],
         );
         return rows.length;

@@ -31,7 +31,7 @@ after(async () => {
 
 async function logRows(ip: string, expected: number): Promise<LogRow[]> {
   for (let i = 0; i < 50; i++) {
-    const rows = await database.db.query<LogRow>('SELECT * FROM request_log WHERE ip = $1 ORDER BY id', [ip]);
+    const rows = await database.db.query<LogRow>('SELECT * FROM request_log WHERE ip = $1 ORDER BY at, status', [ip]);
     if (rows.length >= expected) return rows;
     await sleep(100);
   }
@@ -47,11 +47,11 @@ test('each public request is logged with method, path, status, duration and IP, 
   await service.request('GET', '/v1/locks', { ip });
   const rows = await logRows(ip, 3);
   assert.deepEqual(
-    rows.map((r) => [r.method, r.path, r.status, r.api_key_id]),
+    rows.map((r) => [r.method, r.path, r.status, r.api_key_id]).sort((a, b) => Number(a[2]) - Number(b[2])),
     [
       ['GET', '/v1/locks', 200, key.id],
-      ['GET', '/v1/locks/999999', 404, key.id],
       ['GET', '/v1/locks', 401, null],
+      ['GET', '/v1/locks/999999', 404, key.id],
     ],
   );
   for (const row of rows) {
@@ -66,7 +66,7 @@ test('rows older than 90 days on the service clock are purged', async () => {
   await service.request('GET', '/v1/locks', { ip });
   await logRows(ip, 1);
   await advanceClock(service, 89 * 86_400);
-  assert.equal((await database.db.query('SELECT id FROM request_log WHERE ip = $1', [ip])).length, 1, 'kept at 89 days');
+  assert.equal((await database.db.query('SELECT at FROM request_log WHERE ip = $1', [ip])).length, 1, 'kept at 89 days');
   await advanceClock(service, 2 * 86_400);
-  assert.equal((await database.db.query('SELECT id FROM request_log WHERE ip = $1', [ip])).length, 0, 'gone after 90 days');
+  assert.equal((await database.db.query('SELECT at FROM request_log WHERE ip = $1', [ip])).length, 0, 'gone after 90 days');
 });

@@ -26,8 +26,14 @@ import type {
 
 const DAY_MS = 86_400_000;
 export const API_KEY_DEFAULT_LIFETIME_MS = 365 * DAY_MS;
-export const API_KEY_MAX_LIFETIME_MS = 2 * 365 * DAY_MS + DAY_MS; // two calendar years, leap day included
 export const MQTT_TOPIC_PREFIX = 'latchkey/v1';
+
+/** The same instant two calendar years later: the longest an API key may live. */
+function twoYearsAfter(date: Date): Date {
+  const later = new Date(date);
+  later.setUTCFullYear(later.getUTCFullYear() + 2);
+  return later;
+}
 
 interface LocationRow {
   id: number;
@@ -189,7 +195,7 @@ export class OperatorService {
       const parsed = parseClientTimestamp(body.expires_at);
       if (!parsed) details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at is not a valid date-time.' });
       else if (parsed.getTime() <= now.getTime()) details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at must be in the future.' });
-      else if (parsed.getTime() > now.getTime() + API_KEY_MAX_LIFETIME_MS) {
+      else if (parsed.getTime() > twoYearsAfter(now).getTime()) {
         details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at may be at most 2 years ahead.' });
       } else expiresAt = parsed;
     }
