@@ -1,7 +1,7 @@
 // The platform rules every response follows: Cache-Control, the error envelope, 400/404/405/422/500.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Database } from '../../src/platform/db/database.ts';
+import { sqlText, type Database } from '../../src/platform/db/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { ADMIN_TOKEN, startService, type TestService } from '../helpers/service.ts';
@@ -150,7 +150,8 @@ describe('unexpected failures', () => {
     // A database that fails the lock list the way a lost connection would.
     const failing: Database = Object.create(database.db) as Database;
     failing.query = async (sql, params) => {
-      if (sql.includes('FROM locks') && sql.includes('ORDER BY k.id')) throw new Error('connection terminated: secret internals');
+      const text = sqlText(sql);
+      if (text.includes('FROM locks') && text.includes('ORDER BY k.id')) throw new Error('connection terminated: secret internals');
       return database.db.query(sql, params);
     };
     broken = await startService(failing);

@@ -47,8 +47,26 @@ export function publicLock(lock: ScopedLock): Lock {
 }
 
 /** One lock by id, whatever its location (the caller checks scope on locationPath). */
+const FIND_LOCK = { name: 'catalog.findLock', text: `${LOCK_SELECT} WHERE k.id = $1` };
+const LIST_LOCKS = {
+  name: 'catalog.listLocks',
+  text: `${LOCK_SELECT}
+      WHERE l.path @> $1::bigint[] AND k.id > $2
+      ORDER BY k.id
+      LIMIT $3`,
+};
+const LIST_SECURITY_GROUPS = {
+  name: 'catalog.listSecurityGroups',
+  text: `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default
+       FROM security_groups sg
+       JOIN locations l ON l.id = sg.location_id
+      WHERE l.path @> ARRAY[$1]::bigint[] AND sg.id > $2 AND ($3::boolean IS NULL OR sg.is_default = $3)
+      ORDER BY sg.id
+      LIMIT $4`,
+};
+
 export async function findLock(db: Queryable, id: number): Promise<ScopedLock | null> {
-  const rows = await db.query<LockRow>(`${LOCK_SELECT} WHERE k.id = $1`, [id]);
+  const rows = await db.query<LockRow>(FIND_LOCK, [id]);
   return rows[0] ? toLock(rows[0]) : null;
 }
 
@@ -59,13 +77,7 @@ export async function listLocks(
   afterId: number | null,
   limit: number,
 ): Promise<ScopedLock[]> {
-  const rows = await db.query<LockRow>(
-    `${LOCK_SELECT}
-      WHERE l.path @> $1::bigint[] AND k.id > $2
-      ORDER BY k.id
-      LIMIT $3`,
-    [underLocations, afterId ?? 0, limit],
-  );
+  const rows = await db.query<LockRow>(LIST_LOCKS, [underLocations, afterId ?? 0, limit]);
   return rows.map(toLock);
 }
 
@@ -76,13 +88,5 @@ export async function listSecurityGroups(
   afterId: number | null,
   limit: number,
 ): Promise<SecurityGroup[]> {
-  return db.query<SecurityGroup>(
-    `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default
-       FROM security_groups sg
-       JOIN locations l ON l.id = sg.location_id
-      WHERE l.path @> ARRAY[$1]::bigint[] AND sg.id > $2 AND ($3::boolean IS NULL OR sg.is_default = $3)
-      ORDER BY sg.id
-      LIMIT $4`,
-    [scopeLocationId, afterId ?? 0, isDefault ?? null, limit],
-  );
+  return db.query<SecurityGroup>(LIST_SECURITY_GROUPS, [scopeLocationId, afterId ?? 0, isDefault ?? null, limit]);
 }

@@ -2,9 +2,24 @@
 
 export type Row = Record<string, unknown>;
 
+/**
+ * A statement of a hot path, prepared once per connection on server PostgreSQL (the name must be unique
+ * per text). Planning can cost more than running a small query.
+ */
+export interface PreparedSql {
+  name: string;
+  text: string;
+}
+
+export type Sql = string | PreparedSql;
+
+export function sqlText(sql: Sql): string {
+  return typeof sql === 'string' ? sql : sql.text;
+}
+
 export interface Queryable {
   /** Runs one parameterised statement and returns its rows. */
-  query<T extends object = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  query<T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]>;
 }
 
 export interface Database extends Queryable {

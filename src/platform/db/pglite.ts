@@ -1,6 +1,6 @@
 // Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
 import { PGlite, types } from '@electric-sql/pglite';
-import type { Database, Queryable, Row } from './database.ts';
+import { sqlText, type Database, type Queryable, type Row, type Sql } from './database.ts';
 
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
 const parsers = { [types.INT8]: (value: string) => Number(value) };
@@ -27,16 +27,16 @@ export class PgliteDatabase implements Database {
 
   constructor(readonly pg: PGlite) {}
 
-  async query<T extends object = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    const result = await this.pg.query(sql, params as unknown[]);
+  async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
+    const result = await this.pg.query(sqlText(sql), params as unknown[]);
     return result.rows as T[];
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.pg.transaction(async (tx) =>
       fn({
-        query: async <R extends object = Row>(sql: string, params: readonly unknown[] = []) =>
-          (await tx.query(sql, params as unknown[])).rows as R[],
+        query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) =>
+          (await tx.query(sqlText(sql), params as unknown[])).rows as R[],
       }),
     );
   }

@@ -1,6 +1,6 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
 import pg from 'pg';
-import type { Database, Queryable, Row } from './database.ts';
+import type { Database, Queryable, Row, Sql } from './database.ts';
 
 const INT8_OID = 20;
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
@@ -8,6 +8,12 @@ const typeParsers = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
+
+function toConfig(sql: Sql, params: readonly unknown[]): pg.QueryConfig {
+  return typeof sql === 'string'
+    ? { text: sql, values: params as unknown[] }
+    : { name: sql.name, text: sql.text, values: params as unknown[] };
+}
 
 export interface PostgresOptions {
   connectionString: string;
@@ -41,8 +47,8 @@ export class PostgresDatabase implements Database {
     private readonly options: PostgresOptions,
   ) {}
 
-  async query<T extends object = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    const result = await this.pool.query(sql, params as unknown[]);
+  async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
+    const result = await this.pool.query(toConfig(sql, params));
     return result.rows as T[];
   }
 
@@ -51,8 +57,8 @@ export class PostgresDatabase implements Database {
     try {
       await client.query('BEGIN');
       const result = await fn({
-        query: async <R extends object = Row>(sql: string, params: readonly unknown[] = []) =>
-          (await client.query(sql, params as unknown[])).rows as R[],
+        query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) =>
+          (await client.query(toConfig(sql, params))).rows as R[],
       });
       await client.query('COMMIT');
       return result;
