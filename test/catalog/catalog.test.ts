@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { before, describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
-import { startService, type TestService } from '../helpers/service.ts';
+import { useTestService } from '../helpers/service.ts';
 
 interface Lock {
   id: number;
@@ -16,17 +15,8 @@ interface Page<T> {
   next_cursor: string | null;
 }
 
-let database: TestDatabase;
-let service: TestService;
+const ctx = useTestService();
 
-before(async () => {
-  database = await createTestDatabase();
-  service = await startService(database.db);
-});
-after(async () => {
-  await service?.close();
-  await database?.close();
-});
 
 describe('location scope', () => {
   let root: number;
@@ -38,22 +28,22 @@ describe('location scope', () => {
   let deptAKey: string;
 
   before(async () => {
-    const account = await createAccount(service, { name: 'Scoped' });
+    const account = await createAccount(ctx.service, { name: 'Scoped' });
     root = account.rootLocationId;
-    deptA = await createDepartment(service, root, 'A');
-    deptB = await createDepartment(service, root, 'B');
-    subA = await createDepartment(service, deptA, 'A.1');
-    locks.root = await createLock(service, root, { name: 'root door' });
-    locks.a = await createLock(service, deptA, { name: 'A door' });
-    locks.b = await createLock(service, deptB, { name: 'B door' });
-    locks.sub = await createLock(service, subA, { name: 'A.1 door' });
-    rootKey = (await createApiKey(service, root, ['catalog:read'])).token;
-    deptAKey = (await createApiKey(service, deptA, ['catalog:read'])).token;
+    deptA = await createDepartment(ctx.service, root, 'A');
+    deptB = await createDepartment(ctx.service, root, 'B');
+    subA = await createDepartment(ctx.service, deptA, 'A.1');
+    locks.root = await createLock(ctx.service, root, { name: 'root door' });
+    locks.a = await createLock(ctx.service, deptA, { name: 'A door' });
+    locks.b = await createLock(ctx.service, deptB, { name: 'B door' });
+    locks.sub = await createLock(ctx.service, subA, { name: 'A.1 door' });
+    rootKey = (await createApiKey(ctx.service, root, ['catalog:read'])).token;
+    deptAKey = (await createApiKey(ctx.service, deptA, ['catalog:read'])).token;
   });
 
   test("a department key gets 404 for its parent's and its sibling's locks", async () => {
     for (const id of [locks.root, locks.b]) {
-      const res = await service.request<{ error: { code: string } }>('GET', `/v1/locks/${id}`, { token: deptAKey });
+      const res = await ctx.service.request<{ error: { code: string } }>('GET', `/v1/locks/${id}`, { token: deptAKey });
       assert.equal(res.status, 404);
       assert.equal(res.body.error.code, 'not_found');
     }
@@ -61,11 +51,11 @@ describe('location scope', () => {
 
   test('a department key sees its own and its sub-departments\' locks', async () => {
     for (const id of [locks.a, locks.sub]) {
-      const res = await service.request<Lock>('GET', `/v1/locks/${id}`, { token: deptAKey });
+      const res = await ctx.service.request<Lock>('GET', `/v1/locks/${id}`, { token: deptAKey });
       assert.equal(res.status, 200);
       assert.equal(res.body.id, id);
     }
-    const list = await service.request<Page<Lock>>('GET', '/v1/locks', { token: deptAKey });
+    const list = await ctx.service.request<Page<Lock>>('GET', '/v1/locks', { token: deptAKey });
     assert.deepEqual(
       list.body.data.map((l) => l.id),
       [locks.a, locks.sub],
@@ -73,18 +63,18 @@ describe('location scope', () => {
   });
 
   test("a parent key sees its departments' locks", async () => {
-    const list = await service.request<Page<Lock>>('GET', '/v1/locks', { token: rootKey });
+    const list = await ctx.service.request<Page<Lock>>('GET', '/v1/locks', { token: rootKey });
     assert.deepEqual(
       list.body.data.map((l) => l.id),
       [locks.root, locks.a, locks.b, locks.sub],
     );
-    const one = await service.request<Lock>('GET', `/v1/locks/${locks.sub}`, { token: rootKey });
+    const one = await ctx.service.request<Lock>('GET', `/v1/locks/${locks.sub}`, { token: rootKey });
     assert.equal(one.status, 200);
     assert.deepEqual(one.body.location, { id: subA, name: 'A.1' });
   });
 
   test('location_id narrows the list to that location and its descendants', async () => {
-    const list = await service.request<Page<Lock>>('GET', `/v1/locks?location_id=${deptA}`, { token: rootKey });
+    const list = await ctx.service.request<Page<Lock>>('GET', `/v1/locks?location_id=${deptA}`, { token: rootKey });
     assert.deepEqual(
       list.body.data.map((l) => l.id),
       [locks.a, locks.sub],
@@ -92,37 +82,37 @@ describe('location scope', () => {
   });
 
   test('location_id outside the key scope gives an empty page, not the rows', async () => {
-    const list = await service.request<Page<Lock>>('GET', `/v1/locks?location_id=${deptB}`, { token: deptAKey });
+    const list = await ctx.service.request<Page<Lock>>('GET', `/v1/locks?location_id=${deptB}`, { token: deptAKey });
     assert.equal(list.status, 200);
     assert.deepEqual(list.body, { data: [], next_cursor: null });
   });
 
   test("another account's lock answers 404", async () => {
-    const other = await createAccount(service, { name: 'Other' });
-    const foreignLock = await createLock(service, other.rootLocationId);
-    const res = await service.request('GET', `/v1/locks/${foreignLock}`, { token: rootKey });
+    const other = await createAccount(ctx.service, { name: 'Other' });
+    const foreignLock = await createLock(ctx.service, other.rootLocationId);
+    const res = await ctx.service.request('GET', `/v1/locks/${foreignLock}`, { token: rootKey });
     assert.equal(res.status, 404);
   });
 });
 
 describe('lock fields', () => {
   test('a lock shows the spec fields; online is null when not remote and false for a gateway never heard from', async () => {
-    const account = await createAccount(service);
-    await createSecurityGroup(service, account.rootLocationId, 'staff');
-    const gateway = await service.admin<{ id: number }>('POST', '/admin/v1/gateways', {
+    const account = await createAccount(ctx.service);
+    await createSecurityGroup(ctx.service, account.rootLocationId, 'staff');
+    const gateway = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/gateways', {
       location_id: account.rootLocationId,
       name: 'gw',
     });
-    const plain = await createLock(service, account.rootLocationId, {
+    const plain = await createLock(ctx.service, account.rootLocationId, {
       name: 'Main',
       place: 'Lobby',
       serial_number: 'SN-1',
       security_groups: ['staff'],
     });
-    const remote = await createLock(service, account.rootLocationId, { gateway_id: gateway.body.id });
-    const key = (await createApiKey(service, account.rootLocationId, ['catalog:read'])).token;
+    const remote = await createLock(ctx.service, account.rootLocationId, { gateway_id: gateway.body.id });
+    const key = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read'])).token;
 
-    const res = await service.request<Lock>('GET', `/v1/locks/${plain}`, { token: key });
+    const res = await ctx.service.request<Lock>('GET', `/v1/locks/${plain}`, { token: key });
     assert.deepEqual(res.body, {
       id: plain,
       name: 'Main',
@@ -133,14 +123,14 @@ describe('lock fields', () => {
       security_groups: ['staff'],
       location: { id: account.rootLocationId, name: 'Acme' },
     });
-    const remoteRes = await service.request<Lock>('GET', `/v1/locks/${remote}`, { token: key });
+    const remoteRes = await ctx.service.request<Lock>('GET', `/v1/locks/${remote}`, { token: key });
     assert.equal(remoteRes.body.online, false);
   });
 
   test('a non-integer lock id answers 400 invalid_request', async () => {
-    const account = await createAccount(service);
-    const key = (await createApiKey(service, account.rootLocationId, ['catalog:read'])).token;
-    const res = await service.request<{ error: { code: string } }>('GET', '/v1/locks/abc', { token: key });
+    const account = await createAccount(ctx.service);
+    const key = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read'])).token;
+    const res = await ctx.service.request<{ error: { code: string } }>('GET', '/v1/locks/abc', { token: key });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
   });
@@ -151,11 +141,11 @@ describe('pagination', () => {
   const ids: number[] = [];
 
   before(async () => {
-    const account = await createAccount(service, { name: 'Many' });
-    key = (await createApiKey(service, account.rootLocationId, ['catalog:read'])).token;
+    const account = await createAccount(ctx.service, { name: 'Many' });
+    key = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read'])).token;
     for (let batch = 0; batch < 1000; batch += 50) {
       const made = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => createLock(service, account.rootLocationId, { name: `Door ${batch + i}` })),
+        Array.from({ length: 50 }, (_, i) => createLock(ctx.service, account.rootLocationId, { name: `Door ${batch + i}` })),
       );
       ids.push(...made);
     }
@@ -168,7 +158,7 @@ describe('pagination', () => {
     let pages = 0;
     do {
       const query: string = cursor ? `?limit=7&cursor=${encodeURIComponent(cursor)}` : '?limit=7';
-      const res = await service.request<Page<Lock>>('GET', `/v1/locks${query}`, { token: key });
+      const res = await ctx.service.request<Page<Lock>>('GET', `/v1/locks${query}`, { token: key });
       assert.equal(res.status, 200);
       assert.ok(res.body.data.length <= 7);
       seen.push(...res.body.data.map((l) => l.id));
@@ -190,7 +180,7 @@ describe('pagination', () => {
       ['?limit=100000', 200],
     ];
     for (const [query, expected] of cases) {
-      const res = await service.request<Page<Lock>>('GET', `/v1/locks${query}`, { token: key });
+      const res = await ctx.service.request<Page<Lock>>('GET', `/v1/locks${query}`, { token: key });
       assert.equal(res.status, 200, query);
       assert.equal(res.body.data.length, expected, query);
     }
@@ -198,18 +188,18 @@ describe('pagination', () => {
 
   test('a non-numeric limit or a forged cursor answers 400 invalid_request', async () => {
     for (const query of ['?limit=abc', '?limit=1.5', '?cursor=not-a-cursor', `?cursor=${Buffer.from('["x"]').toString('base64url')}`]) {
-      const res = await service.request<{ error: { code: string } }>('GET', `/v1/locks${query}`, { token: key });
+      const res = await ctx.service.request<{ error: { code: string } }>('GET', `/v1/locks${query}`, { token: key });
       assert.equal(res.status, 400, query);
       assert.equal(res.body.error.code, 'invalid_request', query);
     }
   });
 
   test('the last page has next_cursor null', async () => {
-    const res = await service.request<Page<Lock>>('GET', '/v1/locks?limit=200', { token: key });
+    const res = await ctx.service.request<Page<Lock>>('GET', '/v1/locks?limit=200', { token: key });
     let cursor = res.body.next_cursor;
     let last = res;
     while (cursor) {
-      last = await service.request<Page<Lock>>('GET', `/v1/locks?limit=200&cursor=${cursor}`, { token: key });
+      last = await ctx.service.request<Page<Lock>>('GET', `/v1/locks?limit=200&cursor=${cursor}`, { token: key });
       cursor = last.body.next_cursor;
     }
     assert.equal(last.body.data.length, 200); // 1,000 is a multiple of 200: the last full page says there is no more
@@ -219,32 +209,32 @@ describe('pagination', () => {
 
 describe('security groups', () => {
   test('lists the groups in scope, filtered by is_default', async () => {
-    const account = await createAccount(service);
-    const dept = await createDepartment(service, account.rootLocationId);
-    const staff = await createSecurityGroup(service, account.rootLocationId, 'staff', { is_default: true, description: 'Everyone' });
-    const night = await createSecurityGroup(service, account.rootLocationId, 'night');
-    const deptGroup = await createSecurityGroup(service, dept, 'dept-only');
-    const rootKey = (await createApiKey(service, account.rootLocationId, ['catalog:read'])).token;
-    const deptKey = (await createApiKey(service, dept, ['catalog:read'])).token;
+    const account = await createAccount(ctx.service);
+    const dept = await createDepartment(ctx.service, account.rootLocationId);
+    const staff = await createSecurityGroup(ctx.service, account.rootLocationId, 'staff', { is_default: true, description: 'Everyone' });
+    const night = await createSecurityGroup(ctx.service, account.rootLocationId, 'night');
+    const deptGroup = await createSecurityGroup(ctx.service, dept, 'dept-only');
+    const rootKey = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read'])).token;
+    const deptKey = (await createApiKey(ctx.service, dept, ['catalog:read'])).token;
 
-    const all = await service.request<Page<{ id: number; code: string }>>('GET', '/v1/security_groups', { token: rootKey });
+    const all = await ctx.service.request<Page<{ id: number; code: string }>>('GET', '/v1/security_groups', { token: rootKey });
     assert.deepEqual(
       all.body.data.map((g) => g.code),
       ['staff', 'night', 'dept-only'],
     );
-    const defaults = await service.request<Page<Record<string, unknown>>>('GET', '/v1/security_groups?is_default=true', { token: rootKey });
+    const defaults = await ctx.service.request<Page<Record<string, unknown>>>('GET', '/v1/security_groups?is_default=true', { token: rootKey });
     assert.deepEqual(defaults.body.data, [{ id: staff.id, code: 'staff', title: 'staff', description: 'Everyone', is_default: true }]);
-    const others = await service.request<Page<{ id: number }>>('GET', '/v1/security_groups?is_default=false', { token: rootKey });
+    const others = await ctx.service.request<Page<{ id: number }>>('GET', '/v1/security_groups?is_default=false', { token: rootKey });
     assert.deepEqual(
       others.body.data.map((g) => g.id),
       [night.id, deptGroup.id],
     );
-    const deptView = await service.request<Page<{ id: number }>>('GET', '/v1/security_groups', { token: deptKey });
+    const deptView = await ctx.service.request<Page<{ id: number }>>('GET', '/v1/security_groups', { token: deptKey });
     assert.deepEqual(
       deptView.body.data.map((g) => g.id),
       [deptGroup.id],
     );
-    const bad = await service.request('GET', '/v1/security_groups?is_default=maybe', { token: rootKey });
+    const bad = await ctx.service.request('GET', '/v1/security_groups?is_default=maybe', { token: rootKey });
     assert.equal(bad.status, 400);
   });
 });

@@ -1,5 +1,6 @@
 // Tenancy fixtures made through the operator API, as an operator would make them.
 import assert from 'node:assert/strict';
+import { SCOPES } from '../../src/platform/scopes.ts';
 import type { TestService } from './service.ts';
 
 export interface AccountFixture {
@@ -72,13 +73,4 @@ export async function advanceClock(service: TestService, seconds: number): Promi
   return new Date(res.body.now);
 }
 
-export const ALL_SCOPES = [
-  'catalog:read',
-  'people:read',
-  'people:write',
-  'keys:read',
-  'keys:write',
-  'locks:control',
-  'events:read',
-  'webhooks:manage',
-];
+export const ALL_SCOPES: string[] = [...SCOPES];

@@ -2,7 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import { buildApp, type Latchkey } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { after, before } from 'node:test';
 import type { Database } from '../../src/platform/db/database.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -80,4 +82,27 @@ export async function startService(db: Database, env: Record<string, string> = {
 export function freshIp(): string {
   const b = randomBytes(3);
   return `10.${b[0]}.${b[1]}.${b[2]}`;
+}
+
+/**
+ * The service of one test file: a database of its own and a listening service, made before the file's
+ * tests and closed after them; `setup` makes the file's shared fixtures. Read `ctx.service` and
+ * `ctx.database` inside hooks and tests.
+ */
+export function useTestService(
+  setup?: (service: TestService) => Promise<void>,
+  env: Record<string, string> = {},
+): { service: TestService; database: TestDatabase } {
+  const ctx = {} as { service: TestService; database: TestDatabase };
+  // One hook: Node 20 does not wait for one root-level before() to finish before starting the next.
+  before(async () => {
+    ctx.database = await createTestDatabase();
+    ctx.service = await startService(ctx.database.db, env);
+    await setup?.(ctx.service);
+  });
+  after(async () => {
+    await ctx.service?.close();
+    await ctx.database?.close();
+  });
+  return ctx;
 }

@@ -1,46 +1,36 @@
 // The operator API: ADMIN_TOKEN, accounts and departments, API keys (token once, hash only, expiry rules),
 // security groups, gateways and locks; the sandbox clock.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { hashToken } from '../../src/platform/secrets.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { advanceClock, createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
-import { startService, type TestService } from '../helpers/service.ts';
+import { startService, useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
 
-let database: TestDatabase;
-let service: TestService;
+const ctx = useTestService();
 
-before(async () => {
-  database = await createTestDatabase();
-  service = await startService(database.db);
-});
-after(async () => {
-  await service?.close();
-  await database?.close();
-});
 
 describe('operator authentication', () => {
   test('a missing or wrong admin token answers 401 unauthenticated', async () => {
     for (const token of [null, 'wrong-token-wrong-token', `lk_${'a'.repeat(43)}`]) {
-      const res = await service.request<ErrorBody>('POST', '/admin/v1/accounts', { token, body: { name: 'x' } });
+      const res = await ctx.service.request<ErrorBody>('POST', '/admin/v1/accounts', { token, body: { name: 'x' } });
       assert.equal(res.status, 401);
       assert.equal(res.body.error.code, 'unauthenticated');
     }
   });
 
   test('a public API key is not an admin token', async () => {
-    const account = await createAccount(service);
-    const key = await createApiKey(service, account.rootLocationId, ['catalog:read']);
-    const res = await service.request('GET', `/admin/v1/accounts/${account.id}`, { token: key.token });
+    const account = await createAccount(ctx.service);
+    const key = await createApiKey(ctx.service, account.rootLocationId, ['catalog:read']);
+    const res = await ctx.service.request('GET', `/admin/v1/accounts/${account.id}`, { token: key.token });
     assert.equal(res.status, 401);
   });
 });
 
 describe('accounts and locations', () => {
   test('an account is created with the contract defaults and a root location', async () => {
-    const res = await service.admin<Record<string, unknown> & { root_location: { id: number; name: string } }>('POST', '/admin/v1/accounts', {
+    const res = await ctx.service.admin<Record<string, unknown> & { root_location: { id: number; name: string } }>('POST', '/admin/v1/accounts', {
       name: 'Defaults Ltd',
     });
     assert.equal(res.status, 201);
@@ -56,8 +46,8 @@ describe('accounts and locations', () => {
   });
 
   test('PATCH changes only the fields sent', async () => {
-    const account = await createAccount(service, { phone_key_allowance: 5 });
-    const res = await service.admin<Record<string, unknown>>('PATCH', `/admin/v1/accounts/${account.id}`, {
+    const account = await createAccount(ctx.service, { phone_key_allowance: 5 });
+    const res = await ctx.service.admin<Record<string, unknown>>('PATCH', `/admin/v1/accounts/${account.id}`, {
       sms_enabled: false,
       locking_system: 'sandbox',
     });
@@ -65,19 +55,19 @@ describe('accounts and locations', () => {
     assert.equal(res.body.sms_enabled, false);
     assert.equal(res.body.locking_system, 'sandbox');
     assert.equal(res.body.phone_key_allowance, 5);
-    const empty = await service.admin<ErrorBody>('PATCH', `/admin/v1/accounts/${account.id}`, {});
+    const empty = await ctx.service.admin<ErrorBody>('PATCH', `/admin/v1/accounts/${account.id}`, {});
     assert.equal(empty.status, 422);
-    const missing = await service.admin<ErrorBody>('PATCH', '/admin/v1/accounts/999999', { name: 'x' });
+    const missing = await ctx.service.admin<ErrorBody>('PATCH', '/admin/v1/accounts/999999', { name: 'x' });
     assert.equal(missing.status, 404);
-    const badSystem = await service.admin<ErrorBody>('PATCH', `/admin/v1/accounts/${account.id}`, { locking_system: 'acme' });
+    const badSystem = await ctx.service.admin<ErrorBody>('PATCH', `/admin/v1/accounts/${account.id}`, { locking_system: 'acme' });
     assert.equal(badSystem.status, 422);
   });
 
   test('departments nest to any depth under their parent', async () => {
-    const account = await createAccount(service);
+    const account = await createAccount(ctx.service);
     let parent = account.rootLocationId;
     for (let depth = 0; depth < 6; depth++) {
-      const res = await service.admin<{ id: number; parent_id: number; account_id: number; name: string }>('POST', '/admin/v1/locations', {
+      const res = await ctx.service.admin<{ id: number; parent_id: number; account_id: number; name: string }>('POST', '/admin/v1/locations', {
         parent_id: parent,
         name: `Level ${depth}`,
       });
@@ -87,34 +77,34 @@ describe('accounts and locations', () => {
       parent = res.body.id;
     }
     // A key at the root sees a lock six levels down; a key at that level sees nothing above it.
-    const deepLock = await createLock(service, parent);
-    const rootKey = await createApiKey(service, account.rootLocationId, ['catalog:read']);
-    assert.equal((await service.request('GET', `/v1/locks/${deepLock}`, { token: rootKey.token })).status, 200);
-    const unknownParent = await service.admin<ErrorBody>('POST', '/admin/v1/locations', { parent_id: 999999, name: 'x' });
+    const deepLock = await createLock(ctx.service, parent);
+    const rootKey = await createApiKey(ctx.service, account.rootLocationId, ['catalog:read']);
+    assert.equal((await ctx.service.request('GET', `/v1/locks/${deepLock}`, { token: rootKey.token })).status, 200);
+    const unknownParent = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/locations', { parent_id: 999999, name: 'x' });
     assert.equal(unknownParent.status, 422);
     assert.equal(unknownParent.body.error.details?.[0]?.field, 'parent_id');
   });
 
   test('dashboard users belong to an existing account', async () => {
-    const account = await createAccount(service);
-    const res = await service.admin<{ id: number; account_id: number; email: string }>('POST', '/admin/v1/users', {
+    const account = await createAccount(ctx.service);
+    const res = await ctx.service.admin<{ id: number; account_id: number; email: string }>('POST', '/admin/v1/users', {
       account_id: account.id,
       name: 'Dana',
       email: 'dana@example.com',
     });
     assert.equal(res.status, 201);
     assert.equal(res.body.account_id, account.id);
-    const bad = await service.admin('POST', '/admin/v1/users', { account_id: account.id, name: 'x', email: 'not-an-email' });
+    const bad = await ctx.service.admin('POST', '/admin/v1/users', { account_id: account.id, name: 'x', email: 'not-an-email' });
     assert.equal(bad.status, 422);
-    const noAccount = await service.admin('POST', '/admin/v1/users', { account_id: 999999, name: 'x', email: 'x@example.com' });
+    const noAccount = await ctx.service.admin('POST', '/admin/v1/users', { account_id: 999999, name: 'x', email: 'x@example.com' });
     assert.equal(noAccount.status, 422);
   });
 });
 
 describe('API keys', () => {
   test('the token is shown once; only its hash and a short prefix are stored', async () => {
-    const account = await createAccount(service);
-    const res = await service.admin<{ id: number; token: string; prefix: string; expires_at: string; created_at: string }>(
+    const account = await createAccount(ctx.service);
+    const res = await ctx.service.admin<{ id: number; token: string; prefix: string; expires_at: string; created_at: string }>(
       'POST',
       '/admin/v1/api_keys',
       { location_id: account.rootLocationId, name: 'HR sync', scopes: ['people:write'] },
@@ -124,21 +114,21 @@ describe('API keys', () => {
     assert.ok(res.body.token.startsWith(res.body.prefix));
     assert.ok(res.body.prefix.length < 16);
 
-    const stored = await database.db.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [res.body.id]);
+    const stored = await ctx.database.db.query<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [res.body.id]);
     const row = JSON.stringify(stored[0]);
     assert.ok(!row.includes(res.body.token), 'the token is not stored');
     assert.equal(stored[0]?.token_hash, hashToken(res.body.token));
 
-    const list = await service.admin<{ data: Array<Record<string, unknown>> }>('GET', `/admin/v1/api_keys?location_id=${account.rootLocationId}`);
+    const list = await ctx.service.admin<{ data: Array<Record<string, unknown>> }>('GET', `/admin/v1/api_keys?location_id=${account.rootLocationId}`);
     assert.equal(list.body.data.length, 1);
     assert.equal(list.body.data[0]?.token, undefined);
     assert.equal(list.body.data[0]?.prefix, res.body.prefix);
   });
 
   test('expiry defaults to one year; more than two years ahead, or the past, answers 422', async () => {
-    const account = await createAccount(service);
-    const now = new Date((await service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
-    const created = await service.admin<{ expires_at: string; created_at: string }>('POST', '/admin/v1/api_keys', {
+    const account = await createAccount(ctx.service);
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const created = await ctx.service.admin<{ expires_at: string; created_at: string }>('POST', '/admin/v1/api_keys', {
       location_id: account.rootLocationId,
       name: 'k',
       scopes: [],
@@ -156,7 +146,7 @@ describe('API keys', () => {
       ['2027-02-30T00:00:00Z', 422],
       ['soon', 422],
     ] as const) {
-      const res = await service.admin<ErrorBody>('POST', '/admin/v1/api_keys', {
+      const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/api_keys', {
         location_id: account.rootLocationId,
         name: 'k',
         scopes: ['catalog:read'],
@@ -168,12 +158,12 @@ describe('API keys', () => {
   });
 
   test('a timestamp without an offset is read as UTC', async () => {
-    const account = await createAccount(service);
-    const now = new Date((await service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const account = await createAccount(ctx.service);
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
     const target = new Date(now.getTime() + 30 * 86_400_000);
     target.setUTCMilliseconds(0);
     const local = target.toISOString().replace('.000Z', '');
-    const res = await service.admin<{ expires_at: string }>('POST', '/admin/v1/api_keys', {
+    const res = await ctx.service.admin<{ expires_at: string }>('POST', '/admin/v1/api_keys', {
       location_id: account.rootLocationId,
       name: 'k',
       scopes: [],
@@ -181,7 +171,7 @@ describe('API keys', () => {
     });
     assert.equal(res.status, 201);
     assert.equal(res.body.expires_at, target.toISOString());
-    const offset = await service.admin<{ expires_at: string }>('POST', '/admin/v1/api_keys', {
+    const offset = await ctx.service.admin<{ expires_at: string }>('POST', '/admin/v1/api_keys', {
       location_id: account.rootLocationId,
       name: 'k',
       scopes: [],
@@ -191,14 +181,14 @@ describe('API keys', () => {
   });
 
   test('unknown scopes, locks outside the key location and foreign users are refused', async () => {
-    const account = await createAccount(service);
-    const dept = await createDepartment(service, account.rootLocationId);
-    const rootLock = await createLock(service, account.rootLocationId);
-    const deptLock = await createLock(service, dept);
-    const badScope = await service.admin<ErrorBody>('POST', '/admin/v1/api_keys', { location_id: dept, name: 'k', scopes: ['doors:open'] });
+    const account = await createAccount(ctx.service);
+    const dept = await createDepartment(ctx.service, account.rootLocationId);
+    const rootLock = await createLock(ctx.service, account.rootLocationId);
+    const deptLock = await createLock(ctx.service, dept);
+    const badScope = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/api_keys', { location_id: dept, name: 'k', scopes: ['doors:open'] });
     assert.equal(badScope.status, 422);
     assert.equal(badScope.body.error.details?.[0]?.field, 'scopes[0]');
-    const badLock = await service.admin<ErrorBody>('POST', '/admin/v1/api_keys', {
+    const badLock = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/api_keys', {
       location_id: dept,
       name: 'k',
       scopes: ['locks:control'],
@@ -206,16 +196,16 @@ describe('API keys', () => {
     });
     assert.equal(badLock.status, 422);
     assert.deepEqual(badLock.body.error.details?.map((d) => d.field), ['lock_allowlist[1]']);
-    const good = await service.admin<{ lock_allowlist: number[] }>('POST', '/admin/v1/api_keys', {
+    const good = await ctx.service.admin<{ lock_allowlist: number[] }>('POST', '/admin/v1/api_keys', {
       location_id: dept,
       name: 'k',
       scopes: ['locks:control'],
       lock_allowlist: [deptLock],
     });
     assert.deepEqual(good.body.lock_allowlist, [deptLock]);
-    const other = await createAccount(service);
-    const user = await service.admin<{ id: number }>('POST', '/admin/v1/users', { account_id: other.id, name: 'u', email: 'u@example.com' });
-    const foreignUser = await service.admin<ErrorBody>('POST', '/admin/v1/api_keys', {
+    const other = await createAccount(ctx.service);
+    const user = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/users', { account_id: other.id, name: 'u', email: 'u@example.com' });
+    const foreignUser = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/api_keys', {
       location_id: dept,
       name: 'k',
       scopes: [],
@@ -225,27 +215,27 @@ describe('API keys', () => {
   });
 
   test('revoking an unknown key answers 404; revoking twice is harmless', async () => {
-    const account = await createAccount(service);
-    const key = await createApiKey(service, account.rootLocationId, ['catalog:read']);
-    assert.equal((await service.admin('DELETE', `/admin/v1/api_keys/${key.id}`)).status, 204);
-    assert.equal((await service.admin('DELETE', `/admin/v1/api_keys/${key.id}`)).status, 204);
-    assert.equal((await service.admin('DELETE', '/admin/v1/api_keys/999999')).status, 404);
+    const account = await createAccount(ctx.service);
+    const key = await createApiKey(ctx.service, account.rootLocationId, ['catalog:read']);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/api_keys/${key.id}`)).status, 204);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/api_keys/${key.id}`)).status, 204);
+    assert.equal((await ctx.service.admin('DELETE', '/admin/v1/api_keys/999999')).status, 404);
   });
 });
 
 describe('security groups, gateways and locks', () => {
   test('a security group code is unique per location', async () => {
-    const account = await createAccount(service);
-    const first = await service.admin('POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'staff', title: 'Staff' });
+    const account = await createAccount(ctx.service);
+    const first = await ctx.service.admin('POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'staff', title: 'Staff' });
     assert.equal(first.status, 201);
-    const again = await service.admin<ErrorBody>('POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'staff', title: 'Staff' });
+    const again = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'staff', title: 'Staff' });
     assert.equal(again.status, 422);
     assert.equal(again.body.error.details?.[0]?.field, 'code');
   });
 
   test('a gateway gets MQTT credentials once; only a hash of the password is kept', async () => {
-    const account = await createAccount(service);
-    const res = await service.admin<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string; topic_prefix: string } }>(
+    const account = await createAccount(ctx.service);
+    const res = await ctx.service.admin<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string; topic_prefix: string } }>(
       'POST',
       '/admin/v1/gateways',
       { location_id: account.rootLocationId, name: 'Lobby bridge' },
@@ -254,28 +244,28 @@ describe('security groups, gateways and locks', () => {
     assert.match(res.body.mqtt.url, /^mqtt:\/\//);
     assert.equal(res.body.mqtt.topic_prefix, 'latchkey/v1');
     assert.ok(res.body.mqtt.password.length >= 32);
-    const [row] = await database.db.query<{ password_hash: string; mqtt_username: string }>('SELECT * FROM gateways WHERE id = $1', [res.body.id]);
+    const [row] = await ctx.database.db.query<{ password_hash: string; mqtt_username: string }>('SELECT * FROM gateways WHERE id = $1', [res.body.id]);
     assert.equal(row?.password_hash, hashToken(res.body.mqtt.password));
     assert.equal(row?.mqtt_username, res.body.mqtt.username);
   });
 
   test("a lock takes groups of its location and the locations above it, and a gateway of its own account", async () => {
-    const account = await createAccount(service);
-    const dept = await createDepartment(service, account.rootLocationId);
-    await service.admin('POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'all', title: 'All' });
-    await service.admin('POST', '/admin/v1/security_groups', { location_id: dept, code: 'dept', title: 'Dept' });
-    const ok = await service.admin<{ security_groups: string[] }>('POST', '/admin/v1/locks', { location_id: dept, name: 'd', security_groups: ['all', 'dept'] });
+    const account = await createAccount(ctx.service);
+    const dept = await createDepartment(ctx.service, account.rootLocationId);
+    await ctx.service.admin('POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'all', title: 'All' });
+    await ctx.service.admin('POST', '/admin/v1/security_groups', { location_id: dept, code: 'dept', title: 'Dept' });
+    const ok = await ctx.service.admin<{ security_groups: string[] }>('POST', '/admin/v1/locks', { location_id: dept, name: 'd', security_groups: ['all', 'dept'] });
     assert.deepEqual(ok.body.security_groups, ['all', 'dept']);
-    const notAbove = await service.admin<ErrorBody>('POST', '/admin/v1/locks', {
+    const notAbove = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/locks', {
       location_id: account.rootLocationId,
       name: 'r',
       security_groups: ['dept'],
     });
     assert.equal(notAbove.status, 422);
     assert.deepEqual(notAbove.body.error.details?.map((d) => [d.field, d.code]), [['security_groups[0]', 'unknown_security_group']]);
-    const other = await createAccount(service);
-    const foreignGateway = await service.admin<{ id: number }>('POST', '/admin/v1/gateways', { location_id: other.rootLocationId, name: 'g' });
-    const res = await service.admin<ErrorBody>('POST', '/admin/v1/locks', { location_id: dept, name: 'x', gateway_id: foreignGateway.body.id });
+    const other = await createAccount(ctx.service);
+    const foreignGateway = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/gateways', { location_id: other.rootLocationId, name: 'g' });
+    const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/locks', { location_id: dept, name: 'x', gateway_id: foreignGateway.body.id });
     assert.equal(res.status, 422);
     assert.equal(res.body.error.details?.[0]?.field, 'gateway_id');
   });
@@ -283,16 +273,16 @@ describe('security groups, gateways and locks', () => {
 
 describe('sandbox clock', () => {
   test('advance moves the service clock and answers with the new time', async () => {
-    const before = new Date((await service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
-    const after = await advanceClock(service, 86_400);
+    const before = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const after = await advanceClock(ctx.service, 86_400);
     const moved = after.getTime() - before.getTime();
     assert.ok(moved >= 86_400_000 && moved < 86_400_000 + 10_000, `moved ${moved} ms`);
-    const bad = await service.admin('POST', '/admin/v1/sandbox/clock/advance', { seconds: -5 });
+    const bad = await ctx.service.admin('POST', '/admin/v1/sandbox/clock/advance', { seconds: -5 });
     assert.equal(bad.status, 422);
   });
 
   test('without SANDBOX=true every sandbox path answers 404', async () => {
-    const plain = await startService(database.db, { SANDBOX: 'false' });
+    const plain = await startService(ctx.database.db, { SANDBOX: 'false' });
     try {
       assert.equal((await plain.admin('GET', '/admin/v1/sandbox/clock')).status, 404);
       assert.equal((await plain.admin('POST', '/admin/v1/sandbox/clock/advance', { seconds: 1 })).status, 404);

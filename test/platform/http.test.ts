@@ -2,50 +2,41 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sqlText, type Database } from '../../src/platform/db/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { ADMIN_TOKEN, startService, type TestService } from '../helpers/service.ts';
+import { ADMIN_TOKEN, startService, type TestService, useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ field: string; code: string; message: string }> } };
 
-let database: TestDatabase;
-let service: TestService;
 let token: string;
 let lockId: number;
 
-before(async () => {
-  database = await createTestDatabase();
-  service = await startService(database.db);
+const ctx = useTestService(async (service) => {
   const account = await createAccount(service);
   lockId = await createLock(service, account.rootLocationId);
   token = (await createApiKey(service, account.rootLocationId, ['catalog:read'])).token;
-});
-after(async () => {
-  await service?.close();
-  await database?.close();
 });
 
 describe('every response', () => {
   test('carries Cache-Control: no-store, private, errors and unknown routes included', async () => {
     const responses = await Promise.all([
-      service.request('GET', '/v1/locks', { token }),
-      service.request('GET', `/v1/locks/${lockId}`, { token }),
-      service.request('GET', '/v1/locks'),
-      service.request('GET', '/v1/locks/999999', { token }),
-      service.request('GET', '/v1/no/such/route', { token }),
-      service.request('GET', '/elsewhere'),
-      service.request('DELETE', '/v1/locks', { token }),
-      service.request('GET', '/v1/locks?limit=x', { token }),
-      service.request('GET', '/v1/openapi.json'),
-      service.admin('GET', '/admin/v1/sandbox/clock'),
-      service.request('POST', '/admin/v1/accounts', { body: {} }),
-      service.admin('POST', '/admin/v1/accounts', { nope: 1 }),
+      ctx.service.request('GET', '/v1/locks', { token }),
+      ctx.service.request('GET', `/v1/locks/${lockId}`, { token }),
+      ctx.service.request('GET', '/v1/locks'),
+      ctx.service.request('GET', '/v1/locks/999999', { token }),
+      ctx.service.request('GET', '/v1/no/such/route', { token }),
+      ctx.service.request('GET', '/elsewhere'),
+      ctx.service.request('DELETE', '/v1/locks', { token }),
+      ctx.service.request('GET', '/v1/locks?limit=x', { token }),
+      ctx.service.request('GET', '/v1/openapi.json'),
+      ctx.service.admin('GET', '/admin/v1/sandbox/clock'),
+      ctx.service.request('POST', '/admin/v1/accounts', { body: {} }),
+      ctx.service.admin('POST', '/admin/v1/accounts', { nope: 1 }),
     ]);
     for (const res of responses) assert.equal(res.headers.get('cache-control'), 'no-store, private', `status ${res.status}`);
   });
 
   test('non-2xx answers use the envelope { error: { code, message } }', async () => {
-    const res = await service.request<ErrorBody>('GET', '/v1/locks/999999', { token });
+    const res = await ctx.service.request<ErrorBody>('GET', '/v1/locks/999999', { token });
     assert.equal(res.status, 404);
     assert.deepEqual(Object.keys(res.body), ['error']);
     assert.equal(res.body.error.code, 'not_found');
@@ -56,7 +47,7 @@ describe('every response', () => {
 
 describe('routing errors', () => {
   test('an unknown route answers 404 not_found', async () => {
-    const res = await service.request<ErrorBody>('GET', '/v1/unknown', { token });
+    const res = await ctx.service.request<ErrorBody>('GET', '/v1/unknown', { token });
     assert.equal(res.status, 404);
     assert.equal(res.body.error.code, 'not_found');
   });
@@ -67,7 +58,7 @@ describe('routing errors', () => {
       ['POST', `/v1/locks/${lockId}`],
       ['PUT', '/v1/security_groups'],
     ] as const) {
-      const res = await service.request<ErrorBody>(method, path, { token });
+      const res = await ctx.service.request<ErrorBody>(method, path, { token });
       assert.equal(res.status, 405, `${method} ${path}`);
       assert.equal(res.body.error.code, 'invalid_request');
       assert.match(res.headers.get('allow') ?? '', /GET/);
@@ -76,7 +67,7 @@ describe('routing errors', () => {
 
   test('malformed route parameters and query strings answer 400 invalid_request', async () => {
     for (const path of ['/v1/locks/abc', '/v1/locks/1.5', '/v1/locks?limit=ten', '/v1/locks?location_id=x', '/v1/security_groups?is_default=2']) {
-      const res = await service.request<ErrorBody>('GET', path, { token });
+      const res = await ctx.service.request<ErrorBody>('GET', path, { token });
       assert.equal(res.status, 400, path);
       assert.equal(res.body.error.code, 'invalid_request', path);
     }
@@ -85,7 +76,7 @@ describe('routing errors', () => {
 
 describe('body validation (operator API, same rules as the public API)', () => {
   test('each unknown field gets its own unknown_field detail', async () => {
-    const res = await service.admin<ErrorBody>('POST', '/admin/v1/accounts', { name: 'X', colour: 'red', size: 3 });
+    const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/accounts', { name: 'X', colour: 'red', size: 3 });
     assert.equal(res.status, 422);
     assert.equal(res.body.error.code, 'validation_failed');
     assert.deepEqual(
@@ -98,15 +89,15 @@ describe('body validation (operator API, same rules as the public API)', () => {
   });
 
   test('field paths name array indexes, e.g. security_groups[0]', async () => {
-    const account = await createAccount(service);
-    const res = await service.admin<ErrorBody>('POST', '/admin/v1/locks', {
+    const account = await createAccount(ctx.service);
+    const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/locks', {
       location_id: account.rootLocationId,
       name: 'Door',
       security_groups: ['ok', 42],
     });
     assert.equal(res.status, 422);
     assert.deepEqual(res.body.error.details?.map((d) => d.field), ['security_groups[1]']);
-    const unknownGroup = await service.admin<ErrorBody>('POST', '/admin/v1/locks', {
+    const unknownGroup = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/locks', {
       location_id: account.rootLocationId,
       name: 'Door',
       security_groups: ['missing'],
@@ -115,7 +106,7 @@ describe('body validation (operator API, same rules as the public API)', () => {
   });
 
   test('a missing required field and a wrong type are invalid details; the body is not coerced', async () => {
-    const res = await service.admin<ErrorBody>('POST', '/admin/v1/accounts', { reseller: 'true' });
+    const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/accounts', { reseller: 'true' });
     assert.equal(res.status, 422);
     assert.deepEqual(
       res.body.error.details?.map((d) => [d.field, d.code]).sort(),
@@ -127,13 +118,13 @@ describe('body validation (operator API, same rules as the public API)', () => {
   });
 
   test('a body that is not JSON answers 400 invalid_request', async () => {
-    const res = await service.request<ErrorBody>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: '{"name": ' });
+    const res = await ctx.service.request<ErrorBody>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: '{"name": ' });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
   });
 
   test('a body over 1 MiB answers 413 in the envelope', async () => {
-    const res = await service.request<ErrorBody>('POST', '/admin/v1/accounts', {
+    const res = await ctx.service.request<ErrorBody>('POST', '/admin/v1/accounts', {
       token: ADMIN_TOKEN,
       body: { name: 'x'.repeat(1024 * 1024 + 10) },
     });
@@ -148,11 +139,11 @@ describe('unexpected failures', () => {
 
   before(async () => {
     // A database that fails the lock list the way a lost connection would.
-    const failing: Database = Object.create(database.db) as Database;
+    const failing: Database = Object.create(ctx.database.db) as Database;
     failing.query = async (sql, params) => {
       const text = sqlText(sql);
       if (text.includes('FROM locks') && text.includes('ORDER BY k.id')) throw new Error('connection terminated: secret internals');
-      return database.db.query(sql, params);
+      return ctx.database.db.query(sql, params);
     };
     broken = await startService(failing);
     const account = await createAccount(broken);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { startService, type TestService } from '../helpers/service.ts';
+import { test } from 'node:test';
+import { useTestService } from '../helpers/service.ts';
 
 interface OpenApi {
   openapi: string;
@@ -10,20 +9,11 @@ interface OpenApi {
   paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>;
 }
 
-let database: TestDatabase;
-let service: TestService;
+const ctx = useTestService();
 
-before(async () => {
-  database = await createTestDatabase();
-  service = await startService(database.db);
-});
-after(async () => {
-  await service?.close();
-  await database?.close();
-});
 
 test('GET /v1/openapi.json is an OpenAPI 3.1 document of every public route with its responses', async () => {
-  const res = await service.request<OpenApi>('GET', '/v1/openapi.json');
+  const res = await ctx.service.request<OpenApi>('GET', '/v1/openapi.json');
   assert.equal(res.status, 200);
   assert.equal(res.body.openapi, '3.1.0');
   const paths = Object.keys(res.body.paths);
@@ -40,7 +30,7 @@ test('GET /v1/openapi.json is an OpenAPI 3.1 document of every public route with
 });
 
 test('the committed docs/openapi.json matches the routes (run npm run openapi after changing them)', async () => {
-  const live = (await service.request<OpenApi>('GET', '/v1/openapi.json')).body;
+  const live = (await ctx.service.request<OpenApi>('GET', '/v1/openapi.json')).body;
   const committed = JSON.parse(await readFile('docs/openapi.json', 'utf8')) as OpenApi;
   delete live.servers;
   delete committed.servers;

@@ -2,26 +2,17 @@
 // a minute per IP, windows on the service clock; shared through Redis by several instances.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { describe, test } from 'node:test';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { freshIp, startService, type HttpResult, type RequestOptions, type TestService } from '../helpers/service.ts';
+import { freshIp, type HttpResult, type RequestOptions, startService, type TestService, useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string } };
 
-let database: TestDatabase;
-let service: TestService;
 let rootLocationId: number;
 
-before(async () => {
-  database = await createTestDatabase();
-  service = await startService(database.db);
+const ctx = useTestService(async (service) => {
   rootLocationId = (await createAccount(service)).rootLocationId;
   await createLock(service, rootLocationId);
-});
-after(async () => {
-  await service?.close();
-  await database?.close();
 });
 
 /** Sends `count` requests, 25 at a time, and returns the answers in order. */
@@ -36,16 +27,16 @@ async function burst(target: TestService, count: number, path: string, options: 
 
 describe('per API key', () => {
   test('the 601st request in a minute answers 429 rate_limited with Retry-After, until the window rolls', async () => {
-    await alignToMinuteStart(service);
-    const { token } = await createApiKey(service, rootLocationId, ['catalog:read']);
-    const first = await burst(service, 600, '/v1/locks', { token });
+    await alignToMinuteStart(ctx.service);
+    const { token } = await createApiKey(ctx.service, rootLocationId, ['catalog:read']);
+    const first = await burst(ctx.service, 600, '/v1/locks', { token });
     assert.ok(first.every((r) => r.status === 200));
     const remaining = first.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
     assert.deepEqual(remaining.slice(0, 3), [0, 1, 2]);
     assert.equal(remaining.at(-1), 599);
     assert.ok(first.every((r) => r.headers.get('x-ratelimit-limit') === '600'));
 
-    const limited = await service.request<ErrorBody>('GET', '/v1/locks', { token });
+    const limited = await ctx.service.request<ErrorBody>('GET', '/v1/locks', { token });
     assert.equal(limited.status, 429);
     assert.equal(limited.body.error.code, 'rate_limited');
     const retryAfter = Number(limited.headers.get('retry-after'));
@@ -53,17 +44,17 @@ describe('per API key', () => {
     assert.equal(limited.headers.get('x-ratelimit-remaining'), '0');
 
     // Another key has its own budget.
-    const other = await createApiKey(service, rootLocationId, ['catalog:read']);
-    assert.equal((await service.request('GET', '/v1/locks', { token: other.token })).status, 200);
+    const other = await createApiKey(ctx.service, rootLocationId, ['catalog:read']);
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { token: other.token })).status, 200);
 
-    await advanceClock(service, retryAfter);
-    assert.equal((await service.request('GET', '/v1/locks', { token })).status, 200);
+    await advanceClock(ctx.service, retryAfter);
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { token })).status, 200);
   });
 
   test('every authenticated answer carries X-RateLimit headers, refusals included', async () => {
-    const { token } = await createApiKey(service, rootLocationId, ['people:read']);
+    const { token } = await createApiKey(ctx.service, rootLocationId, ['people:read']);
     for (const path of ['/v1/locks', '/v1/locks/999999']) {
-      const res = await service.request('GET', path, { token });
+      const res = await ctx.service.request('GET', path, { token });
       assert.equal(res.status, 403);
       assert.equal(res.headers.get('x-ratelimit-limit'), '600');
       assert.ok(res.headers.get('x-ratelimit-remaining'));
@@ -73,40 +64,40 @@ describe('per API key', () => {
 
 describe('per IP', () => {
   test('requests without a token share a per-IP bucket of 600 a minute', async () => {
-    await alignToMinuteStart(service);
+    await alignToMinuteStart(ctx.service);
     const ip = freshIp();
-    const first = await burst(service, 600, '/v1/locks', { ip });
+    const first = await burst(ctx.service, 600, '/v1/locks', { ip });
     assert.ok(first.every((r) => r.status === 401));
-    const limited = await service.request<ErrorBody>('GET', '/v1/locks', { ip });
+    const limited = await ctx.service.request<ErrorBody>('GET', '/v1/locks', { ip });
     assert.equal(limited.status, 429);
     assert.ok(limited.headers.get('retry-after'));
     // Another address is not affected.
-    assert.equal((await service.request('GET', '/v1/locks', { ip: freshIp() })).status, 401);
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { ip: freshIp() })).status, 401);
   });
 
   test('the 31st failed authentication locks the IP out, even for a valid key, until the window rolls', async () => {
-    await alignToMinuteStart(service);
-    const { token } = await createApiKey(service, rootLocationId, ['catalog:read']);
+    await alignToMinuteStart(ctx.service);
+    const { token } = await createApiKey(ctx.service, rootLocationId, ['catalog:read']);
     const ip = freshIp();
     const bad = `lk_${'x'.repeat(43)}`;
     for (let i = 0; i < 30; i++) {
-      const res = await service.request('GET', '/v1/locks', { token: bad, ip });
+      const res = await ctx.service.request('GET', '/v1/locks', { token: bad, ip });
       assert.equal(res.status, 401, `failure ${i + 1}`);
     }
-    const lockedOut = await service.request<ErrorBody>('GET', '/v1/locks', { token, ip });
+    const lockedOut = await ctx.service.request<ErrorBody>('GET', '/v1/locks', { token, ip });
     assert.equal(lockedOut.status, 429);
     assert.equal(lockedOut.body.error.code, 'rate_limited');
     const retryAfter = Number(lockedOut.headers.get('retry-after'));
     assert.ok(retryAfter >= 1 && retryAfter <= 60);
     // The same key from another address works.
-    assert.equal((await service.request('GET', '/v1/locks', { token, ip: freshIp() })).status, 200);
-    await advanceClock(service, retryAfter);
-    assert.equal((await service.request('GET', '/v1/locks', { token, ip })).status, 200);
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { token, ip: freshIp() })).status, 200);
+    await advanceClock(ctx.service, retryAfter);
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { token, ip })).status, 200);
   });
 
   test('the operator API is not rate limited', async () => {
-    await alignToMinuteStart(service);
-    const results = await burst(service, 700, '/admin/v1/sandbox/clock', { token: 'test-admin-token-0123456789' });
+    await alignToMinuteStart(ctx.service);
+    const results = await burst(ctx.service, 700, '/admin/v1/sandbox/clock', { token: 'test-admin-token-0123456789' });
     assert.ok(results.every((r) => r.status === 200));
   });
 });
@@ -116,8 +107,8 @@ const redisUrl = process.env.TEST_REDIS_URL;
 describe('several instances on one Redis', { skip: redisUrl ? false : 'set TEST_REDIS_URL to run' }, () => {
   test('two app instances share one budget per key', async () => {
     const env = { REDIS_URL: redisUrl as string, REDIS_KEY_PREFIX: `lktest-${randomBytes(4).toString('hex')}` };
-    const a = await startService(await database.openAnother(), env);
-    const b = await startService(await database.openAnother(), env);
+    const a = await startService(await ctx.database.openAnother(), env);
+    const b = await startService(await ctx.database.openAnother(), env);
     try {
       await alignToMinuteStart(a);
       const { token } = await createApiKey(a, rootLocationId, ['catalog:read']);

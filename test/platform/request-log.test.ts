@@ -2,10 +2,9 @@
 // strings or tokens; purged after 90 days on the service clock.
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { test } from 'node:test';
 import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
-import { startService, type TestService } from '../helpers/service.ts';
+import { useTestService } from '../helpers/service.ts';
 
 interface LogRow {
   method: string;
@@ -17,21 +16,12 @@ interface LogRow {
   at: Date;
 }
 
-let database: TestDatabase;
-let service: TestService;
+const ctx = useTestService();
 
-before(async () => {
-  database = await createTestDatabase();
-  service = await startService(database.db);
-});
-after(async () => {
-  await service?.close();
-  await database?.close();
-});
 
 async function logRows(ip: string, expected: number): Promise<LogRow[]> {
   for (let i = 0; i < 50; i++) {
-    const rows = await database.db.query<LogRow>('SELECT * FROM request_log WHERE ip = $1 ORDER BY at, status', [ip]);
+    const rows = await ctx.database.db.query<LogRow>('SELECT * FROM request_log WHERE ip = $1 ORDER BY at, status', [ip]);
     if (rows.length >= expected) return rows;
     await sleep(100);
   }
@@ -39,12 +29,12 @@ async function logRows(ip: string, expected: number): Promise<LogRow[]> {
 }
 
 test('each public request is logged with method, path, status, duration and IP, never the query or token', async () => {
-  const account = await createAccount(service);
-  const key = await createApiKey(service, account.rootLocationId, ['catalog:read']);
+  const account = await createAccount(ctx.service);
+  const key = await createApiKey(ctx.service, account.rootLocationId, ['catalog:read']);
   const ip = '10.9.8.7';
-  await service.request('GET', '/v1/locks?limit=5&email=secret%40example.com', { token: key.token, ip });
-  await service.request('GET', '/v1/locks/999999', { token: key.token, ip });
-  await service.request('GET', '/v1/locks', { ip });
+  await ctx.service.request('GET', '/v1/locks?limit=5&email=secret%40example.com', { token: key.token, ip });
+  await ctx.service.request('GET', '/v1/locks/999999', { token: key.token, ip });
+  await ctx.service.request('GET', '/v1/locks', { ip });
   const rows = await logRows(ip, 3);
   assert.deepEqual(
     rows.map((r) => [r.method, r.path, r.status, r.api_key_id]).sort((a, b) => Number(a[2]) - Number(b[2])),
@@ -63,10 +53,10 @@ test('each public request is logged with method, path, status, duration and IP, 
 
 test('rows older than 90 days on the service clock are purged', async () => {
   const ip = '10.1.2.3';
-  await service.request('GET', '/v1/locks', { ip });
+  await ctx.service.request('GET', '/v1/locks', { ip });
   await logRows(ip, 1);
-  await advanceClock(service, 89 * 86_400);
-  assert.equal((await database.db.query('SELECT at FROM request_log WHERE ip = $1', [ip])).length, 1, 'kept at 89 days');
-  await advanceClock(service, 2 * 86_400);
-  assert.equal((await database.db.query('SELECT at FROM request_log WHERE ip = $1', [ip])).length, 0, 'gone after 90 days');
+  await advanceClock(ctx.service, 89 * 86_400);
+  assert.equal((await ctx.database.db.query('SELECT at FROM request_log WHERE ip = $1', [ip])).length, 1, 'kept at 89 days');
+  await advanceClock(ctx.service, 2 * 86_400);
+  assert.equal((await ctx.database.db.query('SELECT at FROM request_log WHERE ip = $1', [ip])).length, 0, 'gone after 90 days');
 });
