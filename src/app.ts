@@ -8,6 +8,10 @@ import { CatalogService } from './modules/catalog/service.ts';
 import { catalogRoutes } from './modules/catalog/routes.ts';
 import { OperatorService } from './modules/operator/service.ts';
 import { operatorRoutes } from './modules/operator/routes.ts';
+import { LockingSystems } from './modules/locking-system/connector.ts';
+import { lockingSystemSandboxRoutes } from './modules/locking-system/sandbox-routes.ts';
+import { PeopleService } from './modules/people/service.ts';
+import { peopleRoutes } from './modules/people/routes.ts';
 import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
 import { installAccessControl } from './platform/access.ts';
@@ -16,6 +20,7 @@ import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/index.ts';
 import { genReqId, installHttpPlumbing, safePath, trackRoutes } from './platform/http.ts';
+import { Idempotency } from './platform/idempotency.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits } from './platform/rate-limit.ts';
 import { RequestLog } from './platform/request-log.ts';
@@ -75,6 +80,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await catalog.start();
   const requestLog = new RequestLog(db, clock, app.log);
   jobs.register(requestLog.purgeJob());
+  const idempotency = new Idempotency(db, clock);
+  jobs.register(idempotency.purgeJob());
+  const lockingSystems = new LockingSystems(db, clock);
 
   installHttpPlumbing(app);
   installAccessControl(app, {
@@ -84,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     adminTokenHash: () => admin.hash,
   });
   requestLog.install(app);
+  idempotency.install(app);
 
   const finishRoutes = trackRoutes(app);
   await app.register(swagger, {
@@ -103,6 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   app.get('/v1/openapi.json', { config: { access: { kind: 'open' } }, schema: { hide: true } }, async () => app.swagger());
 
   catalogRoutes(app, catalog);
+  peopleRoutes(app, new PeopleService({ db, clock, lockingSystems, brandName: config.brandName, log: app.log }));
   operatorRoutes(
     app,
     new OperatorService({
@@ -115,6 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     const sandbox = new SandboxService(db, sandboxClock, jobs);
     await sandbox.start();
     sandboxRoutes(app, sandbox);
+    lockingSystemSandboxRoutes(app, db);
   }
   finishRoutes();
   await app.ready();

@@ -1,0 +1,58 @@
+// The locking-system port. When an account syncs with an external locking system, person (and later key)
+// changes are written there first; a refusal answers 409 lockingsystem_rejected and nothing is saved.
+// Adapters: none (locking_system null) and the built-in sandbox simulator.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+
+export type LockingSystemOperation = 'person.create' | 'person.update' | 'person.delete';
+
+export interface LockingSystem {
+  /** Writes one change; throws lockingSystemRejected() when the system refuses it. */
+  write(operation: LockingSystemOperation, entityId: string): Promise<void>;
+}
+
+export const lockingSystemRejected = () =>
+  new ApiError(409, 'lockingsystem_rejected', 'The locking system refused the change; nothing was saved.');
+
+const noLockingSystem: LockingSystem = { write: async () => undefined };
+
+export type SandboxMode = 'accept' | 'reject' | 'hold';
+
+/** The simulator: a mode per account (accept, reject, hold) and an optional real-time delay per write. */
+class SandboxLockingSystem implements LockingSystem {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly accountId: number,
+  ) {}
+
+  async write(operation: LockingSystemOperation, entityId: string): Promise<void> {
+    const [settings] = await this.db.query<{ mode: SandboxMode; delay_ms: number }>(
+      'SELECT mode, delay_ms FROM sandbox_locking_systems WHERE account_id = $1',
+      [this.accountId],
+    );
+    if (settings && settings.delay_ms > 0) await sleep(settings.delay_ms);
+    if (settings?.mode === 'reject') throw lockingSystemRejected();
+    await this.db.query('INSERT INTO sandbox_locking_system_writes (account_id, operation, entity_id, at) VALUES ($1, $2, $3, $4)', [
+      this.accountId,
+      operation,
+      entityId,
+      this.clock.now(),
+    ]);
+  }
+}
+
+export class LockingSystems {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The locking system an account syncs with (accounts.locking_system). */
+  forAccount(account: { id: number; lockingSystem: string | null }): LockingSystem {
+    if (account.lockingSystem === 'sandbox') return new SandboxLockingSystem(this.db, this.clock, account.id);
+    return noLockingSystem;
+  }
+}

@@ -1,0 +1,45 @@
+import { Type } from '@sinclair/typebox';
+import type { Database } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
+import type { ApiInstance } from '../../platform/fastify.ts';
+import { ErrorEnvelope } from '../../platform/schemas.ts';
+
+const admin = { access: { kind: 'admin' as const } };
+const Settings = Type.Object({
+  account_id: Type.Integer({ minimum: 1 }),
+  mode: Type.Union([Type.Literal('accept'), Type.Literal('reject'), Type.Literal('hold')]),
+  delay_ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
+});
+
+/** PUT /admin/v1/sandbox/locking_system: how the simulator answers for one account (SANDBOX=true only). */
+export function lockingSystemSandboxRoutes(app: ApiInstance, db: Database): void {
+  app.put(
+    '/admin/v1/sandbox/locking_system',
+    {
+      config: admin,
+      schema: {
+        hide: true,
+        body: Type.Object(
+          {
+            account_id: Type.Integer({ minimum: 1 }),
+            mode: Type.Optional(Type.Union([Type.Literal('accept'), Type.Literal('reject'), Type.Literal('hold')], { default: 'accept' })),
+            delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, default: 0 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Settings, 401: ErrorEnvelope, 422: ErrorEnvelope },
+      },
+    },
+    async (request) => {
+      const { account_id, mode = 'accept', delay_ms = 0 } = request.body;
+      const accounts = await db.query('SELECT id FROM accounts WHERE id = $1', [account_id]);
+      if (accounts.length === 0) throw errors.invalidField('account_id', `No account with id ${account_id}.`);
+      await db.query(
+        `INSERT INTO sandbox_locking_systems (account_id, mode, delay_ms) VALUES ($1, $2, $3)
+         ON CONFLICT (account_id) DO UPDATE SET mode = EXCLUDED.mode, delay_ms = EXCLUDED.delay_ms`,
+        [account_id, mode, delay_ms],
+      );
+      return { account_id, mode, delay_ms };
+    },
+  );
+}

@@ -1,0 +1,27 @@
+// Pure rules of people: phone normalisation and reserved names.
+import { parsePhoneNumberWithError } from 'libphonenumber-js';
+
+/**
+ * An international number (leading `+` and country code) in E.164, or null when it is not a valid one.
+ * Spaces, dashes, dots and brackets are allowed in the input.
+ */
+export function normalisePhone(raw: string): string | null {
+  const trimmed = raw.trim();
+  if (!trimmed.startsWith('+')) return null;
+  try {
+    const parsed = parsePhoneNumberWithError(trimmed);
+    return parsed.isValid() ? parsed.number : null;
+  } catch {
+    return null;
+  }
+}
+
+export const RESERVED_NAMES = ['Admin', 'ServiceUser'];
+
+/** True when the name, or its first word, is a reserved service name (compared case-insensitively). */
+export function isReservedName(name: string, brandName: string): boolean {
+  const reserved = [...RESERVED_NAMES, brandName].map((n) => n.toLowerCase());
+  const whole = name.trim().toLowerCase();
+  const firstWord = whole.split(/[\s,.;:!?]+/)[0] ?? '';
+  return reserved.includes(whole) || reserved.includes(firstWord);
+}

@@ -1,0 +1,61 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { LocationRef } from '../catalog/schemas.ts';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** Fields of create and update; every one but name may be null (unknown). Bounds are in the README. */
+export const personFields = {
+  name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'a reserved name is refused' }),
+  email: Nullable(Type.String({ format: 'email', maxLength: 254 })),
+  phone: Nullable(Type.String({ minLength: 1, maxLength: 40, description: 'international format: + and the country code' })),
+  company_name: Nullable(Type.String({ maxLength: 200 })),
+  title: Nullable(Type.String({ maxLength: 200 })),
+  language: Nullable(
+    Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$', maxLength: 12, description: 'ISO 639 code, e.g. en or en-GB' }),
+  ),
+  location_id: Type.Integer({ minimum: 1, description: "default: the API key's location" }),
+};
+
+export const PersonCreate = Type.Object(
+  {
+    name: personFields.name,
+    email: Type.Optional(personFields.email),
+    phone: Type.Optional(personFields.phone),
+    company_name: Type.Optional(personFields.company_name),
+    title: Type.Optional(personFields.title),
+    language: Type.Optional(personFields.language),
+    location_id: Type.Optional(personFields.location_id),
+  },
+  { additionalProperties: false },
+);
+export type PersonCreate = Static<typeof PersonCreate>;
+
+export const PersonUpdate = Type.Partial(PersonCreate, { additionalProperties: false });
+export type PersonUpdate = Static<typeof PersonUpdate>;
+
+export const OperatorPersonCreate = Type.Object(
+  {
+    ...PersonCreate.properties,
+    location_id: personFields.location_id,
+    managed: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { additionalProperties: false },
+);
+export type OperatorPersonCreate = Static<typeof OperatorPersonCreate>;
+
+export const Person = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  email: Type.Union([Type.String(), Type.Null()]),
+  phone: Type.Union([Type.String(), Type.Null()], { description: 'E.164' }),
+  company_name: Type.Union([Type.String(), Type.Null()]),
+  title: Type.Union([Type.String(), Type.Null()]),
+  language: Type.Union([Type.String(), Type.Null()]),
+  location: LocationRef,
+});
+export type Person = Static<typeof Person>;
+
+export const PersonWithKeys = Type.Composite([
+  Person,
+  Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true }), { description: "the person's keys in scope" }) }),
+]);

@@ -1,0 +1,263 @@
+// The rules of people (spec: Endpoints/People, rules 1 to 7).
+//
+// Order of a write when the account syncs with a locking system: validate, write to the locking system
+// (no database transaction is open while it answers), then commit the row and its event in one
+// transaction. If that commit fails after the locking system accepted, the service writes the inverse
+// change back to the locking system (best effort, logged) and the call answers 500: the client retries.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Caller } from '../../platform/auth.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import { emitDomainEvent } from '../../platform/domain-events.ts';
+import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
+import { uuidv7 } from '../../platform/ids.ts';
+import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
+import type { LockingSystem, LockingSystems } from '../locking-system/connector.ts';
+import { isReservedName, normalisePhone } from './rules.ts';
+import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
+import {
+  findDuplicate,
+  findPerson,
+  insertPerson,
+  listPeople,
+  softDeletePerson,
+  toPerson,
+  updatePerson,
+  type PersonRow,
+  type PersonValues,
+} from './store.ts';
+
+const VISIBLE_FIELDS = ['name', 'email', 'phone', 'company_name', 'title', 'language'] as const;
+
+export interface PeopleDeps {
+  db: Database;
+  clock: Clock;
+  lockingSystems: LockingSystems;
+  brandName: string;
+  log: FastifyBaseLogger;
+}
+
+interface TargetLocation {
+  id: number;
+  accountId: number;
+  lockingSystem: string | null;
+}
+
+export class PeopleService {
+  constructor(private readonly deps: PeopleDeps) {}
+
+  private get db(): Database {
+    return this.deps.db;
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------
+
+  async list(
+    caller: Caller,
+    query: { limit?: number; cursor?: string; email?: string; phone?: string },
+  ): Promise<PageOf<Person>> {
+    const limit = clampLimit(query.limit);
+    const afterId = decodeCursor(query.cursor, 'string');
+    let phone: string | null = null;
+    if (query.phone !== undefined) {
+      phone = normalisePhone(query.phone);
+      if (phone === null) throw errors.invalidRequest('The query parameter phone is not an international phone number.');
+    }
+    const rows = await listPeople(this.db, caller.locationId, { email: query.email ?? null, phone }, afterId, limit + 1);
+    return toPage(rows.map(toPerson), limit, (p) => p.id);
+  }
+
+  async get(caller: Caller, id: string): Promise<Person & { keys: Record<string, unknown>[] }> {
+    const row = await findPerson(this.db, caller.locationId, id);
+    if (!row) throw errors.notFound('person');
+    // Keys arrive with the keys issue; until then a person holds none.
+    return { ...toPerson(row), keys: [] };
+  }
+
+  // ---- writes ---------------------------------------------------------------------------------
+
+  /** POST /people: idempotent on data inside the key's scope (same phone or e-mail: 200, unchanged). */
+  async create(caller: Caller, body: PersonCreate): Promise<{ person: Person; created: boolean }> {
+    const location = await this.targetLocation(caller, body.location_id ?? caller.locationId);
+    const values = this.validated(body, location.id, null);
+    const existing = await findDuplicate(this.db, caller.locationId, location.accountId, values.phone, values.email);
+    if (existing) return { person: toPerson(existing), created: false };
+    return this.insert(location, values, false, caller.locationId);
+  }
+
+  /** POST /admin/v1/people: no scope and no de-duplication; `managed` people refuse public PUT and DELETE. */
+  async createByOperator(body: OperatorPersonCreate): Promise<Person> {
+    const location = await this.targetLocation(null, body.location_id);
+    const values = this.validated(body, location.id, null);
+    return (await this.insert(location, values, body.managed ?? false, null)).person;
+  }
+
+  private async insert(
+    location: TargetLocation,
+    values: PersonValues,
+    managed: boolean,
+    dedupeScope: number | null,
+  ): Promise<{ person: Person; created: boolean }> {
+    const now = this.deps.clock.now();
+    const id = uuidv7(now);
+    const lockingSystem = this.lockingSystemOf(location);
+    await lockingSystem.write('person.create', id);
+    let result: { person: Person; created: boolean };
+    try {
+      result = await this.db.transaction(async (tx) => {
+        if (dedupeScope !== null) {
+          // Serialise creates of one phone or e-mail in an account, then look again: of two concurrent
+          // creates the second finds the first.
+          await lockIdentity(tx, location.accountId, values);
+          const raced = await findDuplicate(tx, dedupeScope, location.accountId, values.phone, values.email);
+          if (raced) return { person: toPerson(raced), created: false };
+        }
+        await insertPerson(tx, { ...values, id, account_id: location.accountId, managed }, now);
+        const person = toPerson((await findPerson(tx, null, id)) as PersonRow);
+        await emitDomainEvent(tx, {
+          type: 'person.created',
+          accountId: location.accountId,
+          locationId: location.id,
+          personId: id,
+          data: person,
+          occurredAt: now,
+        });
+        return { person, created: true };
+      });
+    } catch (error) {
+      await this.compensate(lockingSystem, id);
+      throw error;
+    }
+    // Lost a race to a concurrent create: the locking system holds a person that was never saved here.
+    if (!result.created) await this.compensate(lockingSystem, id);
+    return result;
+  }
+
+  async update(caller: Caller, id: string, body: PersonUpdate): Promise<Person> {
+    const row = await this.writable(caller, id);
+    const location =
+      body.location_id === undefined || body.location_id === row.location_id
+        ? { id: row.location_id, accountId: row.account_id, lockingSystem: await this.accountLockingSystem(row.account_id) }
+        : await this.targetLocation(caller, body.location_id);
+    const values = this.validated(body, location.id, row);
+    const changed: string[] = VISIBLE_FIELDS.filter((field) => values[field] !== row[field]);
+    if (values.location_id !== row.location_id) changed.push('location');
+    if (changed.length === 0) return toPerson(row); // a save that changes nothing sends nothing
+
+    await this.lockingSystemOf(location).write('person.update', id);
+    const now = this.deps.clock.now();
+    return this.db.transaction(async (tx) => {
+      await updatePerson(tx, id, values, now);
+      const person = toPerson((await findPerson(tx, null, id)) as PersonRow);
+      await emitDomainEvent(tx, {
+        type: 'person.updated',
+        accountId: row.account_id,
+        locationId: location.id,
+        personId: id,
+        data: { ...person, changed_fields: changed },
+        occurredAt: now,
+      });
+      return person;
+    });
+  }
+
+  async delete(caller: Caller, id: string): Promise<void> {
+    const row = await this.writable(caller, id);
+    await this.lockingSystemOf({ lockingSystem: await this.accountLockingSystem(row.account_id), accountId: row.account_id, id: row.location_id }).write(
+      'person.delete',
+      id,
+    );
+    const now = this.deps.clock.now();
+    await this.db.transaction(async (tx) => {
+      if (!(await softDeletePerson(tx, id, now))) return; // deleted meanwhile: one event only
+      await emitDomainEvent(tx, {
+        type: 'person.deleted',
+        accountId: row.account_id,
+        locationId: row.location_id,
+        personId: id,
+        data: { id, name: row.name, email: row.email, location: { id: row.location_id, name: row.location_name } },
+        occurredAt: now,
+      });
+    });
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------
+
+  /** A person the caller may change: in scope (else 404) and not managed by the service (else 403). */
+  private async writable(caller: Caller, id: string): Promise<PersonRow> {
+    const row = await findPerson(this.db, caller.locationId, id);
+    if (!row) throw errors.notFound('person');
+    if (row.managed) throw new ApiError(403, 'forbidden', 'This person is managed by the service and cannot be modified.');
+    return row;
+  }
+
+  /** The location a person goes to: inside the caller's scope (any location of any account for operators). */
+  private async targetLocation(caller: Caller | null, locationId: number): Promise<TargetLocation> {
+    const [row] = await this.db.query<{ id: number; account_id: number; path: number[]; locking_system: string | null }>(
+      `SELECT l.id, l.account_id, l.path, a.locking_system FROM locations l JOIN accounts a ON a.id = l.account_id WHERE l.id = $1`,
+      [locationId],
+    );
+    if (!row || (caller && !row.path.map(Number).includes(caller.locationId))) {
+      throw errors.invalidField('location_id', caller ? "location_id is not a location in this API key's scope." : `No location with id ${locationId}.`);
+    }
+    return { id: row.id, accountId: row.account_id, lockingSystem: row.locking_system };
+  }
+
+  private async accountLockingSystem(accountId: number): Promise<string | null> {
+    const [row] = await this.db.query<{ locking_system: string | null }>('SELECT locking_system FROM accounts WHERE id = $1', [accountId]);
+    return row?.locking_system ?? null;
+  }
+
+  private lockingSystemOf(location: TargetLocation): LockingSystem {
+    return this.deps.lockingSystems.forAccount({ id: location.accountId, lockingSystem: location.lockingSystem });
+  }
+
+  /** Undoes a locking-system create whose local commit did not happen. */
+  private async compensate(lockingSystem: LockingSystem, id: string): Promise<void> {
+    try {
+      await lockingSystem.write('person.delete', id);
+    } catch (error) {
+      this.deps.log.error({ err: error, personId: id }, 'locking system compensation failed; reconcile this person by hand');
+    }
+  }
+
+  /** The stored values after applying `body` to `current` (or to nothing, on create); 422 with every problem. */
+  private validated(body: PersonUpdate, locationId: number, current: PersonRow | null): PersonValues {
+    const details: ErrorDetail[] = [];
+    const pick = <K extends keyof PersonUpdate>(field: K, fallback: string | null) =>
+      body[field] === undefined ? fallback : (body[field] as string | null);
+
+    const name = (pick('name', current?.name ?? null) ?? '').trim();
+    if (body.name !== undefined && isReservedName(name, this.deps.brandName)) {
+      details.push({ field: 'name', code: 'reserved_name', message: 'name is a reserved service name.' });
+    }
+    let phone = pick('phone', current?.phone ?? null);
+    if (body.phone !== undefined && body.phone !== null) {
+      phone = normalisePhone(body.phone);
+      if (phone === null) {
+        details.push({ field: 'phone', code: 'invalid', message: 'phone must be an international number: + and the country code.' });
+      }
+    }
+    if (details.length > 0) throw errors.validation(details);
+    const language = pick('language', current?.language ?? null);
+    const [primary = '', region] = (language ?? '').split('-');
+    return {
+      name,
+      email: pick('email', current?.email ?? null)?.trim() ?? null,
+      phone,
+      company_name: pick('company_name', current?.company_name ?? null),
+      title: pick('title', current?.title ?? null),
+      language: language === null ? null : region ? `${primary.toLowerCase()}-${region.toUpperCase()}` : primary.toLowerCase(),
+      location_id: locationId,
+    };
+  }
+}
+
+/** Transaction-scoped locks on the account's phone and e-mail, taken in one order so two never deadlock. */
+async function lockIdentity(tx: Queryable, accountId: number, values: PersonValues): Promise<void> {
+  const keys = [values.phone && `phone:${values.phone}`, values.email && `email:${values.email.toLowerCase()}`]
+    .filter((k): k is string => Boolean(k))
+    .map((k) => `person:${accountId}:${k}`)
+    .sort();
+  for (const key of keys) await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+}

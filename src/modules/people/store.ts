@@ -1,0 +1,119 @@
+// The SQL of people. Reads take the caller's location and filter by it.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { Person } from './schemas.ts';
+
+export interface PersonRow {
+  id: string;
+  account_id: number;
+  location_id: number;
+  location_name: string;
+  location_path: number[];
+  name: string;
+  email: string | null;
+  phone: string | null;
+  company_name: string | null;
+  title: string | null;
+  language: string | null;
+  managed: boolean;
+}
+
+const SELECT = `
+  SELECT p.id, p.account_id, p.location_id, l.name AS location_name, l.path AS location_path, p.name, p.email, p.phone,
+         p.company_name, p.title, p.language, p.managed
+    FROM people p JOIN locations l ON l.id = p.location_id`;
+
+export function toPerson(row: PersonRow): Person {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    phone: row.phone,
+    company_name: row.company_name,
+    title: row.title,
+    language: row.language,
+    location: { id: row.location_id, name: row.location_name },
+  };
+}
+
+/** A live person under `scopeLocationId`, or null. */
+export async function findPerson(db: Queryable, scopeLocationId: number | null, id: string): Promise<PersonRow | null> {
+  const rows = await db.query<PersonRow>(
+    `${SELECT} WHERE p.id = $1 AND p.deleted_at IS NULL AND ($2::bigint IS NULL OR l.path @> ARRAY[$2]::bigint[])`,
+    [id, scopeLocationId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The first live person under the scope with this phone or this e-mail (case-insensitive). */
+export async function findDuplicate(
+  db: Queryable,
+  scopeLocationId: number,
+  accountId: number,
+  phone: string | null,
+  email: string | null,
+): Promise<PersonRow | null> {
+  if (phone === null && email === null) return null;
+  const rows = await db.query<PersonRow>(
+    `${SELECT}
+      WHERE p.account_id = $1 AND p.deleted_at IS NULL AND l.path @> ARRAY[$2]::bigint[]
+        AND (p.phone = $3 OR lower(p.email) = lower($4))
+      ORDER BY p.created_at, p.id
+      LIMIT 1`,
+    [accountId, scopeLocationId, phone, email],
+  );
+  return rows[0] ?? null;
+}
+
+export async function listPeople(
+  db: Queryable,
+  scopeLocationId: number,
+  filter: { email: string | null; phone: string | null },
+  afterId: string | null,
+  limit: number,
+): Promise<PersonRow[]> {
+  return db.query<PersonRow>(
+    `${SELECT}
+      WHERE p.deleted_at IS NULL AND l.path @> ARRAY[$1]::bigint[]
+        AND ($2::text IS NULL OR lower(p.email) = lower($2))
+        AND ($3::text IS NULL OR p.phone = $3)
+        AND ($4::uuid IS NULL OR p.id > $4::uuid)
+      ORDER BY p.id
+      LIMIT $5`,
+    [scopeLocationId, filter.email, filter.phone, afterId, limit],
+  );
+}
+
+export interface PersonValues {
+  name: string;
+  email: string | null;
+  phone: string | null;
+  company_name: string | null;
+  title: string | null;
+  language: string | null;
+  location_id: number;
+}
+
+export async function insertPerson(
+  db: Queryable,
+  person: PersonValues & { id: string; account_id: number; managed: boolean },
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO people (id, account_id, location_id, name, email, phone, company_name, title, language, managed, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+    [person.id, person.account_id, person.location_id, person.name, person.email, person.phone, person.company_name, person.title, person.language, person.managed, now],
+  );
+}
+
+export async function updatePerson(db: Queryable, id: string, values: PersonValues, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE people SET name = $2, email = $3, phone = $4, company_name = $5, title = $6, language = $7, location_id = $8, updated_at = $9
+      WHERE id = $1`,
+    [id, values.name, values.email, values.phone, values.company_name, values.title, values.language, values.location_id, now],
+  );
+}
+
+export async function softDeletePerson(db: Queryable, id: string, now: Date): Promise<boolean> {
+  const rows = await db.query('UPDATE people SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [id, now]);
+  return rows.length > 0;
+}
