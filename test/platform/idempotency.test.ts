@@ -1,0 +1,172 @@
+// Idempotency-Key on POST /people (the same mechanism serves POST /keys and POST /webhooks).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createHash } from 'node:crypto';
+import type { Database } from '../../src/platform/db/database.ts';
+import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
+import { startService, useTestService, type HttpResult } from '../helpers/service.ts';
+
+type ErrorBody = { error: { code: string } };
+
+const ctx = useTestService();
+
+async function tenant(accountBody: Record<string, unknown> = {}) {
+  const account = await createAccount(ctx.service, accountBody);
+  const key = await createApiKey(ctx.service, account.rootLocationId, ['people:write']);
+  return { account, token: key.token, keyId: key.id };
+}
+
+function post(token: string, key: string | undefined, body: unknown): Promise<HttpResult> {
+  return ctx.service.request('POST', '/v1/people', { token, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
+}
+
+async function peopleNamed(name: string): Promise<number> {
+  return (await ctx.database.db.query('SELECT id FROM people WHERE name = $1', [name])).length;
+}
+
+describe('Idempotency-Key', () => {
+  test('the same key and body replays the stored response verbatim with Idempotent-Replayed: true', async () => {
+    const { token } = await tenant();
+    const first = await post(token, 'create-uma-1', { name: 'Uma', email: 'uma@example.com' });
+    assert.equal(first.status, 201);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    const replay = await post(token, 'create-uma-1', { email: 'uma@example.com', name: 'Uma' }); // keys in another order
+    assert.equal(replay.status, 201);
+    assert.equal(replay.text, first.text, 'byte-identical body');
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    for (const header of ['content-type', 'content-length', 'cache-control']) {
+      assert.equal(replay.headers.get(header), first.headers.get(header), header);
+    }
+    assert.equal(await peopleNamed('Uma'), 1);
+    const events = await ctx.database.db.query('SELECT id FROM domain_events WHERE person_id = $1', [(first.body as { id: string }).id]);
+    assert.equal(events.length, 1);
+  });
+
+  test('the same key with another body answers 409 idempotency_conflict', async () => {
+    const { token } = await tenant();
+    assert.equal((await post(token, 'k-conflict', { name: 'Vic' })).status, 201);
+    const res = await post(token, 'k-conflict', { name: 'Vic', title: 'Boss' });
+    assert.equal(res.status, 409);
+    assert.equal((res.body as ErrorBody).error.code, 'idempotency_conflict');
+  });
+
+  test('keys are stored per API key: another key with the same Idempotency-Key is independent', async () => {
+    const a = await tenant();
+    const bKey = (await createApiKey(ctx.service, a.account.rootLocationId, ['people:write'])).token;
+    assert.equal((await post(a.token, 'shared-key', { name: 'Wes' })).status, 201);
+    const fromB = await post(bKey, 'shared-key', { name: 'Xia' });
+    assert.equal(fromB.status, 201);
+    assert.equal(fromB.headers.get('idempotent-replayed'), null);
+    assert.equal((fromB.body as { name: string }).name, 'Xia');
+  });
+
+  test('a malformed header answers 400 invalid_request', async () => {
+    const { token } = await tenant();
+    for (const key of ['', 'a'.repeat(65), 'has space', 'dots.not.allowed', 'ünïcode']) {
+      const res = await post(token, key, { name: 'Yan' });
+      assert.equal(res.status, 400, JSON.stringify(key));
+      assert.equal((res.body as ErrorBody).error.code, 'invalid_request');
+    }
+    assert.equal((await post(token, 'a'.repeat(64), { name: 'Yan' })).status, 201);
+    assert.equal((await post(token, 'A-z_0-9', { name: 'Yan' })).status, 201);
+  });
+
+  test('a 422 is stored and replayed like any other answer', async () => {
+    const { token } = await tenant();
+    const first = await post(token, 'bad-body', { name: 'Admin' });
+    assert.equal(first.status, 422);
+    const replay = await post(token, 'bad-body', { name: 'Admin' });
+    assert.equal(replay.status, 422);
+    assert.equal(replay.text, first.text);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  });
+
+  test('while the first call runs, the same key answers 409 idempotency_in_progress with Retry-After: 2', async () => {
+    const { account, token } = await tenant({ locking_system: 'sandbox' });
+    await ctx.service.admin('PUT', '/admin/v1/sandbox/locking_system', { account_id: account.id, delay_ms: 1500 });
+    const slow = post(token, 'slow-one', { name: 'Zed' });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const second = await post(token, 'slow-one', { name: 'Zed' });
+    assert.equal(second.status, 409);
+    assert.equal((second.body as ErrorBody).error.code, 'idempotency_in_progress');
+    assert.equal(second.headers.get('retry-after'), '2');
+    assert.equal((await slow).status, 201);
+    const after = await post(token, 'slow-one', { name: 'Zed' });
+    assert.equal(after.status, 201);
+    assert.equal(after.headers.get('idempotent-replayed'), 'true');
+  });
+
+  test('a first call still in progress after 60 seconds on the service clock is abandoned and the retry executes', async () => {
+    const { token, keyId } = await tenant();
+    // The first call's instance died after claiming the key.
+    const clock = await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock');
+    const body = { name: 'Abe' };
+    const started = new Date(clock.body.now);
+    const print = createHash('sha256').update(`POST /v1/people\n{"name":"Abe"}`).digest('hex');
+    await ctx.database.db.query(
+      `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, state, started_at, expires_at)
+       VALUES ($1, 'crashed', $2, 'in_progress', $3, $4)`,
+      [keyId, print, started, new Date(started.getTime() + 86_400_000)],
+    );
+    const early = await post(token, 'crashed', body);
+    assert.equal((early.body as ErrorBody).error.code, 'idempotency_in_progress');
+    await advanceClock(ctx.service, 61);
+    const retried = await post(token, 'crashed', body);
+    assert.equal(retried.status, 201);
+    assert.equal(await peopleNamed('Abe'), 1);
+  });
+
+  test('409 lockingsystem_rejected is never stored: the retry executes again', async () => {
+    const { account, token } = await tenant({ locking_system: 'sandbox' });
+    await ctx.service.admin('PUT', '/admin/v1/sandbox/locking_system', { account_id: account.id, mode: 'reject' });
+    const refused = await post(token, 'ls-retry', { name: 'Bea' });
+    assert.equal(refused.status, 409);
+    assert.equal((refused.body as ErrorBody).error.code, 'lockingsystem_rejected');
+    await ctx.service.admin('PUT', '/admin/v1/sandbox/locking_system', { account_id: account.id, mode: 'accept' });
+    const retried = await post(token, 'ls-retry', { name: 'Bea' });
+    assert.equal(retried.status, 201);
+    assert.equal(retried.headers.get('idempotent-replayed'), null);
+  });
+
+  test('5xx answers are never stored: the retry executes again', async () => {
+    let failing = false;
+    const flaky: Database = Object.create(ctx.database.db) as Database;
+    flaky.transaction = async (fn) => {
+      if (failing) throw new Error('database went away');
+      return ctx.database.db.transaction(fn);
+    };
+    const service = await startService(flaky);
+    try {
+      const account = await createAccount(service);
+      const key = await createApiKey(service, account.rootLocationId, ['people:write']);
+      const headers = { 'idempotency-key': 'flaky-1' };
+      failing = true;
+      const first = await service.request('POST', '/v1/people', { token: key.token, body: { name: 'Cal' }, headers });
+      assert.equal(first.status, 500);
+      failing = false;
+      const second = await service.request('POST', '/v1/people', { token: key.token, body: { name: 'Cal' }, headers });
+      assert.equal(second.status, 201);
+    } finally {
+      await service.close();
+    }
+  });
+
+  test('records expire after 24 hours: the key can then be used for another body, and the purge removes them', async () => {
+    const { token, keyId } = await tenant();
+    assert.equal((await post(token, 'day-old', { name: 'Dot' })).status, 201);
+    await advanceClock(ctx.service, 24 * 3600 + 1);
+    const rows = await ctx.database.db.query('SELECT key FROM idempotency_keys WHERE api_key_id = $1', [keyId]);
+    assert.equal(rows.length, 0, 'purged by the job the clock advance ran');
+    const reused = await post(token, 'day-old', { name: 'Dot', title: 'New' });
+    assert.equal(reused.status, 201);
+    assert.equal(reused.headers.get('idempotent-replayed'), null);
+  });
+
+  test('without the header every call executes (POST /people still de-duplicates on data)', async () => {
+    const { token } = await tenant();
+    assert.equal((await post(token, undefined, { name: 'Eli', email: 'eli@example.com' })).status, 201);
+    const again = await post(token, undefined, { name: 'Eli', email: 'eli@example.com' });
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get('idempotent-replayed'), null);
+  });
+});
