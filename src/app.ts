@@ -8,7 +8,14 @@ import { CatalogService } from './modules/catalog/service.ts';
 import { catalogRoutes } from './modules/catalog/routes.ts';
 import { OperatorService } from './modules/operator/service.ts';
 import { operatorRoutes } from './modules/operator/routes.ts';
+import { activationRoutes } from './modules/keys/activation-routes.ts';
+import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
+import { KeysService } from './modules/keys/service.ts';
+import { keysOfPerson } from './modules/keys/store.ts';
 import { LockingSystems } from './modules/locking-system/connector.ts';
+import { MessageQueue } from './modules/notifications/message-queue.ts';
+import { notifierFor } from './modules/notifications/notifier.ts';
+import { outboxSandboxRoutes } from './modules/notifications/sandbox-routes.ts';
 import { lockingSystemSandboxRoutes } from './modules/locking-system/sandbox-routes.ts';
 import { PeopleService } from './modules/people/service.ts';
 import { peopleRoutes } from './modules/people/routes.ts';
@@ -83,6 +90,19 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const idempotency = new Idempotency(db, clock);
   jobs.register(idempotency.purgeJob());
   const lockingSystems = new LockingSystems(db, clock);
+  const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), app.log);
+  jobs.register(messages.job());
+  const keys = new KeysService({
+    db,
+    clock,
+    lockingSystems,
+    messages,
+    publicUrl: config.publicUrl,
+    brandName: config.brandName,
+    revocationEnabled: config.keyRevocationEnabled,
+    log: app.log,
+  });
+  jobs.register(keys.lockingSystemTasksJob());
 
   installHttpPlumbing(app);
   installAccessControl(app, {
@@ -112,7 +132,16 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   app.get('/v1/openapi.json', { config: { access: { kind: 'open' } }, schema: { hide: true } }, async () => app.swagger());
 
   catalogRoutes(app, catalog);
-  peopleRoutes(app, new PeopleService({ db, clock, lockingSystems, brandName: config.brandName, log: app.log }));
+  peopleRoutes(
+    app,
+    new PeopleService({ db, clock, lockingSystems, brandName: config.brandName, log: app.log, keysOfPerson: (scope, id) => keysOfPerson(db, scope, id) }),
+  );
+  keysRoutes(app, keys);
+  await app.register(async (scope) => {
+    // The setup page's form posts an empty urlencoded body; only these routes accept it.
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
+    activationRoutes(scope as typeof app, keys, config.brandName);
+  });
   operatorRoutes(
     app,
     new OperatorService({
@@ -126,6 +155,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     await sandbox.start();
     sandboxRoutes(app, sandbox);
     lockingSystemSandboxRoutes(app, db);
+    keysSandboxRoutes(app, keys);
+    outboxSandboxRoutes(app, db);
   }
   finishRoutes();
   await app.ready();

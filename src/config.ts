@@ -18,6 +18,13 @@ export interface Config {
   webhookAllowHosts: string[];
   trustProxy: boolean;
   brandName: string;
+  /** smtp://user:pass@host:port for e-mail; unset: e-mail cannot be sent (outside the sandbox). */
+  smtpUrl: string | null;
+  smtpFrom: string;
+  /** The SMS provider's HTTP endpoint (a JSON POST, see README) and its bearer credential. */
+  smsUrl: string | null;
+  smsToken: string | null;
+  smsFrom: string;
   logLevel: string;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
   apiRateLimitPerMinute: number;
@@ -105,6 +112,11 @@ export function loadConfig(env: Env = process.env): Config {
       .filter((h) => h !== ''),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     brandName,
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    smtpFrom: text(env, 'SMTP_FROM') ?? `${brandName} <no-reply@localhost>`,
+    smsUrl: url(env, 'SMS_URL', ['http:', 'https:']),
+    smsToken: text(env, 'SMS_TOKEN'),
+    smsFrom: text(env, 'SMS_FROM') ?? brandName,
     logLevel,
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
   };

@@ -6,17 +6,26 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 
-export type LockingSystemOperation = 'person.create' | 'person.update' | 'person.delete';
+export type LockingSystemOperation =
+  | 'person.create'
+  | 'person.update'
+  | 'person.delete'
+  | 'key.create'
+  | 'key.update'
+  | 'key.delete';
+
+/** `applied`: done (a key change is confirmed at once); `held`: accepted, confirmed later. */
+export type WriteOutcome = 'applied' | 'held';
 
 export interface LockingSystem {
   /** Writes one change; throws lockingSystemRejected() when the system refuses it. */
-  write(operation: LockingSystemOperation, entityId: string): Promise<void>;
+  write(operation: LockingSystemOperation, entityId: string): Promise<WriteOutcome>;
 }
 
 export const lockingSystemRejected = () =>
   new ApiError(409, 'lockingsystem_rejected', 'The locking system refused the change; nothing was saved.');
 
-const noLockingSystem: LockingSystem = { write: async () => undefined };
+const noLockingSystem: LockingSystem = { write: async () => 'applied' };
 
 export type SandboxMode = 'accept' | 'reject' | 'hold';
 
@@ -28,7 +37,7 @@ class SandboxLockingSystem implements LockingSystem {
     private readonly accountId: number,
   ) {}
 
-  async write(operation: LockingSystemOperation, entityId: string): Promise<void> {
+  async write(operation: LockingSystemOperation, entityId: string): Promise<WriteOutcome> {
     const [settings] = await this.db.query<{ mode: SandboxMode; delay_ms: number }>(
       'SELECT mode, delay_ms FROM sandbox_locking_systems WHERE account_id = $1',
       [this.accountId],
@@ -41,6 +50,8 @@ class SandboxLockingSystem implements LockingSystem {
       entityId,
       this.clock.now(),
     ]);
+    // Hold mode accepts every write but leaves key changes unconfirmed until the sandbox confirms them.
+    return settings?.mode === 'hold' && operation === 'key.update' ? 'held' : 'applied';
   }
 }
 

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LocationRef } from '../catalog/schemas.ts';
+import { EmbeddedKey } from '../keys/schemas.ts';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -55,7 +56,4 @@ export const Person = Type.Object({
 });
 export type Person = Static<typeof Person>;
 
-export const PersonWithKeys = Type.Composite([
-  Person,
-  Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true }), { description: "the person's keys in scope" }) }),
-]);
+export const PersonWithKeys = Type.Composite([Person, Type.Object({ keys: Type.Array(EmbeddedKey, { description: "the person's keys in scope" }) })]);

@@ -12,6 +12,7 @@ import { emitDomainEvent } from '../../platform/domain-events.ts';
 import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
+import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/connector.ts';
 import { isReservedName, normalisePhone } from './rules.ts';
 import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
@@ -35,6 +36,8 @@ export interface PeopleDeps {
   lockingSystems: LockingSystems;
   brandName: string;
   log: FastifyBaseLogger;
+  /** The person's keys inside a scope (from the keys area). */
+  keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
 }
 
 interface TargetLocation {
@@ -67,11 +70,10 @@ export class PeopleService {
     return toPage(rows.map(toPerson), limit, (p) => p.id);
   }
 
-  async get(caller: Caller, id: string): Promise<Person & { keys: Record<string, unknown>[] }> {
+  async get(caller: Caller, id: string): Promise<Person & { keys: EmbeddedKey[] }> {
     const row = await findPerson(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('person');
-    // Keys arrive with the keys issue; until then a person holds none.
-    return { ...toPerson(row), keys: [] };
+    return { ...toPerson(row), keys: await this.deps.keysOfPerson(caller.locationId, id) };
   }
 
   // ---- writes ---------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+// The texts of setup-link messages. English, and the person's language where a template exists.
+
+export interface InvitationText {
+  brand: string;
+  personName: string;
+  /** What the key opens: lock names, or the access profile when no lock carries it yet. */
+  opens: string[];
+  link: string;
+  expiresAt: Date;
+}
+
+interface Template {
+  subject: (t: InvitationText) => string;
+  sms: (t: InvitationText) => string;
+  email: (t: InvitationText) => string;
+}
+
+const list = (items: string[], and: string) =>
+  items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} ${and} ${items[items.length - 1]}`;
+const day = (date: Date) => date.toISOString().slice(0, 10);
+
+const templates: Record<string, Template> = {
+  en: {
+    subject: (t) => `${t.brand}: your phone key`,
+    sms: (t) => `${t.brand}: Hello ${t.personName}, your phone key for ${list(t.opens, 'and')} is ready. Activate it before ${day(t.expiresAt)}: ${t.link}`,
+    email: (t) =>
+      [
+        `Hello ${t.personName},`,
+        '',
+        `a phone key has been issued to you. It opens ${list(t.opens, 'and')}.`,
+        '',
+        `Open this link on your phone to activate it (valid until ${day(t.expiresAt)}, usable once):`,
+        t.link,
+        '',
+        `— ${t.brand}`,
+      ].join('\n'),
+  },
+  de: {
+    subject: (t) => `${t.brand}: Ihr Handyschlüssel`,
+    sms: (t) =>
+      `${t.brand}: Hallo ${t.personName}, Ihr Handyschlüssel für ${list(t.opens, 'und')} ist bereit. Aktivieren Sie ihn bis ${day(t.expiresAt)}: ${t.link}`,
+    email: (t) =>
+      [
+        `Hallo ${t.personName},`,
+        '',
+        `für Sie wurde ein Handyschlüssel ausgestellt. Er öffnet ${list(t.opens, 'und')}.`,
+        '',
+        `Öffnen Sie diesen Link auf Ihrem Telefon, um ihn zu aktivieren (gültig bis ${day(t.expiresAt)}, einmal verwendbar):`,
+        t.link,
+        '',
+        `— ${t.brand}`,
+      ].join('\n'),
+  },
+};
+
+/** The template for a language code such as `de` or `de-AT`, English when there is none. */
+export function invitationTemplate(language: string | null): Template {
+  const primary = (language ?? 'en').split('-')[0]?.toLowerCase() ?? 'en';
+  return templates[primary] ?? (templates.en as Template);
+}
