@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { buildApp, type Latchkey } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { after, before } from 'node:test';
+import type { Clock } from '../../src/platform/clock.ts';
 import type { Database } from '../../src/platform/db/database.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -32,7 +33,7 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-export async function startService(db: Database, env: Record<string, string> = {}): Promise<TestService> {
+export async function startService(db: Database, env: Record<string, string> = {}, clock?: Clock): Promise<TestService> {
   const config: Config = loadConfig({
     ADMIN_TOKEN,
     SANDBOX: 'true',
@@ -41,7 +42,7 @@ export async function startService(db: Database, env: Record<string, string> = {
     HOST: '127.0.0.1',
     ...env,
   });
-  const latchkey = await buildApp({ config, db, logger: false });
+  const latchkey = await buildApp({ config, db, logger: false, ...(clock ? { clock } : {}) });
   await latchkey.app.listen({ port: 0, host: '127.0.0.1' });
   const address = latchkey.app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');
