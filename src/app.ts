@@ -134,7 +134,15 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   catalogRoutes(app, catalog);
   peopleRoutes(
     app,
-    new PeopleService({ db, clock, lockingSystems, brandName: config.brandName, log: app.log, keysOfPerson: (scope, id) => keysOfPerson(db, scope, id) }),
+    new PeopleService({
+      db,
+      clock,
+      lockingSystems,
+      brandName: config.brandName,
+      log: app.log,
+      keysOfPerson: (scope, id) => keysOfPerson(db, scope, id),
+      revokeEverythingOf: (tx, id, now) => keys.revokeEverythingOf(tx, id, now),
+    }),
   );
   keysRoutes(app, keys);
   await app.register(async (scope) => {

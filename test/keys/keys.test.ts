@@ -482,4 +482,18 @@ describe('keys', () => {
       await noRevocation.close();
     }
   });
+
+  test("deleting a person revokes their keys and cancels their pending invitations", async () => {
+    const t = await keysTenant(ctx.service);
+    const keyId = await activatedKey(ctx.service, t);
+    const pending = await issueKey(ctx.service, t);
+    const before = await lastEventId();
+    assert.equal((await ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token })).status, 204);
+    assert.deepEqual((await eventTypes(t.accountId, before)).map((e) => e.type), ['key.revoked', 'person.deleted']);
+    assert.equal((await ctx.service.request('GET', `/v1/keys/${keyId}`, { token: t.token })).status, 404);
+    const [invitation] = await ctx.database.db.query<{ cancelled_at: Date | null }>('SELECT cancelled_at FROM invitations WHERE id = $1', [
+      pending.body.invitation_id,
+    ]);
+    assert.ok(invitation?.cancelled_at);
+  });
 });

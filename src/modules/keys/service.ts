@@ -20,6 +20,7 @@ import {
   groupCodesAt,
   listInvitations,
   listKeys,
+  liveKeysOfPerson,
   toInvitation,
   toKey,
   whatItOpens,
@@ -132,22 +133,35 @@ export class KeysService {
     const row = await findKey(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('key');
     const account = await this.account(row.account_id);
-    const now = this.now();
-    await this.db.transaction(async (tx) => {
-      const revoked = await tx.query(
-        `UPDATE keys SET revoked_at = $2, expires_at = $2, state = 'returned', updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id`,
-        [id, now],
+    await this.db.transaction((tx) => this.revokeInTransaction(tx, row, account, this.now()));
+  }
+
+  /**
+   * A deleted person keeps no access: inside the deletion's transaction, every live key of theirs is
+   * revoked (as DELETE /keys/{id} would) and every pending invitation cancelled.
+   */
+  async revokeEverythingOf(tx: Queryable, personId: string, now: Date): Promise<void> {
+    for (const row of await liveKeysOfPerson(tx, personId)) {
+      await this.revokeInTransaction(tx, row, await this.account(row.account_id, tx), now);
+    }
+    await tx.query('UPDATE invitations SET cancelled_at = $2 WHERE person_id = $1 AND cancelled_at IS NULL AND key_id IS NULL', [personId, now]);
+  }
+
+  /** The key expires at once and leaves every read; its removal from the locking system is queued. */
+  private async revokeInTransaction(tx: Queryable, row: KeyRow, account: AccountRow, now: Date): Promise<void> {
+    const revoked = await tx.query(
+      `UPDATE keys SET revoked_at = $2, expires_at = $2, state = 'returned', updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id`,
+      [row.id, now],
+    );
+    if (revoked.length === 0) return; // revoked meanwhile: one event only
+    if (account.locking_system) {
+      await tx.query(
+        `INSERT INTO locking_system_tasks (account_id, operation, entity_id, status, next_attempt_at, created_at)
+         VALUES ($1, 'key.delete', $2, 'pending', $3, $3)`,
+        [account.id, String(row.id), now],
       );
-      if (revoked.length === 0) return; // revoked meanwhile: one event only
-      if (account.locking_system) {
-        await tx.query(
-          `INSERT INTO locking_system_tasks (account_id, operation, entity_id, status, next_attempt_at, created_at)
-           VALUES ($1, 'key.delete', $2, 'pending', $3, $3)`,
-          [account.id, String(id), now],
-        );
-      }
-      await this.emitKeyEvent(tx, 'key.revoked', { ...row, state: 'returned' }, now);
-    });
+    }
+    await this.emitKeyEvent(tx, 'key.revoked', { ...row, state: 'returned' }, now);
   }
 
   /** Removal of revoked keys from the locking system: asynchronous, retried with backoff until done. */
@@ -407,8 +421,9 @@ export class KeysService {
 
   // ---- helpers --------------------------------------------------------------------------------
 
-  private async account(id: number): Promise<AccountRow> {
-    const [row] = await this.db.query<AccountRow>('SELECT id, sms_enabled, locking_system FROM accounts WHERE id = $1', [id]);
+  /** Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. */
+  private async account(id: number, db: Queryable = this.db): Promise<AccountRow> {
+    const [row] = await db.query<AccountRow>('SELECT id, sms_enabled, locking_system FROM accounts WHERE id = $1', [id]);
     if (!row) throw new Error(`account ${id} not found`);
     return row;
   }

@@ -71,6 +71,11 @@ export async function listKeys(
   );
 }
 
+/** Every live key of a person, whatever the scope. */
+export async function liveKeysOfPerson(db: Queryable, personId: string): Promise<KeyRow[]> {
+  return db.query<KeyRow>(`${KEY_SELECT} WHERE k.person_id = $1 AND k.revoked_at IS NULL ORDER BY k.id`, [personId]);
+}
+
 export async function keysOfPerson(db: Queryable, scopeLocationId: number, personId: string): Promise<EmbeddedKey[]> {
   const rows = await db.query<KeyRow>(
     `${KEY_SELECT} WHERE k.person_id = $1 AND k.revoked_at IS NULL AND l.path @> ARRAY[$2]::bigint[] ORDER BY k.id`,

@@ -38,6 +38,8 @@ export interface PeopleDeps {
   log: FastifyBaseLogger;
   /** The person's keys inside a scope (from the keys area). */
   keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
+  /** Revokes the person's keys and cancels their invitations inside the deletion's transaction. */
+  revokeEverythingOf: (tx: Queryable, personId: string, now: Date) => Promise<void>;
 }
 
 interface TargetLocation {
@@ -172,6 +174,7 @@ export class PeopleService {
     const now = this.deps.clock.now();
     await this.db.transaction(async (tx) => {
       if (!(await softDeletePerson(tx, id, now))) return; // deleted meanwhile: one event only
+      await this.deps.revokeEverythingOf(tx, id, now);
       await emitDomainEvent(tx, {
         type: 'person.deleted',
         accountId: row.account_id,

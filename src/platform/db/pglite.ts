@@ -1,4 +1,5 @@
 // Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, types } from '@electric-sql/pglite';
 import { sqlText, type Database, type Queryable, type Row, type Sql } from './database.ts';
 
@@ -24,20 +25,29 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
 
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
+  // PGlite runs one transaction at a time: a query made on the database (not on `tx`) from inside a
+  // transaction would wait for that transaction forever. This marks the code running inside one, so
+  // such a query fails at once with a message instead of hanging.
+  private readonly insideTransaction = new AsyncLocalStorage<boolean>();
 
   constructor(readonly pg: PGlite) {}
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
+    if (this.insideTransaction.getStore()) {
+      throw new Error(`query on the database inside a transaction (use tx): ${sqlText(sql).slice(0, 80)}`);
+    }
     const result = await this.pg.query(sqlText(sql), params as unknown[]);
     return result.rows as T[];
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.pg.transaction(async (tx) =>
-      fn({
-        query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) =>
-          (await tx.query(sqlText(sql), params as unknown[])).rows as R[],
-      }),
+      this.insideTransaction.run(true, () =>
+        fn({
+          query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) =>
+            (await tx.query(sqlText(sql), params as unknown[])).rows as R[],
+        }),
+      ),
     );
   }
 
