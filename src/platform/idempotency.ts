@@ -7,7 +7,7 @@
 // Never stored (the claim is released so that a retry executes again): 5xx, 409 lockingsystem_rejected,
 // bodies over 64 KB, non-JSON bodies.
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onSendAsyncHookHandler, preValidationAsyncHookHandler } from 'fastify';
 import type { Clock } from './clock.ts';
 import type { Database } from './db/index.ts';
 import { ApiError, errors } from './errors.ts';
@@ -25,6 +25,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotencyKey?: string;
   }
+}
+
+function asArray<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
 }
 
 /** JSON with object keys sorted, so that the same body in another key order is the same body. */
@@ -57,51 +61,58 @@ export class Idempotency {
     private readonly clock: Clock,
   ) {}
 
+  /** Attaches the two hooks to the routes whose config says `idempotent: true` (call before adding routes). */
   install(app: FastifyInstance): void {
-    // After authentication, scopes and rate limits (onRequest) and before validation, so that a 422 is
-    // stored and replayed like any other answer.
-    app.addHook('preValidation', async (request, reply) => {
-      if (!request.routeOptions.config.idempotent || !request.caller) return;
-      const header = request.headers['idempotency-key'];
-      if (header === undefined) return;
-      if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
-        throw errors.invalidRequest('The Idempotency-Key header must be 1 to 64 characters of A-Z a-z 0-9 _ -.');
-      }
-      const stored = await this.claim(request.caller.apiKeyId, header, fingerprint(request));
-      if (!stored) {
-        request.idempotencyKey = header;
-        return;
-      }
-      reply.header('idempotent-replayed', 'true');
-      if (stored.content_type) reply.header('content-type', stored.content_type);
-      return reply.code(stored.status ?? 200).send(stored.body);
-    });
-
-    app.addHook('onSend', async (request, reply, payload) => {
-      const key = request.idempotencyKey;
-      const caller = request.caller;
-      if (!key || !caller) return payload;
-      request.idempotencyKey = undefined;
-      const contentType = String(reply.getHeader('content-type') ?? '');
-      const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
-      const storable =
-        reply.statusCode < 500 &&
-        body !== null &&
-        contentType.startsWith('application/json') &&
-        Buffer.byteLength(body) <= IDEMPOTENCY_MAX_STORED_BYTES &&
-        !(reply.statusCode === 409 && body.includes('"lockingsystem_rejected"'));
-      if (storable) {
-        await this.db.query(
-          `UPDATE idempotency_keys SET state = 'done', status = $3, content_type = $4, body = $5
-            WHERE api_key_id = $1 AND key = $2`,
-          [caller.apiKeyId, key, reply.statusCode, contentType, body],
-        );
-      } else {
-        await this.release(caller.apiKeyId, key);
-      }
-      return payload;
+    app.addHook('onRoute', (route) => {
+      if (!route.config?.idempotent) return;
+      route.preValidation = [...asArray(route.preValidation), this.replayOrClaim];
+      route.onSend = [...asArray(route.onSend), this.store];
     });
   }
+
+  // After authentication, scopes and rate limits (onRequest) and before validation, so that a 422 is
+  // stored and replayed like any other answer.
+  private readonly replayOrClaim: preValidationAsyncHookHandler = async (request, reply) => {
+    if (!request.caller) return;
+    const header = request.headers['idempotency-key'];
+    if (header === undefined) return;
+    if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+      throw errors.invalidRequest('The Idempotency-Key header must be 1 to 64 characters of A-Z a-z 0-9 _ -.');
+    }
+    const stored = await this.claim(request.caller.apiKeyId, header, fingerprint(request));
+    if (!stored) {
+      request.idempotencyKey = header;
+      return;
+    }
+    reply.header('idempotent-replayed', 'true');
+    if (stored.content_type) reply.header('content-type', stored.content_type);
+    return reply.code(stored.status ?? 200).send(stored.body);
+  };
+
+  private readonly store: onSendAsyncHookHandler<unknown> = async (request, reply, payload) => {
+    const key = request.idempotencyKey;
+    const caller = request.caller;
+    if (!key || !caller) return payload;
+    request.idempotencyKey = undefined;
+    const contentType = String(reply.getHeader('content-type') ?? '');
+    const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
+    const storable =
+      reply.statusCode < 500 &&
+      body !== null &&
+      contentType.startsWith('application/json') &&
+      Buffer.byteLength(body) <= IDEMPOTENCY_MAX_STORED_BYTES &&
+      !(reply.statusCode === 409 && body.includes('"lockingsystem_rejected"'));
+    if (storable) {
+      await this.db.query(
+        `UPDATE idempotency_keys SET state = 'done', status = $3, content_type = $4, body = $5
+          WHERE api_key_id = $1 AND key = $2`,
+        [caller.apiKeyId, key, reply.statusCode, contentType, body],
+      );
+    } else {
+      await this.release(caller.apiKeyId, key);
+    }
+    return payload;
+  };
 
   /** Claims the key for this request (null), or returns what the first call stored; throws 409s. */
   private async claim(apiKeyId: number, key: string, print: string): Promise<StoredRow | null> {

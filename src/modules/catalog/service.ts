@@ -1,10 +1,10 @@
 // The rules of the catalog: locks and security groups inside the caller's location scope.
 import type { Caller } from '../../platform/auth.ts';
-import type { Database } from '../../platform/db/index.ts';
-import { errors } from '../../platform/errors.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import type { Lock, SecurityGroup } from './schemas.ts';
-import { findLock, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
+import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
 
 /** Every write to locks, gateways (presence) or locations NOTIFYs this channel in its transaction. */
 export const CATALOG_CHANNEL = 'catalog_changed';
@@ -50,4 +50,18 @@ export class CatalogService {
     const rows = await listSecurityGroups(this.db, caller.locationId, isDefault, page.afterId, page.limit + 1);
     return toPage(rows, page.limit, (group) => group.id);
   }
+}
+
+/**
+ * One `unknown_security_group` detail, naming the index, for each code that is not defined at
+ * `locationId` or a location above it (used by locks and keys alike).
+ */
+export async function unknownSecurityGroups(db: Queryable, locationId: number, codes: string[]): Promise<ErrorDetail[]> {
+  if (codes.length === 0) return [];
+  const known = await groupCodesAt(db, locationId);
+  return codes.flatMap((code, index) =>
+    known.has(code)
+      ? []
+      : [{ field: `security_groups[${index}]`, code: 'unknown_security_group', message: `No security group ${code} at this location.` }],
+  );
 }

@@ -90,3 +90,13 @@ export async function listSecurityGroups(
 ): Promise<SecurityGroup[]> {
   return db.query<SecurityGroup>(LIST_SECURITY_GROUPS, [scopeLocationId, afterId ?? 0, isDefault ?? null, limit]);
 }
+
+/** Security-group codes usable at a location: those defined there or at a location above it. */
+export async function groupCodesAt(db: Queryable, locationId: number): Promise<Set<string>> {
+  const rows = await db.query<{ code: string }>(
+    `SELECT sg.code FROM security_groups sg
+      WHERE sg.location_id = ANY((SELECT path FROM locations WHERE id = $1)::bigint[])`,
+    [locationId],
+  );
+  return new Set(rows.map((r) => r.code));
+}

@@ -8,6 +8,7 @@ import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
+import { unknownSecurityGroups } from '../catalog/service.ts';
 import type { LockingSystems } from '../locking-system/connector.ts';
 import type { MessageQueue } from '../notifications/message-queue.ts';
 import { invitationTemplate } from '../notifications/templates.ts';
@@ -17,7 +18,6 @@ import {
   findInvitation,
   findInvitationByToken,
   findKey,
-  groupCodesAt,
   listInvitations,
   listKeys,
   liveKeysOfPerson,
@@ -436,12 +436,7 @@ export class KeysService {
 
   /** Codes must exist at `locationId` or a location above it; each unknown one is named by its index. */
   private async checkGroups(locationId: number, codes: string[], details: ErrorDetail[]): Promise<void> {
-    const known = await groupCodesAt(this.db, locationId);
-    codes.forEach((code, index) => {
-      if (!known.has(code)) {
-        details.push({ field: `security_groups[${index}]`, code: 'unknown_security_group', message: `No security group ${code} at this location.` });
-      }
-    });
+    details.push(...(await unknownSecurityGroups(this.db, locationId, codes)));
   }
 
   private checkChannel(account: AccountRow, person: PersonRow, channel: ChannelChoice, details: ErrorDetail[]): void {

@@ -181,13 +181,3 @@ export async function whatItOpens(db: Queryable, accountId: number, codes: strin
   );
   return groups.length > 0 ? groups.map((g) => g.title) : codes;
 }
-
-/** Security-group codes usable at a location: those defined there or at a location above it. */
-export async function groupCodesAt(db: Queryable, locationId: number): Promise<Set<string>> {
-  const rows = await db.query<{ code: string }>(
-    `SELECT sg.code FROM security_groups sg
-      WHERE sg.location_id = ANY((SELECT path FROM locations WHERE id = $1)::bigint[])`,
-    [locationId],
-  );
-  return new Set(rows.map((r) => r.code));
-}

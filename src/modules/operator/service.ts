@@ -7,7 +7,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
-import { CATALOG_CHANNEL } from '../catalog/service.ts';
+import { CATALOG_CHANNEL, unknownSecurityGroups } from '../catalog/service.ts';
 import { findLock, publicLock } from '../catalog/store.ts';
 import type { Lock } from '../catalog/schemas.ts';
 import type { SecurityGroup } from '../catalog/schemas.ts';
@@ -308,19 +308,7 @@ export class OperatorService {
       if (gateways.length === 0) details.push({ field: 'gateway_id', code: 'invalid', message: `No gateway ${gatewayId} in this account.` });
     }
     const codes = body.security_groups ?? [];
-    if (codes.length > 0) {
-      // A lock takes the groups of its own location and of the locations above it.
-      const known = await this.db.query<{ code: string }>(
-        'SELECT DISTINCT code FROM security_groups WHERE location_id = ANY($1::bigint[]) AND code = ANY($2::text[])',
-        [location.path, codes],
-      );
-      const found = new Set(known.map((r) => r.code));
-      codes.forEach((code, index) => {
-        if (!found.has(code)) {
-          details.push({ field: `security_groups[${index}]`, code: 'unknown_security_group', message: `No security group ${code} at this location.` });
-        }
-      });
-    }
+    details.push(...(await unknownSecurityGroups(this.db, location.id, codes)));
     if (details.length > 0) throw errors.validation(details);
 
     return this.db.transaction(async (tx) => {
