@@ -22,7 +22,12 @@ for (const backend of backends) {
   const result = spawnSync(
     process.execPath,
     ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=120000', ...files],
-    { stdio: 'inherit', env: { ...process.env, LATCHKEY_TEST_BACKEND: backend } },
+    {
+      stdio: 'inherit',
+      // The webhook tests' local HTTPS receiver uses a self-signed certificate (test fixture), trusted
+      // the way an operator would trust a private CA.
+      env: { ...process.env, LATCHKEY_TEST_BACKEND: backend, NODE_EXTRA_CA_CERTS: path.resolve('test/fixtures/tls/cert.pem') },
+    },
   );
   if (result.status !== 0) failed = true;
 }

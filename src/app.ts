@@ -21,6 +21,9 @@ import { PeopleService } from './modules/people/service.ts';
 import { peopleRoutes } from './modules/people/routes.ts';
 import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
+import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
+import { webhooksRoutes } from './modules/webhooks/routes.ts';
+import { WebhooksService } from './modules/webhooks/service.ts';
 import { installAccessControl } from './platform/access.ts';
 import { ensureAdminToken } from './platform/admin-token.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
@@ -31,6 +34,7 @@ import { Idempotency } from './platform/idempotency.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits } from './platform/rate-limit.ts';
 import { RequestLog } from './platform/request-log.ts';
+import { SecretBox } from './platform/secret-box.ts';
 
 export const API_VERSION = '1.3.0';
 
@@ -103,6 +107,10 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     log: app.log,
   });
   jobs.register(keys.lockingSystemTasksJob());
+  const secrets = await SecretBox.open(db, config.webhookSecretKey);
+  const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
+  jobs.register(dispatcher.job());
+  jobs.register(dispatcher.retentionJob());
 
   installHttpPlumbing(app);
   installAccessControl(app, {
@@ -145,6 +153,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     }),
   );
   keysRoutes(app, keys);
+  webhooksRoutes(app, new WebhooksService({ db, clock, secrets, dispatcher, allowHosts: config.webhookAllowHosts }));
   await app.register(async (scope) => {
     // The setup page's form posts an empty urlencoded body; only these routes accept it.
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
@@ -178,6 +187,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       await app.close();
       await jobs.stop();
       await requestLog.close();
+      await dispatcher.close();
       if (redis) await redis.quit().catch(() => undefined);
     },
   };

@@ -16,6 +16,8 @@ export interface Config {
   sandbox: boolean;
   keyRevocationEnabled: boolean;
   webhookAllowHosts: string[];
+  /** base64 of 32 bytes: the key webhook signing secrets are encrypted with; generated and kept when unset. */
+  webhookSecretKey: string | null;
   trustProxy: boolean;
   brandName: string;
   /** smtp://user:pass@host:port for e-mail; unset: e-mail cannot be sent (outside the sandbox). */
@@ -80,6 +82,13 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
+function secretKey(env: Env, name: string): string | null {
+  const raw = text(env, name);
+  if (raw === null) return null;
+  if (Buffer.from(raw, 'base64').length !== 32) throw new ConfigError(name, 'must be 32 bytes in base64 (openssl rand -base64 32)');
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
@@ -110,6 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
       .split(',')
       .map((h) => h.trim().toLowerCase())
       .filter((h) => h !== ''),
+    webhookSecretKey: secretKey(env, 'WEBHOOK_SECRET_KEY'),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     brandName,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),

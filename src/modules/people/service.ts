@@ -14,6 +14,7 @@ import { uuidv7 } from '../../platform/ids.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/connector.ts';
+import { purgePersonPayloads } from '../webhooks/retention.ts';
 import { isReservedName, normalisePhone } from './rules.ts';
 import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
 import {
@@ -174,6 +175,7 @@ export class PeopleService {
     const now = this.deps.clock.now();
     await this.db.transaction(async (tx) => {
       if (!(await softDeletePerson(tx, id, now))) return; // deleted meanwhile: one event only
+      await purgePersonPayloads(tx, id);
       await this.deps.revokeEverythingOf(tx, id, now);
       await emitDomainEvent(tx, {
         type: 'person.deleted',

@@ -1,0 +1,397 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { advanceClock, createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
+import { startReceiver, verifySignature, type Receiver } from '../helpers/receiver.ts';
+import { startService, useTestService, type TestService } from '../helpers/service.ts';
+
+type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
+interface Subscription {
+  id: string;
+  url: string;
+  events: string[];
+  status: string;
+  failing_since: string | null;
+  secret?: string;
+}
+interface Delivery {
+  id: string;
+  event_type: string;
+  event_id: string;
+  status: string;
+  attempt: number;
+  response_status: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  payload: Record<string, unknown> | null;
+}
+interface Page<T> {
+  data: T[];
+  next_cursor: string | null;
+}
+
+let receiver: Receiver;
+before(async () => {
+  receiver = await startReceiver();
+});
+after(async () => receiver?.close());
+
+const ctx = useTestService(undefined, { WEBHOOK_ALLOW_HOSTS: 'localhost' });
+
+async function tenant(service: TestService = ctx.service) {
+  const account = await createAccount(service);
+  const user = await service.admin<{ id: number }>('POST', '/admin/v1/users', { account_id: account.id, name: 'Ops', email: `ops${account.id}@example.com` });
+  const key = await createApiKey(service, account.rootLocationId, ['webhooks:manage', 'people:write'], { created_by_user_id: user.body.id });
+  return { account, token: key.token, opsEmail: `ops${account.id}@example.com` };
+}
+
+async function subscribe(token: string, body: Record<string, unknown> = {}, service: TestService = ctx.service) {
+  return service.request<Subscription & ErrorBody>('POST', '/v1/webhooks', { token, body: { url: receiver.url(), events: ['*'], ...body } });
+}
+
+async function createPerson(token: string, name: string) {
+  const res = await ctx.service.request<{ id: string }>('POST', '/v1/people', { token, body: { name } });
+  assert.equal(res.status, 201);
+  return res.body.id;
+}
+
+/** Runs due jobs (the dispatcher among them). */
+const runJobs = () => advanceClock(ctx.service, 0);
+
+function receivedFor(subscriptionUrlPath: string) {
+  return receiver.received.filter((r) => r.path === subscriptionUrlPath);
+}
+
+describe('subscriptions', () => {
+  test('create answers 201 with the secret once; reads never show it; it is stored encrypted', async () => {
+    const t = await tenant();
+    const res = await subscribe(t.token, { description: 'HR sync' });
+    assert.equal(res.status, 201);
+    assert.match(res.body.secret ?? '', /^whsec_[A-Za-z0-9_-]{43}$/);
+    assert.equal(res.body.status, 'active');
+    const read = await ctx.service.request<Subscription>('GET', `/v1/webhooks/${res.body.id}`, { token: t.token });
+    assert.equal(read.body.secret, undefined);
+    const list = await ctx.service.request<Page<Subscription>>('GET', '/v1/webhooks', { token: t.token });
+    assert.equal(list.body.data[0]?.secret, undefined);
+    const [row] = await ctx.database.db.query<{ secret_ciphertext: string }>('SELECT secret_ciphertext FROM webhook_subscriptions WHERE id = $1', [res.body.id]);
+    assert.ok(row && !row.secret_ciphertext.includes(res.body.secret as string));
+    const withSecret = await subscribe(t.token, { secret: 'mine' });
+    assert.deepEqual(withSecret.body.error.details?.map((d) => [d.field, d.code]), [['secret', 'unknown_field']]);
+  });
+
+  test('refuses every URL that is not https to a public host', async () => {
+    const t = await tenant();
+    const hostile = [
+      'http://example.com/hook',
+      'https://127.0.0.1/hook',
+      'https://127.1/hook',
+      'https://2130706433/hook',
+      'https://0x7f.0.0.1/hook',
+      'https://0177.0.0.1/hook',
+      'https://10.0.0.8/hook',
+      'https://172.16.5.4/hook',
+      'https://192.168.1.1/hook',
+      'https://169.254.169.254/latest',
+      'https://100.64.0.1/hook',
+      'https://224.0.0.1/hook',
+      'https://0.0.0.0/hook',
+      'https://192.0.2.10/hook',
+      'https://198.51.100.7/hook',
+      'https://203.0.113.9/hook',
+      'https://240.1.2.3/hook',
+      'https://[::1]/hook',
+      'https://[fe80::1]/hook',
+      'https://[fc00::1]/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://[::ffff:7f00:1]/hook',
+      'https://[64:ff9b::7f00:1]/hook',
+      'https://[2002:7f00:1::1]/hook',
+      'https://[2001:db8::1]/hook',
+      'https://printer.local/hook',
+      'https://db.internal./hook',
+      'https://app.localhost/hook',
+      'https://Service.INTERNAL/hook',
+      `https://example.com/${'a'.repeat(2048)}`,
+      'not a url',
+    ];
+    for (const url of hostile) {
+      const res = await subscribe(t.token, { url });
+      assert.equal(res.status, 422, url);
+      assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]), [['url', 'invalid']], url);
+    }
+    assert.equal((await subscribe(t.token, { url: 'https://93.184.215.14/hook' })).status, 201);
+  });
+
+  test('events: the single wildcard or known names, at least one; ping cannot be subscribed', async () => {
+    const t = await tenant();
+    for (const events of [[], ['ping'], ['person.exploded'], ['*', 'person.created']]) {
+      const res = await subscribe(t.token, { events });
+      assert.equal(res.status, 422, JSON.stringify(events));
+    }
+    assert.equal((await subscribe(t.token, { events: ['person.created', 'key.issued'] })).status, 201);
+  });
+
+  test('a location holds at most 5 active subscriptions; departments have their own allowance', async () => {
+    const t = await tenant();
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await subscribe(t.token)).body.id);
+    const sixth = await subscribe(t.token);
+    assert.equal(sixth.status, 422);
+    assert.deepEqual(sixth.body.error.details?.map((d) => [d.field, d.code]), [['url', 'limit_reached']]);
+    const dept = await createDepartment(ctx.service, t.account.rootLocationId);
+    const deptKey = (await createApiKey(ctx.service, dept, ['webhooks:manage'])).token;
+    assert.equal((await subscribe(deptKey)).status, 201);
+    await ctx.service.request('PATCH', `/v1/webhooks/${made[0]}`, { token: t.token, body: { status: 'paused' } });
+    assert.equal((await subscribe(t.token)).status, 201);
+    const resume = await ctx.service.request<ErrorBody>('PATCH', `/v1/webhooks/${made[0]}`, { token: t.token, body: { status: 'active' } });
+    assert.equal(resume.status, 422);
+    assert.equal(resume.body.error.details?.[0]?.code, 'limit_reached');
+    // The list covers the key's own location only.
+    const list = await ctx.service.request<Page<Subscription>>('GET', '/v1/webhooks', { token: t.token });
+    assert.equal(list.body.data.length, 6);
+    assert.equal((await ctx.service.request('GET', `/v1/webhooks/${made[0]}`, { token: deptKey })).status, 404);
+  });
+
+  test('PATCH needs a field, accepts only paused or active, and a new url keeps the secret', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { events: ['person.created'] });
+    assert.equal((await ctx.service.request('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: {} })).status, 422);
+    assert.equal((await ctx.service.request('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { status: 'deleted' } })).status, 422);
+    const moved = await ctx.service.request<Subscription>('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { url: receiver.url('/moved') } });
+    assert.equal(moved.status, 200);
+    assert.equal(moved.body.url, receiver.url('/moved'));
+    await createPerson(t.token, 'Moved Mo');
+    await runJobs();
+    const [delivery] = receivedFor('/moved');
+    assert.ok(delivery);
+    assert.ok(verifySignature(delivery, sub.body.secret as string, Math.floor(Date.now() / 1000) + 0), 'signed with the original secret');
+  });
+});
+
+describe('deliveries', () => {
+  test('each event is POSTed with the spec headers, a verifiable signature and the envelope', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/envelope'), events: ['person.created'] });
+    const personId = await createPerson(t.token, 'Envelope Eve');
+    await runJobs();
+    const [got] = receivedFor('/envelope');
+    assert.ok(got, 'delivered');
+    assert.equal(got.headers['content-type'], 'application/json');
+    assert.equal(got.headers['user-agent'], 'Service-Webhooks/1.0');
+    assert.equal(got.headers['x-service-event'], 'person.created');
+    assert.equal(got.headers['x-service-delivery'], got.body.id);
+    const clock = await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock');
+    const serviceNow = Math.floor(new Date(clock.body.now).getTime() / 1000);
+    assert.ok(Math.abs(Number(got.headers['x-service-timestamp']) - serviceNow) <= 5, 'timestamp on the service clock');
+    assert.ok(verifySignature(got, sub.body.secret as string, serviceNow));
+    assert.ok(!verifySignature({ ...got, raw: got.raw.replace('Eve', 'Eva') }, sub.body.secret as string, serviceNow), 'a changed body fails');
+    assert.deepEqual(Object.keys(got.body), ['id', 'type', 'created_at', 'data']);
+    assert.equal(got.body.type, 'person.created');
+    assert.equal(got.body.data.id, personId);
+    assert.equal(got.body.data.name, 'Envelope Eve');
+
+    const records = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token });
+    assert.equal(records.body.data[0]?.id, got.body.id);
+    assert.equal(records.body.data[0]?.status, 'delivered');
+    assert.equal(records.body.data[0]?.attempt, 1);
+    assert.equal(records.body.data[0]?.response_status, 200);
+    const subscription = await ctx.service.request<Subscription & { last_delivery_at: string | null }>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token });
+    assert.ok(subscription.body.last_delivery_at);
+  });
+
+  test('subscriptions of the event location and of the locations above it receive it', async () => {
+    const t = await tenant();
+    const dept = await createDepartment(ctx.service, t.account.rootLocationId, 'Dept');
+    const deptKey = (await createApiKey(ctx.service, dept, ['webhooks:manage', 'people:write'])).token;
+    const rootSub = await subscribe(t.token, { url: receiver.url('/root-sees'), events: ['person.created'] });
+    const deptSub = await subscribe(deptKey, { url: receiver.url('/dept-sees'), events: ['person.created'] });
+    assert.equal(rootSub.status, 201);
+    assert.equal(deptSub.status, 201);
+    await ctx.service.request('POST', '/v1/people', { token: deptKey, body: { name: 'In Dept' } });
+    await createPerson(t.token, 'At Root');
+    await runJobs();
+    assert.deepEqual(receivedFor('/root-sees').map((r) => r.body.data.name).sort(), ['At Root', 'In Dept']);
+    assert.deepEqual(receivedFor('/dept-sees').map((r) => r.body.data.name), ['In Dept']);
+  });
+
+  test('failures follow the ladder 1 m, 5 m, 30 m, 2 h, 6 h, 24 h, then exhausted; 24 h of failure pauses once and tells the creator', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/always-500'), events: ['person.created'] });
+    receiver.answer({ status: 500 });
+    try {
+      await createPerson(t.token, 'Ladder Lou');
+      await runJobs();
+      const deliveryId = receivedFor('/always-500')[0]?.body.id;
+      assert.ok(deliveryId);
+      const read = async () => (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data[0] as Delivery;
+      let delivery = await read();
+      assert.deepEqual([delivery.status, delivery.attempt, delivery.response_status], ['pending', 1, 500]);
+      const firstFailure = (await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token })).body.failing_since;
+      assert.ok(firstFailure);
+
+      for (const [step, seconds] of [60, 300, 1800, 7200, 21_600].entries()) {
+        await advanceClock(ctx.service, seconds - 1);
+        assert.equal((await read()).attempt, step + 1, `not before ${seconds} s`);
+        await advanceClock(ctx.service, 1);
+        delivery = await read();
+        assert.equal(delivery.attempt, step + 2, `after ${seconds} s`);
+        assert.equal(delivery.status, 'pending');
+      }
+      // Same delivery id on every attempt.
+      assert.ok(receivedFor('/always-500').every((r) => r.headers['x-service-delivery'] === deliveryId));
+      const beforeLast = await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token });
+      assert.equal(beforeLast.body.status, 'active', 'not paused before 24 hours');
+      assert.equal(beforeLast.body.failing_since, firstFailure, 'the streak keeps its start');
+
+      await advanceClock(ctx.service, 86_400);
+      delivery = await read();
+      assert.deepEqual([delivery.status, delivery.attempt, delivery.next_attempt_at], ['exhausted', 7, null]);
+      const paused = await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token });
+      assert.equal(paused.body.status, 'paused');
+      const mail = await ctx.service.admin<{ data: Array<{ subject: string; body: string }> }>('GET', `/admin/v1/sandbox/outbox?to=${encodeURIComponent(t.opsEmail)}`);
+      assert.equal(mail.body.data.length, 1);
+      assert.match(mail.body.data[0]?.body ?? '', /paused/);
+
+      // A paused subscription receives nothing.
+      const before = receivedFor('/always-500').length;
+      await createPerson(t.token, 'Not Sent');
+      await runJobs();
+      assert.equal(receivedFor('/always-500').length, before);
+      // Resuming clears the streak.
+      receiver.answer({ status: 200 });
+      const resumed = await ctx.service.request<Subscription>('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { status: 'active' } });
+      assert.deepEqual([resumed.body.status, resumed.body.failing_since], ['active', null]);
+    } finally {
+      receiver.answer({ status: 200 });
+    }
+  });
+
+  test('a 3xx is a failure and is not followed', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/redirects'), events: ['person.created'] });
+    receiver.answer({ status: 302, headers: { location: receiver.url('/redirect-target') } });
+    try {
+      await createPerson(t.token, 'Redirected Rae');
+      await runJobs();
+    } finally {
+      receiver.answer({ status: 200 });
+    }
+    const [delivery] = (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data;
+    assert.deepEqual([delivery?.status, delivery?.response_status], ['pending', 302]);
+    assert.equal(receivedFor('/redirect-target').length, 0);
+  });
+
+  test('a receiver that never answers fails the attempt after 10 seconds', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/hangs'), events: ['person.created'] });
+    receiver.answer('hang');
+    const started = Date.now();
+    try {
+      await createPerson(t.token, 'Patient Pat');
+      await runJobs();
+    } finally {
+      receiver.answer({ status: 200 });
+    }
+    const waited = Date.now() - started;
+    assert.ok(waited >= 9_500 && waited < 20_000, `waited ${waited} ms`);
+    const [delivery] = (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data;
+    assert.equal(delivery?.status, 'pending');
+    assert.equal(delivery?.response_status, null);
+    assert.match(delivery?.last_error ?? '', /timeout|abort/i);
+  });
+
+  test('a name that resolves to a private address is never reached at delivery time', async () => {
+    // A service that does not exempt localhost; the row stands for a name that looked public when made.
+    const strict = await startService(ctx.database.db);
+    try {
+      const t = await tenant(strict);
+      for (const url of ['https://localhost/hook', 'https://LOCALHOST./hook', receiver.url()]) {
+        const refused = await strict.request('POST', '/v1/webhooks', { token: t.token, body: { url, events: ['*'] } });
+        assert.equal(refused.status, 422, `${url} without WEBHOOK_ALLOW_HOSTS`);
+      }
+      const sub = await strict.request<Subscription>('POST', '/v1/webhooks', { token: t.token, body: { url: 'https://93.184.215.14/hook', events: ['person.created'] } });
+      await ctx.database.db.query('UPDATE webhook_subscriptions SET url = $2 WHERE id = $1', [sub.body.id, receiver.url('/rebound')]);
+      await strict.request('POST', '/v1/people', { token: t.token, body: { name: 'Rebound Rob' } });
+      await advanceClock(strict, 0);
+      assert.equal(receivedFor('/rebound').length, 0);
+      const [delivery] = (await strict.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data;
+      assert.equal(delivery?.status, 'pending');
+      assert.match(delivery?.last_error ?? '', /not public/);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  test('deliveries list newest first and filter by status, event type and since', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/listing') });
+    await createPerson(t.token, 'First');
+    await createPerson(t.token, 'Second');
+    await runJobs();
+    const all = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token });
+    assert.deepEqual(all.body.data.map((d) => (d.payload as { name: string }).name), ['Second', 'First']);
+    const page = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries?limit=1`, { token: t.token });
+    const next = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries?limit=1&cursor=${page.body.next_cursor}`, { token: t.token });
+    assert.equal((next.body.data[0]?.payload as { name: string }).name, 'First');
+    const none = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries?event_type=key.issued`, { token: t.token });
+    assert.deepEqual(none.body.data, []);
+    const future = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries?since=2999-01-01T00:00:00`, { token: t.token });
+    assert.deepEqual(future.body.data, []);
+    const delivered = await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries?status=delivered`, { token: t.token });
+    assert.equal(delivered.body.data.length, 2);
+  });
+
+  test('redeliver makes a new delivery of the same payload; 409 on a paused subscription', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/again') });
+    await createPerson(t.token, 'Again Al');
+    await runJobs();
+    const [original] = (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data;
+    assert.ok(original);
+    const redelivered = await ctx.service.request<Delivery>('POST', `/v1/webhooks/${sub.body.id}/deliveries/${original.id}/redeliver`, { token: t.token });
+    assert.equal(redelivered.status, 202);
+    assert.notEqual(redelivered.body.id, original.id);
+    assert.equal(redelivered.body.event_id, original.id);
+    assert.deepEqual(redelivered.body.payload, original.payload);
+    await runJobs();
+    const got = receivedFor('/again');
+    assert.equal(got.length, 2);
+    assert.equal(got[1]?.body.id, redelivered.body.id);
+    await ctx.service.request('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { status: 'paused' } });
+    const refused = await ctx.service.request<ErrorBody>('POST', `/v1/webhooks/${sub.body.id}/deliveries/${original.id}/redeliver`, { token: t.token });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, 'subscription_paused');
+  });
+
+  test('ping is one synchronous attempt that touches neither the streak nor the pause', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/ping') });
+    const ok = await ctx.service.request<Delivery>('POST', `/v1/webhooks/${sub.body.id}/ping`, { token: t.token });
+    assert.equal(ok.status, 200);
+    assert.deepEqual([ok.body.event_type, ok.body.status, ok.body.attempt, ok.body.response_status], ['ping', 'delivered', 1, 200]);
+    assert.deepEqual(receivedFor('/ping')[0]?.body.data, { message: 'pong' });
+    await ctx.service.request('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { status: 'paused' } });
+    receiver.answer({ status: 500 });
+    try {
+      const failed = await ctx.service.request<Delivery>('POST', `/v1/webhooks/${sub.body.id}/ping`, { token: t.token });
+      assert.deepEqual([failed.body.status, failed.body.response_status, failed.body.next_attempt_at], ['failed', 500, null]);
+    } finally {
+      receiver.answer({ status: 200 });
+    }
+    const after = await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token });
+    assert.deepEqual([after.body.status, after.body.failing_since], ['paused', null]);
+  });
+
+  test('payloads are purged after 30 days, and at once when the person is deleted', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/retention'), events: ['person.created', 'person.updated'] });
+    const kept = await createPerson(t.token, 'Kept Kim');
+    const deleted = await createPerson(t.token, 'Gone Gus');
+    await runJobs();
+    await ctx.service.request('DELETE', `/v1/people/${deleted}`, { token: t.token });
+    const payloads = async () =>
+      (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data.map((d) => d.payload && (d.payload as { id: string }).id);
+    assert.deepEqual(await payloads(), [null, kept]);
+    await advanceClock(ctx.service, 31 * 86_400);
+    assert.deepEqual(await payloads(), [null, null]);
+  });
+});
