@@ -109,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   jobs.register(keys.lockingSystemTasksJob());
   const secrets = await SecretBox.open(db, config.webhookSecretKey);
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
+  await dispatcher.start();
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 

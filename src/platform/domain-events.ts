@@ -25,6 +25,9 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** NOTIFY channel (see Database.channel) raised when deliveries become due. */
+export const WEBHOOK_DUE_CHANNEL = 'webhook_due';
+
 export interface DomainEvent {
   type: EventType;
   accountId: number;
@@ -65,6 +68,8 @@ export async function emitDomainEvent(tx: Queryable, event: DomainEvent): Promis
         event.occurredAt,
       ],
     );
+    // Wakes the dispatchers of every instance when (and only if) this transaction commits.
+    await tx.query(`SELECT pg_notify('latchkey_' || current_schema() || '_' || $1, '')`, [WEBHOOK_DUE_CHANNEL]);
   }
   return eventId;
 }

@@ -8,6 +8,8 @@ export interface Job {
   everySeconds: number;
   /** Handles due work; returns how many items it handled (0 = nothing was due). Must be safe to run concurrently. */
   run(): Promise<number>;
+  /** Resolves when work the job started outside run() (e.g. on a NOTIFY) has finished. */
+  settled?(): Promise<void>;
 }
 
 export class JobRunner {
@@ -51,10 +53,15 @@ export class JobRunner {
   /** Runs every job until none has anything left to do (bounded, so a job that never settles cannot hang it). */
   async runUntilIdle(maxRounds = 50): Promise<void> {
     for (let round = 0; round < maxRounds; round++) {
+      await this.settled();
       let handled = 0;
       for (const job of this.jobs) handled += await this.runOnce(job);
-      if (handled === 0) return;
+      if (handled === 0) return this.settled();
     }
+  }
+
+  private async settled(): Promise<void> {
+    await Promise.all(this.jobs.map((job) => job.settled?.()));
   }
 
   /** Stops scheduling and waits for the runs in flight. */

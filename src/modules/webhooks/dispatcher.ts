@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Agent, request } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
+import { WEBHOOK_DUE_CHANNEL } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import type { MessageQueue } from '../notifications/message-queue.ts';
@@ -112,8 +113,39 @@ export class WebhookDispatcher {
     }
   }
 
+  private dispatching: Promise<void> | null = null;
+  private again = false;
+  private closed = false;
+
+  /** Listens for new deliveries, so that they go out at once instead of at the next poll. */
+  async start(): Promise<void> {
+    await this.db.listen(WEBHOOK_DUE_CHANNEL, () => this.kick());
+  }
+
+  /** Dispatches until nothing is due; a kick during a run asks for one more run. */
+  kick(): void {
+    if (this.closed) return;
+    if (this.dispatching) {
+      this.again = true;
+      return;
+    }
+    this.dispatching = (async () => {
+      do {
+        this.again = false;
+        try {
+          while ((await this.dispatch()) > 0);
+        } catch (error) {
+          this.log.error({ err: error }, 'webhook dispatch failed');
+        }
+      } while (this.again);
+    })().finally(() => {
+      this.dispatching = null;
+    });
+  }
+
   /** Claims and sends what is due; returns how many it handled. */
   async dispatch(): Promise<number> {
+    if (this.closed) return 0;
     const now = this.clock.now();
     // Deliveries of a paused subscription stop: their pending retries fail.
     await this.db.query(
@@ -203,7 +235,14 @@ export class WebhookDispatcher {
   }
 
   job(): Job {
-    return { name: 'webhook-deliveries', everySeconds: 1, run: () => this.dispatch() };
+    return {
+      name: 'webhook-deliveries',
+      everySeconds: 1,
+      run: () => this.dispatch(),
+      settled: async () => {
+        await this.dispatching;
+      },
+    };
   }
 
   /** Payloads are kept 30 days. */
@@ -224,7 +263,11 @@ export class WebhookDispatcher {
     };
   }
 
+  /** Finishes the deliveries in flight, then closes the connections. */
   async close(): Promise<void> {
+    this.closed = true;
+    this.again = false;
+    await this.dispatching;
     await this.agent.close();
   }
 }

@@ -31,7 +31,10 @@ export interface Database extends Queryable {
    * The channel name is namespaced per database schema so that test runs never hear each other.
    */
   listen(channel: string, onMessage: (payload: string) => void): Promise<void>;
-  /** The channel name to pass to pg_notify, namespaced like listen(). */
+  /**
+   * The channel name to pass to pg_notify, namespaced like listen(): `latchkey_{schema}_{name}`, so that
+   * SQL can build it too (`'latchkey_' || current_schema() || '_' || name`).
+   */
   channel(name: string): string;
   close(): Promise<void>;
 }

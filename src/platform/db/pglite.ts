@@ -56,7 +56,7 @@ export class PgliteDatabase implements Database {
   }
 
   channel(name: string): string {
-    return `latchkey_${name}`;
+    return `latchkey_public_${name}`;
   }
 
   async dump(): Promise<Blob> {

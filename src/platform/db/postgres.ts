@@ -32,9 +32,8 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresDa
   });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
-  const database = new PostgresDatabase(pool, options);
-  await database.query('SELECT 1');
-  return database;
+  const [row] = (await pool.query<{ schema: string }>('SELECT current_schema() AS schema')).rows;
+  return new PostgresDatabase(pool, options, row?.schema ?? 'public');
 }
 
 export class PostgresDatabase implements Database {
@@ -45,6 +44,8 @@ export class PostgresDatabase implements Database {
   constructor(
     readonly pool: pg.Pool,
     private readonly options: PostgresOptions,
+    /** The schema statements run in (search_path), which namespaces NOTIFY channels. */
+    private readonly schema: string,
   ) {}
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
@@ -91,7 +92,7 @@ export class PostgresDatabase implements Database {
   }
 
   channel(name: string): string {
-    return this.options.schema ? `latchkey_${this.options.schema}_${name}` : `latchkey_${name}`;
+    return `latchkey_${this.schema}_${name}`;
   }
 
   async close(): Promise<void> {
