@@ -1,0 +1,115 @@
+// At least once: a service killed in the middle of a delivery retries it after restart.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import pg from 'pg';
+import { backend, testDatabaseUrl } from '../helpers/database.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
+
+const ADMIN = 'crash-test-admin-token-0123';
+const cleanups: Array<() => Promise<void>> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function storage(): Promise<Record<string, string>> {
+  if (backend === 'postgres') {
+    const schema = `lk_crash_${process.pid}`;
+    const client = new pg.Client({ connectionString: testDatabaseUrl() });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    await client.end();
+    cleanups.push(async () => {
+      const c = new pg.Client({ connectionString: testDatabaseUrl() });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.end();
+    });
+    const url = new URL(testDatabaseUrl());
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    return { DATABASE_URL: url.toString() };
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), 'latchkey-crash-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return { DATA_DIR: dir };
+}
+
+async function start(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ADMIN_TOKEN: ADMIN, SANDBOX: 'true', WEBHOOK_ALLOW_HOSTS: 'localhost', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`did not start:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve((match[1] as string).replace('localhost', '127.0.0.1'));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', () => reject(new Error(`exited:\n${output}`)));
+  });
+  return { child, url };
+}
+
+async function call<T>(base: string, method: string, pathname: string, token: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(base + pathname, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+test('kill -9 in the middle of a delivery, restart: the delivery is retried and delivered', async () => {
+  const receiver: Receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+  const env = await storage();
+
+  const first = await start(env);
+  const account = await call<{ root_location: { id: number } }>(first.url, 'POST', '/admin/v1/accounts', ADMIN, { name: 'Crash' });
+  const key = await call<{ token: string }>(first.url, 'POST', '/admin/v1/api_keys', ADMIN, {
+    location_id: account.body.root_location.id,
+    name: 'k',
+    scopes: ['webhooks:manage', 'people:write'],
+  });
+  const token = key.body.token;
+  const sub = await call<{ id: string }>(first.url, 'POST', '/v1/webhooks', token, { url: receiver.url('/crash'), events: ['person.created'] });
+  assert.equal(sub.status, 201);
+
+  receiver.answer('hang');
+  assert.equal((await call(first.url, 'POST', '/v1/people', token, { name: 'Crash Cat' })).status, 201);
+  for (let i = 0; i < 100 && receiver.received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(receiver.received.length, 1, 'the delivery is in flight');
+  const deliveryId = receiver.received[0]?.body.id;
+  const killed = new Promise((resolve) => first.child.once('exit', resolve));
+  first.child.kill('SIGKILL');
+  await killed;
+
+  receiver.answer({ status: 200 });
+  const second = await start(env);
+  try {
+    // The dead instance's claim runs out a minute later on the service clock; then the retry is due.
+    await call(second.url, 'POST', '/admin/v1/sandbox/clock/advance', ADMIN, { seconds: 61 });
+    await call(second.url, 'POST', '/admin/v1/sandbox/clock/advance', ADMIN, { seconds: 60 });
+    const deliveries = await call<{ data: Array<{ id: string; status: string; attempt: number }> }>(second.url, 'GET', `/v1/webhooks/${sub.body.id}/deliveries`, token);
+    assert.deepEqual(
+      deliveries.body.data.map((d) => [d.id, d.status]),
+      [[deliveryId, 'delivered']],
+    );
+    assert.ok(receiver.received.length >= 2);
+    assert.ok(receiver.received.every((r) => r.body.id === deliveryId), 'the same delivery id every time');
+  } finally {
+    const stopped = new Promise((resolve) => second.child.once('exit', resolve));
+    second.child.kill('SIGTERM');
+    await stopped;
+  }
+});
