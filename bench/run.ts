@@ -6,7 +6,9 @@
 // BENCH_SECONDS (default 10) the length of each run.
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -125,6 +127,94 @@ async function serviceRuns(label: string, env: Record<string, string>): Promise<
   }
 }
 
+interface WebhookFigures {
+  backlog: number;
+  perSecond: number;
+  latencyP50: number;
+  latencyP99: number;
+  latencyCount: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+/**
+ * Webhook deliveries on PostgreSQL to a local HTTPS receiver in this process: a backlog of deliveries
+ * drained at 64 in flight (deliveries per second), then events made one by one through the API
+ * (event-to-delivery latency: the envelope's created_at to the receiver's clock).
+ */
+async function webhookRuns(pgUrl: string, client: pg.Client, schema: string): Promise<WebhookFigures> {
+  const arrivals: Array<{ at: number; createdAt: number; type: string }> = [];
+  const receiver = createServer(
+    { key: await readFile('test/fixtures/tls/key.pem'), cert: await readFile('test/fixtures/tls/cert.pem') },
+    (request, response) => {
+      let raw = '';
+      request.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+      request.on('end', () => {
+        const body = JSON.parse(raw) as { type: string; created_at: string };
+        arrivals.push({ at: Date.now(), createdAt: new Date(body.created_at).getTime(), type: body.type });
+        response.writeHead(200).end();
+      });
+    },
+  );
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverUrl = `https://localhost:${(receiver.address() as AddressInfo).port}/hook`;
+  const server = await startProcess(['src/main.ts'], {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'warn',
+    API_RATE_LIMIT_PER_MINUTE: '10000000',
+    DATABASE_URL: pgUrl,
+    WEBHOOK_ALLOW_HOSTS: 'localhost',
+    NODE_EXTRA_CA_CERTS: path.resolve('test/fixtures/tls/cert.pem'),
+  });
+  try {
+    const account = await admin<{ root_location: { id: number } }>(server.url, 'POST', '/admin/v1/accounts', { name: 'Hooks' });
+    const key = await admin<{ token: string }>(server.url, 'POST', '/admin/v1/api_keys', {
+      location_id: account.root_location.id,
+      name: 'hooks',
+      scopes: ['webhooks:manage', 'people:write'],
+    });
+    const headers = { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' };
+    const sub = (await (
+      await fetch(`${server.url}/v1/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: receiverUrl, events: ['*'] }) })
+    ).json()) as { id: string };
+
+    const backlog = 10_000;
+    await client.query(
+      `INSERT INTO ${schema}.webhook_deliveries (id, subscription_id, event_type, event_id, payload, status, next_attempt_at, created_at)
+       SELECT gen_random_uuid(), $1, 'person.created', g::text, jsonb_build_object('id', g, 'name', 'Bench ' || g), 'pending', now(), now()
+         FROM generate_series(1, $2::int) g`,
+      [sub.id, backlog],
+    );
+    const started = Date.now();
+    await client.query(`SELECT pg_notify('latchkey_${schema}_webhook_due', '')`);
+    while (arrivals.length < backlog && Date.now() - started < 120_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    const drained = (arrivals[arrivals.length - 1]?.at ?? Date.now()) - started;
+    const perSecond = Math.round((arrivals.length / drained) * 1000);
+
+    arrivals.length = 0;
+    const events = 400;
+    for (let i = 0; i < events; i += 4) {
+      await Promise.all(
+        Array.from({ length: 4 }, (_, j) =>
+          fetch(`${server.url}/v1/people`, { method: 'POST', headers, body: JSON.stringify({ name: `Latency ${i + j}` }) }).then((r) => r.arrayBuffer()),
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const waitUntil = Date.now() + 10_000;
+    while (arrivals.length < events && Date.now() < waitUntil) await new Promise((resolve) => setTimeout(resolve, 20));
+    const latencies = arrivals.map((a) => a.at - a.createdAt).sort((a, b) => a - b);
+    return { backlog, perSecond, latencyP50: percentile(latencies, 50), latencyP99: percentile(latencies, 99), latencyCount: latencies.length };
+  } finally {
+    await stop(server);
+    receiver.close();
+  }
+}
+
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-bench-'));
   const schema = `lk_bench_${process.pid}`;
@@ -139,6 +229,8 @@ async function main(): Promise<void> {
     const embedded = await serviceRuns('embedded', { DATA_DIR: dataDir });
     console.log('PostgreSQL …');
     const server = await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() });
+    console.log('webhooks on PostgreSQL …');
+    const hooks = await webhookRuns(pgUrl.toString(), client, schema);
     console.log('bare Fastify …');
     const bareServer = await startProcess(['bench/bare-server.ts'], { BARE_BODY: server.body });
     const bare = await load('bare Fastify, same bytes, no auth', `${bareServer.url}/v1/locks/1`, null).finally(() => stop(bareServer));
@@ -160,6 +252,16 @@ async function main(): Promise<void> {
       'Targets (issue 2): authenticated `GET /v1/locks/{id}` on PostgreSQL at least 35% of the bare route',
       `(measured ${ratio(server.one)}) with p99 under 25 ms (measured ${server.one.p99} ms); on the embedded database at least 15%`,
       `(measured ${ratio(embedded.one)}).`,
+      '',
+      '## Webhook deliveries (PostgreSQL, local HTTPS receiver)',
+      '',
+      '| measure | value |',
+      '|---|---:|',
+      `| backlog of ${hooks.backlog} deliveries drained at 64 in flight | ${hooks.perSecond} deliveries/s |`,
+      `| event-to-delivery latency p50 (${hooks.latencyCount} events made through the API) | ${hooks.latencyP50} ms |`,
+      `| event-to-delivery latency p99 | ${hooks.latencyP99} ms |`,
+      '',
+      `Target (issue 6): at least 1,500 deliveries a second on PostgreSQL (measured ${hooks.perSecond}).`,
       '',
       'Notes:',
       '- Single-lock reads are answered from a per-instance cache that every instance drops on a catalog',

@@ -80,8 +80,17 @@ export class WebhookDispatcher {
     return `t=${unixSeconds},v1=${createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex')}`;
   }
 
-  /** One HTTP attempt; never throws. */
-  async attempt(delivery: DeliveryToSend): Promise<AttemptResult> {
+  private secretOf(delivery: DeliveryToSend, cache: Map<string, string>): string {
+    let secret = cache.get(delivery.subscription_id);
+    if (secret === undefined) {
+      secret = this.secrets.open(delivery.secret_ciphertext);
+      cache.set(delivery.subscription_id, secret);
+    }
+    return secret;
+  }
+
+  /** One HTTP attempt; never throws. `secrets` caches decrypted signing secrets by subscription. */
+  async attempt(delivery: DeliveryToSend, secrets = new Map<string, string>()): Promise<AttemptResult> {
     const body = JSON.stringify({
       id: delivery.id,
       type: delivery.event_type,
@@ -99,7 +108,7 @@ export class WebhookDispatcher {
           'x-service-event': delivery.event_type,
           'x-service-delivery': delivery.id,
           'x-service-timestamp': String(t),
-          'x-service-signature': WebhookDispatcher.sign(this.secrets.open(delivery.secret_ciphertext), t, body),
+          'x-service-signature': WebhookDispatcher.sign(this.secretOf(delivery, secrets), t, body),
         },
         body,
         signal: AbortSignal.timeout(RESPONSE_DEADLINE_MS), // the 10-second deadline runs on real time
@@ -163,23 +172,35 @@ export class WebhookDispatcher {
        SELECT c.*, s.url, s.secret_ciphertext FROM claimed c JOIN webhook_subscriptions s ON s.id = c.subscription_id`,
       [now, new Date(now.getTime() + CLAIM_MS)],
     );
-    await Promise.all(due.map(async (delivery) => this.record(delivery, await this.attempt(delivery))));
+    const secrets = new Map<string, string>(); // one decryption per subscription and batch
+    const results = await Promise.all(due.map(async (delivery) => ({ delivery, result: await this.attempt(delivery, secrets) })));
+    // Successes are recorded together (the common case, one statement for the batch); failures one by one.
+    await this.recordSuccesses(results.filter((r) => r.result.ok));
+    for (const { delivery, result } of results) if (!result.ok) await this.recordFailure(delivery, result);
     return due.length;
   }
 
-  private async record(delivery: DeliveryToSend, result: AttemptResult): Promise<void> {
+  private async recordSuccesses(done: Array<{ delivery: DeliveryToSend; result: AttemptResult }>): Promise<void> {
+    if (done.length === 0) return;
     const now = this.clock.now();
     await this.db.transaction(async (tx) => {
-      if (result.ok) {
-        await tx.query(
-          `UPDATE webhook_deliveries SET status = 'delivered', response_status = $2, last_error = NULL, delivered_at = $3,
-                  next_attempt_at = NULL, claimed_until = NULL WHERE id = $1`,
-          [delivery.id, result.status, now],
-        );
-        // A success ends the failure streak.
-        await tx.query('UPDATE webhook_subscriptions SET failing_since = NULL, last_delivery_at = $2 WHERE id = $1', [delivery.subscription_id, now]);
-        return;
-      }
+      await tx.query(
+        `UPDATE webhook_deliveries w SET status = 'delivered', response_status = d.status, last_error = NULL, delivered_at = $3,
+                next_attempt_at = NULL, claimed_until = NULL
+           FROM unnest($1::uuid[], $2::int[]) AS d (id, status) WHERE w.id = d.id`,
+        [done.map((d) => d.delivery.id), done.map((d) => d.result.status), now],
+      );
+      // A success ends the failure streak.
+      await tx.query('UPDATE webhook_subscriptions SET failing_since = NULL, last_delivery_at = $2 WHERE id = ANY($1::uuid[])', [
+        [...new Set(done.map((d) => d.delivery.subscription_id))],
+        now,
+      ]);
+    });
+  }
+
+  private async recordFailure(delivery: DeliveryToSend, result: AttemptResult): Promise<void> {
+    const now = this.clock.now();
+    await this.db.transaction(async (tx) => {
       const delay = RETRY_LADDER_SECONDS[delivery.attempt - 1];
       await tx.query(
         `UPDATE webhook_deliveries SET status = $2, response_status = $3, last_error = $4, next_attempt_at = $5, claimed_until = NULL WHERE id = $1`,
