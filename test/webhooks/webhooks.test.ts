@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase } from '../helpers/database.ts';
-import { advanceClock, createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
+import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/receiver.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
 
@@ -397,5 +397,19 @@ describe('deliveries', () => {
     assert.deepEqual(await payloads(), [null, kept]);
     await advanceClock(ctx.service, 31 * 86_400);
     assert.deepEqual(await payloads(), [null, null]);
+  });
+
+  test('ping is limited to 10 a minute and redeliver to 30 a minute per API key', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/limits') });
+    await alignToMinuteStart(ctx.service);
+    for (let i = 0; i < 10; i++) assert.equal((await ctx.service.request('POST', `/v1/webhooks/${sub.body.id}/ping`, { token: t.token })).status, 200);
+    const limited = await ctx.service.request<ErrorBody>('POST', `/v1/webhooks/${sub.body.id}/ping`, { token: t.token });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.headers.get('x-ratelimit-limit'), '10');
+    const [ping] = (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data;
+    const path = `/v1/webhooks/${sub.body.id}/deliveries/${ping?.id}/redeliver`;
+    for (let i = 0; i < 30; i++) assert.equal((await ctx.service.request('POST', path, { token: t.token })).status, 202);
+    assert.equal((await ctx.service.request('POST', path, { token: t.token })).status, 429);
   });
 });
