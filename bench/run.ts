@@ -5,51 +5,22 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the PostgreSQL server;
 // BENCH_SECONDS (default 10) the length of each run.
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 
-interface Server {
-  child: ChildProcess;
-  url: string;
-}
-
-async function startProcess(args: string[], env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 120_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve((match[1] as string).replace('localhost', '127.0.0.1'));
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.on('exit', () => reject(new Error(`server exited:\n${output}`)));
-  });
-  return { child, url };
-}
-
-async function stop(server: Server): Promise<void> {
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+async function stop(server: ServiceProcess): Promise<void> {
   server.child.kill('SIGTERM');
-  await exited;
+  await server.exited;
 }
 
 async function admin<T>(url: string, method: string, pathname: string, body?: unknown): Promise<T> {
@@ -108,7 +79,7 @@ async function load(name: string, url: string, token: string | null): Promise<Me
 }
 
 async function serviceRuns(label: string, env: Record<string, string>): Promise<{ one: Measured; list: Measured; body: string }> {
-  const server = await startProcess(['src/main.ts'], {
+  const server = await startServiceProcess({
     PORT: '0',
     HOST: '127.0.0.1',
     ADMIN_TOKEN,
@@ -160,7 +131,7 @@ async function webhookRuns(pgUrl: string, client: pg.Client, schema: string): Pr
   );
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const receiverUrl = `https://localhost:${(receiver.address() as AddressInfo).port}/hook`;
-  const server = await startProcess(['src/main.ts'], {
+  const server = await startServiceProcess({
     PORT: '0',
     HOST: '127.0.0.1',
     ADMIN_TOKEN,
@@ -232,7 +203,7 @@ async function main(): Promise<void> {
     console.log('webhooks on PostgreSQL …');
     const hooks = await webhookRuns(pgUrl.toString(), client, schema);
     console.log('bare Fastify …');
-    const bareServer = await startProcess(['bench/bare-server.ts'], { BARE_BODY: server.body });
+    const bareServer = await startServiceProcess({ BARE_BODY: server.body }, 'bench/bare-server.ts');
     const bare = await load('bare Fastify, same bytes, no auth', `${bareServer.url}/v1/locks/1`, null).finally(() => stop(bareServer));
 
     const rows = [bare, embedded.one, embedded.list, server.one, server.list];

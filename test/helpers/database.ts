@@ -87,3 +87,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     close: () => db.close(),
   };
 }
+
+/** The same database, but its transactions fail while `failing()` says so, as a lost connection would. */
+export function withFailingTransactions(db: Database, failing: () => boolean): Database {
+  const flaky = Object.create(db) as Database;
+  flaky.transaction = async (fn) => {
+    if (failing()) throw new Error('the database went away');
+    return db.transaction(fn);
+  };
+  return flaky;
+}

@@ -1,8 +1,9 @@
 // The locking-system connector: person changes go to the locking system first; a refusal saves nothing.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Database } from '../../src/platform/db/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import type { Database } from '../../src/platform/db/database.ts';
+import { withFailingTransactions } from '../helpers/database.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string } };
@@ -107,12 +108,7 @@ describe('a synced account', () => {
 
   test('when the local commit fails after the locking system accepted, the create is undone there', async () => {
     let failing = false;
-    const flaky: Database = Object.create(ctx.database.db) as Database;
-    flaky.transaction = async (fn) => {
-      if (failing) throw new Error('commit failed');
-      return ctx.database.db.transaction(fn);
-    };
-    const service = await startService(flaky);
+    const service = await startService(withFailingTransactions(ctx.database.db, () => failing));
     try {
       const { account, token } = await syncedTenant(service);
       failing = true;

@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createHash } from 'node:crypto';
-import type { Database } from '../../src/platform/db/database.ts';
 import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
+import { withFailingTransactions } from '../helpers/database.ts';
 import { startService, useTestService, type HttpResult } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string } };
@@ -130,12 +130,7 @@ describe('Idempotency-Key', () => {
 
   test('5xx answers are never stored: the retry executes again', async () => {
     let failing = false;
-    const flaky: Database = Object.create(ctx.database.db) as Database;
-    flaky.transaction = async (fn) => {
-      if (failing) throw new Error('database went away');
-      return ctx.database.db.transaction(fn);
-    };
-    const service = await startService(flaky);
+    const service = await startService(withFailingTransactions(ctx.database.db, () => failing));
     try {
       const account = await createAccount(service);
       const key = await createApiKey(service, account.rootLocationId, ['people:write']);

@@ -1,12 +1,7 @@
 // At least once: a service killed in the middle of a delivery retries it after restart.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, test } from 'node:test';
-import pg from 'pg';
-import { backend, testDatabaseUrl } from '../helpers/database.ts';
+import { processStorage, startServiceProcess } from '../helpers/process.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 
 const ADMIN = 'crash-test-admin-token-0123';
@@ -15,49 +10,8 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function storage(): Promise<Record<string, string>> {
-  if (backend === 'postgres') {
-    const schema = `lk_crash_${process.pid}`;
-    const client = new pg.Client({ connectionString: testDatabaseUrl() });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-    await client.end();
-    cleanups.push(async () => {
-      const c = new pg.Client({ connectionString: testDatabaseUrl() });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    });
-    const url = new URL(testDatabaseUrl());
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    return { DATABASE_URL: url.toString() };
-  }
-  const dir = await mkdtemp(path.join(tmpdir(), 'latchkey-crash-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return { DATA_DIR: dir };
-}
-
-async function start(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ADMIN_TOKEN: ADMIN, SANDBOX: 'true', WEBHOOK_ALLOW_HOSTS: 'localhost', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve((match[1] as string).replace('localhost', '127.0.0.1'));
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.on('exit', () => reject(new Error(`exited:\n${output}`)));
-  });
-  return { child, url };
+function start(env: Record<string, string>) {
+  return startServiceProcess({ LOG_LEVEL: 'error', ADMIN_TOKEN: ADMIN, SANDBOX: 'true', WEBHOOK_ALLOW_HOSTS: 'localhost', ...env });
 }
 
 async function call<T>(base: string, method: string, pathname: string, token: string, body?: unknown): Promise<{ status: number; body: T }> {
@@ -72,7 +26,9 @@ async function call<T>(base: string, method: string, pathname: string, token: st
 test('kill -9 in the middle of a delivery, restart: the delivery is retried and delivered', async () => {
   const receiver: Receiver = await startReceiver();
   cleanups.push(() => receiver.close());
-  const env = await storage();
+  const storage = await processStorage('crash');
+  cleanups.push(storage.cleanup);
+  const env = storage.env;
 
   const first = await start(env);
   const account = await call<{ root_location: { id: number } }>(first.url, 'POST', '/admin/v1/accounts', ADMIN, { name: 'Crash' });
@@ -90,9 +46,8 @@ test('kill -9 in the middle of a delivery, restart: the delivery is retried and 
   for (let i = 0; i < 100 && receiver.received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
   assert.equal(receiver.received.length, 1, 'the delivery is in flight');
   const deliveryId = receiver.received[0]?.body.id;
-  const killed = new Promise((resolve) => first.child.once('exit', resolve));
   first.child.kill('SIGKILL');
-  await killed;
+  await first.exited;
 
   receiver.answer({ status: 200 });
   const second = await start(env);
@@ -108,8 +63,7 @@ test('kill -9 in the middle of a delivery, restart: the delivery is retried and 
     assert.ok(receiver.received.length >= 2);
     assert.ok(receiver.received.every((r) => r.body.id === deliveryId), 'the same delivery id every time');
   } finally {
-    const stopped = new Promise((resolve) => second.child.once('exit', resolve));
     second.child.kill('SIGTERM');
-    await stopped;
+    await second.exited;
   }
 });

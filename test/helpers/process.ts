@@ -1,0 +1,62 @@
+// The service as its own process (npm start's entry point), and storage that outlives one process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { backend, testDatabaseUrl } from './database.ts';
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/** Spawns `src/main.ts` (or `entry`) and resolves once it prints `listening on <url>`. */
+export async function startServiceProcess(env: Record<string, string>, entry = 'src/main.ts'): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening on" line:\n${output}`)), 120_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve((match[1] as string).replace('localhost', '127.0.0.1'));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    void exited.then(() => reject(new Error(`exited before listening:\n${output}`)));
+  });
+  return { child, url, output: () => output, exited };
+}
+
+/**
+ * Storage for service processes of this test: a fresh data directory (embedded) or a fresh schema
+ * (PostgreSQL, through DATABASE_URL's search_path). Returns the environment and its clean-up.
+ */
+export async function processStorage(name: string): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }> {
+  if (backend === 'postgres') {
+    const schema = `lk_${name}_${process.pid}`;
+    const run = async (sql: string) => {
+      const client = new pg.Client({ connectionString: testDatabaseUrl() });
+      await client.connect();
+      await client.query(sql);
+      await client.end();
+    };
+    await run(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    const url = new URL(testDatabaseUrl());
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    return { env: { DATABASE_URL: url.toString() }, cleanup: () => run(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), `latchkey-${name}-`));
+  return { env: { DATA_DIR: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
