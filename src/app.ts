@@ -21,6 +21,7 @@ import { PeopleService } from './modules/people/service.ts';
 import { peopleRoutes } from './modules/people/routes.ts';
 import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
+import { startDevices } from './modules/devices/index.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { WebhooksService } from './modules/webhooks/service.ts';
@@ -51,6 +52,8 @@ export interface Latchkey {
   app: FastifyInstance;
   clock: Clock;
   jobs: JobRunner;
+  /** The embedded MQTT broker's URL, when it runs (MQTT_URL unset). */
+  mqttUrl: string | null;
   /** Set only when this start generated the operator token; main.ts prints it once. */
   generatedAdminToken: string | null;
   /** Stops jobs, flushes the request log and closes the app and the Redis client; the database stays open. */
@@ -110,6 +113,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const secrets = await SecretBox.open(db, config.webhookSecretKey);
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
   await dispatcher.start();
+  const devices = await startDevices(config, db, clock, jobs, app.log);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 
@@ -165,7 +169,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     new OperatorService({
       db,
       clock,
-      gatewayMqttUrl: () => config.mqttUrl ?? `mqtt://${new URL(config.publicUrl).hostname}:${config.mqttPort}`,
+      gatewayMqttUrl: () => devices.gatewayUrl,
     }),
   );
   if (sandboxClock) {
@@ -183,10 +187,12 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     app,
     clock,
     jobs,
+    mqttUrl: devices.embeddedUrl,
     generatedAdminToken: admin.generated,
     async close() {
       await app.close();
       await jobs.stop();
+      await devices.close();
       await requestLog.close();
       await dispatcher.close();
       if (redis) await redis.quit().catch(() => undefined);

@@ -29,6 +29,7 @@ async function main(): Promise<void> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  if (latchkey.mqttUrl) console.log(`embedded MQTT broker on ${latchkey.mqttUrl}`);
   console.log(`listening on http://${shownHost}:${port}`);
 
   let stopping = false;

@@ -17,7 +17,7 @@ export interface ServiceProcess {
 /** Spawns `src/main.ts` (or `entry`) and resolves once it prints `listening on <url>`. */
 export async function startServiceProcess(env: Record<string, string>, entry = 'src/main.ts'): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -40,6 +40,7 @@ export async function startService(db: Database, env: Record<string, string> = {
     TRUST_PROXY: 'true',
     PORT: '0',
     HOST: '127.0.0.1',
+    MQTT_PORT: '0',
     ...env,
   });
   const latchkey = await buildApp({ config, db, logger: false, ...(clock ? { clock } : {}) });

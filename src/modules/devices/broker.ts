@@ -1,0 +1,93 @@
+// The embedded MQTT broker (Aedes), used when MQTT_URL is unset. Gateways authenticate with the
+// credentials of POST /admin/v1/gateways (password stored hashed) and may publish and subscribe only
+// under `{prefix}/gateways/{id}/`. The service itself connects as an internal client.
+import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:net';
+import type { Database } from '../../platform/db/index.ts';
+import { hashToken, sameHash } from '../../platform/secrets.ts';
+import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
+
+const BAD_CREDENTIALS = 4;
+const NOT_AUTHORIZED = 5;
+
+function authError(code: number, message: string): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode: code }) as AuthenticateError;
+}
+
+export class EmbeddedBroker {
+  /** Credentials of the service's own client; they live only in this process. */
+  readonly internal = { username: `latchkey-service-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') };
+  private server: Server | null = null;
+  private broker: Aedes | null = null;
+  /** Gateway id of each connected gateway client. */
+  private readonly gatewayOf = new Map<string, number>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly onGatewayDisconnect: (gatewayId: number) => void,
+  ) {}
+
+  async start(port: number, host: string): Promise<number> {
+    const broker = await Aedes.createBroker({
+      authenticate: (client, username, password, done) => {
+        void this.authenticate(client, username, password).then(
+          (ok) => done(ok ? null : authError(BAD_CREDENTIALS, 'bad user name or password'), ok),
+          () => done(authError(3, 'server unavailable'), false),
+        );
+      },
+      authorizePublish: (client, packet, callback) => {
+        if (!client || this.isInternal(client) || packet.topic.startsWith(this.ownPrefix(client))) return callback(null);
+        callback(authError(NOT_AUTHORIZED, 'topic not allowed'));
+      },
+      authorizeSubscribe: (client, subscription, callback) => {
+        if (this.isInternal(client) || subscription.topic.startsWith(this.ownPrefix(client))) return callback(null, subscription);
+        callback(authError(NOT_AUTHORIZED, 'topic not allowed'));
+      },
+    });
+    broker.on('clientDisconnect', (client) => {
+      const gatewayId = this.gatewayOf.get(client.id);
+      if (gatewayId === undefined) return;
+      this.gatewayOf.delete(client.id);
+      this.onGatewayDisconnect(gatewayId);
+    });
+    this.broker = broker;
+    // noDelay: without it Nagle's algorithm holds small QoS 1 packets back (measured: 48 ms vs 8–13 ms).
+    this.server = createServer({ noDelay: true }, broker.handle);
+    await new Promise<void>((resolve, reject) => {
+      this.server?.once('error', reject);
+      this.server?.listen(port, host, () => resolve());
+    });
+    const address = this.server.address();
+    return typeof address === 'object' && address ? address.port : port;
+  }
+
+  private isInternal(client: Client): boolean {
+    return client.id === this.internal.username;
+  }
+
+  private ownPrefix(client: Client): string {
+    const gatewayId = this.gatewayOf.get(client.id);
+    // A client that is not a known gateway gets a prefix no topic starts with.
+    return gatewayId === undefined ? '\u0000' : `${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/`;
+  }
+
+  private async authenticate(client: Client, username: string | undefined, password: Buffer | undefined): Promise<boolean> {
+    if (!username || !password) return false;
+    if (username === this.internal.username) {
+      return client.id === username && password.toString() === this.internal.password;
+    }
+    // The client id must be the gateway's user name, so a gateway cannot pose as another.
+    if (client.id !== username) return false;
+    const [row] = await this.db.query<{ id: number; password_hash: string }>('SELECT id, password_hash FROM gateways WHERE mqtt_username = $1', [username]);
+    if (!row || !sameHash(hashToken(password.toString()), row.password_hash)) return false;
+    this.gatewayOf.set(client.id, row.id);
+    return true;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => (this.broker ? this.broker.close(() => resolve()) : resolve()));
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.unref();
+  }
+}
