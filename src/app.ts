@@ -22,6 +22,8 @@ import { peopleRoutes } from './modules/people/routes.ts';
 import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
 import { startDevices } from './modules/devices/index.ts';
+import { AccessLog } from './modules/events/access-log.ts';
+import { eventsRoutes } from './modules/events/routes.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { WebhooksService } from './modules/webhooks/service.ts';
@@ -113,7 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const secrets = await SecretBox.open(db, config.webhookSecretKey);
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
   await dispatcher.start();
-  const devices = await startDevices(config, db, clock, jobs, app.log);
+  const accessLog = new AccessLog(db, clock, app.log);
+  const devices = await startDevices(config, db, clock, jobs, accessLog, app.log);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 
@@ -158,6 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     }),
   );
   keysRoutes(app, keys);
+  eventsRoutes(app, accessLog);
   webhooksRoutes(app, new WebhooksService({ db, clock, secrets, dispatcher, allowHosts: config.webhookAllowHosts }));
   await app.register(async (scope) => {
     // The setup page's form posts an empty urlencoded body; only these routes accept it.

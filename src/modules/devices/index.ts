@@ -5,6 +5,7 @@ import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
+import { AccessLog, parseGatewayEvent } from '../events/access-log.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type GatewayTopic } from './link.ts';
 import { PresenceService } from './presence.ts';
@@ -17,7 +18,14 @@ export interface Devices {
   close(): Promise<void>;
 }
 
-export async function startDevices(config: Config, db: Database, clock: Clock, jobs: JobRunner, log: FastifyBaseLogger): Promise<Devices> {
+export async function startDevices(
+  config: Config,
+  db: Database,
+  clock: Clock,
+  jobs: JobRunner,
+  accessLog: AccessLog,
+  log: FastifyBaseLogger,
+): Promise<Devices> {
   const presence = new PresenceService(db, clock, log);
   jobs.register(presence.quietJob());
 
@@ -38,6 +46,10 @@ export async function startDevices(config: Config, db: Database, clock: Clock, j
       await presence.heard(gatewayId);
       if (topic === 'presence' && typeof (payload as { online?: unknown }).online === 'boolean') {
         await presence.setOnline(gatewayId, (payload as { online: boolean }).online);
+      } else if (topic === 'events') {
+        const event = parseGatewayEvent(payload);
+        if (!event) return log.warn({ gatewayId }, 'malformed gateway event; dropped');
+        await accessLog.ingest(gatewayId, event);
       }
     });
 

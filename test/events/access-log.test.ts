@@ -1,0 +1,139 @@
+// Door activity over real MQTT (embedded broker) into the access log, and GET /events.
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import mqtt, { type MqttClient } from 'mqtt';
+import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
+import { useTestService } from '../helpers/service.ts';
+
+interface Event {
+  id: number;
+  type: string;
+  occurred_at: string;
+  result: string;
+  reason: string | null;
+  source: string;
+  api_key: unknown;
+  lock: { id: number; name: string; place: string };
+  location: { id: number; name: string };
+  person: { id: string; name: string; email: string | null } | null;
+  key: { id: number; name: string } | null;
+}
+interface Page<T> {
+  data: T[];
+  next_cursor: string | null;
+}
+
+const ctx = useTestService();
+const clients: MqttClient[] = [];
+after(async () => {
+  for (const client of clients) await client.endAsync(true).catch(() => undefined);
+});
+
+async function site() {
+  const account = await createAccount(ctx.service);
+  const dept = await createDepartment(ctx.service, account.rootLocationId, 'Annex');
+  const gateway = await ctx.service.admin<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string } }>('POST', '/admin/v1/gateways', {
+    location_id: account.rootLocationId,
+    name: 'gw',
+  });
+  const front = await createLock(ctx.service, account.rootLocationId, { name: 'Front', place: 'Lobby', gateway_id: gateway.body.id });
+  const annex = await createLock(ctx.service, dept, { name: 'Annex door', gateway_id: gateway.body.id });
+  const elsewhere = await createLock(ctx.service, account.rootLocationId, { name: 'Not on this gateway' });
+  const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ada Door', email: 'ada@example.com', location_id: account.rootLocationId });
+  const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Ada badge' });
+  const token = (await createApiKey(ctx.service, account.rootLocationId, ['events:read'])).token;
+  const deptToken = (await createApiKey(ctx.service, dept, ['events:read'])).token;
+  const client = await mqtt.connectAsync(gateway.body.mqtt.url.replace('localhost', '127.0.0.1'), {
+    clientId: gateway.body.mqtt.client_id,
+    username: gateway.body.mqtt.username,
+    password: gateway.body.mqtt.password,
+    reconnectPeriod: 0,
+  });
+  clients.push(client);
+  const send = (event: Record<string, unknown>) =>
+    client.publishAsync(`latchkey/v1/gateways/${gateway.body.id}/events`, JSON.stringify({ occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null, ...event }), {
+      qos: 1,
+    });
+  return { account, dept, front, annex, elsewhere, personId: person.body.id, cardId: card.body.id, token, deptToken, send };
+}
+
+async function events(token: string, query = ''): Promise<Event[]> {
+  const res = await ctx.service.request<Page<Event>>('GET', `/v1/events${query}`, { token });
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+async function settle(token: string, count: number): Promise<Event[]> {
+  for (let i = 0; i < 100; i++) {
+    const got = await events(token, '?limit=200');
+    if (got.length >= count) return got;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return events(token, '?limit=200');
+}
+
+describe('door activity', () => {
+  test('is stored once per gateway event id, in order, with person and key from key_id', async () => {
+    const s = await site();
+    await s.send({ id: 'e1', lock_id: s.front, type: 'access.granted', key_id: s.cardId });
+    await s.send({ id: 'e1', lock_id: s.front, type: 'access.granted', key_id: s.cardId }); // repeated delivery
+    await s.send({ id: 'e2', lock_id: s.front, type: 'door.closed', occurred_at: '2026-11-20T08:00:09Z' });
+    await s.send({ id: 'e3', lock_id: s.annex, type: 'access.denied', key_id: 999999, reason: 'no_access' });
+    await s.send({ id: 'e4', lock_id: s.elsewhere, type: 'access.granted' }); // not this gateway's lock: dropped
+    await s.send({ id: 'e5', lock_id: s.front, type: 'door.exploded' }); // not a door type: dropped
+    const log = await settle(s.token, 3);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal((await events(s.token)).length, 3, 'each event once; foreign and malformed ones dropped');
+    assert.ok((log[0] as Event).id < (log[1] as Event).id && (log[1] as Event).id < (log[2] as Event).id);
+    const [granted, closed, denied] = log as [Event, Event, Event];
+    assert.deepEqual(granted, {
+      id: granted.id,
+      type: 'access.granted',
+      occurred_at: '2026-11-20T08:00:00.000Z',
+      result: 'success',
+      reason: null,
+      source: 'gateway',
+      api_key: null,
+      lock: { id: s.front, name: 'Front', place: 'Lobby' },
+      location: { id: s.account.rootLocationId, name: 'Acme' },
+      person: { id: s.personId, name: 'Ada Door', email: 'ada@example.com' },
+      key: { id: s.cardId, name: 'Ada badge' },
+    });
+    assert.deepEqual([closed.type, closed.person, closed.key], ['door.closed', granted.person, granted.key], 'inherits from the opening');
+    assert.deepEqual([denied.type, denied.result, denied.reason, denied.person, denied.key], ['access.denied', 'denied', 'unknown_key', null, null]);
+    const outbox = await ctx.database.db.query<{ type: string; data: Event }>(
+      `SELECT type, data FROM domain_events WHERE account_id = $1 AND type LIKE 'access.%' ORDER BY id`,
+      [s.account.id],
+    );
+    assert.deepEqual(outbox.map((e) => e.data), [granted, denied], 'the same Event objects go to webhooks');
+  });
+});
+
+describe('GET /events', () => {
+  test('covers locks in scope only and filters by since, lock, person and type', async () => {
+    const s = await site();
+    await s.send({ id: 'a', lock_id: s.front, type: 'access.granted', key_id: s.cardId, occurred_at: '2026-11-20T08:00:00Z' });
+    await s.send({ id: 'b', lock_id: s.annex, type: 'access.granted', key_id: s.cardId, occurred_at: '2026-11-20T09:00:00Z' });
+    await s.send({ id: 'c', lock_id: s.annex, type: 'door.left_open', occurred_at: '2026-11-20T10:00:00Z' });
+    await settle(s.token, 3);
+    const ids = async (token: string, query: string) => (await events(token, query)).map((e) => [e.lock.id, e.type]);
+    assert.deepEqual(await ids(s.deptToken, ''), [
+      [s.annex, 'access.granted'],
+      [s.annex, 'door.left_open'],
+    ]);
+    assert.deepEqual(await ids(s.token, `?lock_id=${s.front}`), [[s.front, 'access.granted']]);
+    assert.deepEqual(await ids(s.token, '?since=2026-11-20T09:00:00'), [
+      [s.annex, 'access.granted'],
+      [s.annex, 'door.left_open'],
+    ]);
+    assert.deepEqual(await ids(s.token, '?since=2026-11-20T10:30:00%2B01:00'), [[s.annex, 'door.left_open']]);
+    assert.deepEqual(await ids(s.token, '?type=door.left_open,door.closed'), [[s.annex, 'door.left_open']]);
+    assert.deepEqual(await ids(s.token, '?type=unlock.failed,lock.online'), []);
+    assert.equal((await events(s.token, `?person_id=${s.personId}`)).length, 3);
+    const first = await ctx.service.request<Page<Event>>('GET', '/v1/events?limit=2', { token: s.token });
+    const rest = await ctx.service.request<Page<Event>>('GET', `/v1/events?limit=2&cursor=${first.body.next_cursor}`, { token: s.token });
+    assert.equal(rest.body.data.length, 1);
+    assert.equal(rest.body.next_cursor, null);
+    assert.equal((await ctx.service.request('GET', '/v1/events?since=yesterday', { token: s.token })).status, 400);
+  });
+});
