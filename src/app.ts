@@ -22,6 +22,7 @@ import { peopleRoutes } from './modules/people/routes.ts';
 import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
 import { startDevices } from './modules/devices/index.ts';
+import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
 import { AccessLog } from './modules/events/access-log.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
@@ -162,6 +163,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   );
   keysRoutes(app, keys);
   eventsRoutes(app, accessLog);
+  unlockRoutes(app, devices.unlock);
   webhooksRoutes(app, new WebhooksService({ db, clock, secrets, dispatcher, allowHosts: config.webhookAllowHosts }));
   await app.register(async (scope) => {
     // The setup page's form posts an empty urlencoded body; only these routes accept it.
@@ -183,6 +185,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     lockingSystemSandboxRoutes(app, db);
     keysSandboxRoutes(app, keys);
     outboxSandboxRoutes(app, db);
+    mqttSandboxRoutes(app, devices.unlock);
   }
   finishRoutes();
   await app.ready();

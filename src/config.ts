@@ -28,6 +28,8 @@ export interface Config {
   smsToken: string | null;
   smsFrom: string;
   logLevel: string;
+  /** Seconds before an unanswered unlock command becomes `timed_out`. */
+  unlockTimeoutSeconds: number;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
   apiRateLimitPerMinute: number;
 }
@@ -129,5 +131,6 @@ export function loadConfig(env: Env = process.env): Config {
     smsFrom: text(env, 'SMS_FROM') ?? brandName,
     logLevel,
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
+    unlockTimeoutSeconds: integer(env, 'UNLOCK_TIMEOUT_SECONDS', 30, 1, 3600),
   };
 }

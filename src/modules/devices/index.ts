@@ -9,12 +9,14 @@ import { AccessLog, parseGatewayEvent } from '../events/access-log.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type GatewayTopic } from './link.ts';
 import { PresenceService } from './presence.ts';
+import { UnlockService } from './unlock.ts';
 
 export interface Devices {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */
   gatewayUrl: string;
   /** The embedded broker's URL, when it runs. */
   embeddedUrl: string | null;
+  unlock: UnlockService;
   close(): Promise<void>;
 }
 
@@ -46,6 +48,8 @@ export async function startDevices(
       await presence.heard(gatewayId);
       if (topic === 'presence' && typeof (payload as { online?: unknown }).online === 'boolean') {
         await presence.setOnline(gatewayId, (payload as { online: boolean }).online);
+      } else if (topic === 'commands/result') {
+        await unlock.result(gatewayId, payload);
       } else if (topic === 'events') {
         const event = parseGatewayEvent(payload);
         if (!event) return log.warn({ gatewayId }, 'malformed gateway event; dropped');
@@ -54,7 +58,18 @@ export async function startDevices(
     });
 
   let broker: EmbeddedBroker | null = null;
+  // Assigned below, before any message can arrive.
   let link: MqttLink;
+  const unlock = new UnlockService({
+    db,
+    clock,
+    accessLog,
+    publish: (topic, payload) => link.publish(topic, payload),
+    timeoutSeconds: config.unlockTimeoutSeconds,
+    sandbox: config.sandbox,
+    log,
+  });
+  jobs.register(unlock.timeoutJob());
   let gatewayUrl: string;
   if (config.mqttUrl) {
     link = new MqttLink({ url: config.mqttUrl, shared: true }, onMessage, log);
@@ -73,6 +88,7 @@ export async function startDevices(
   return {
     gatewayUrl,
     embeddedUrl: broker ? gatewayUrl : null,
+    unlock,
     async close() {
       await link.close();
       await broker?.close();

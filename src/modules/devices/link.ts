@@ -58,6 +58,16 @@ export class MqttLink {
     this.client = client;
   }
 
+  /** Publishes at QoS 1 and resolves when the broker accepted it; throws when it refuses or cannot be reached. */
+  async publish(topic: string, payload: unknown): Promise<void> {
+    const client = this.client;
+    if (!client || !client.connected) throw new Error('not connected to the MQTT broker');
+    await Promise.race([
+      client.publishAsync(topic, JSON.stringify(payload), { qos: 1 }),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the MQTT broker did not acknowledge the publish')), 5000).unref()),
+    ]);
+  }
+
   async close(): Promise<void> {
     await this.client?.endAsync();
     this.client = null;

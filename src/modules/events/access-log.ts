@@ -56,7 +56,7 @@ export function parseGatewayEvent(payload: unknown): GatewayEvent | null {
   };
 }
 
-interface LockRow {
+export interface LockRow {
   id: number;
   name: string;
   place: string;
@@ -175,7 +175,7 @@ export class AccessLog {
     return event;
   }
 
-  /** GET /events: locks in the caller's scope, oldest first; only the four door types are ever stored here. */
+  /** GET /events: locks in the caller's scope, oldest first, the four door types only (unlock.failed is webhook-only). */
   async list(
     caller: Caller,
     query: { limit?: number; cursor?: string; since?: string; lock_id?: number; person_id?: string; type?: string },
@@ -199,9 +199,9 @@ export class AccessLog {
           AND ($3::timestamptz IS NULL OR e.occurred_at >= $3)
           AND ($4::bigint IS NULL OR e.lock_id = $4)
           AND ($5::uuid IS NULL OR e.person_id = $5)
-          AND ($6::text[] IS NULL OR e.type = ANY($6::text[]))
+          AND e.type = ANY($6::text[])
         ORDER BY e.id LIMIT $7`,
-      [caller.locationId, afterId ?? 0, since, query.lock_id ?? null, query.person_id ?? null, types, limit + 1],
+      [caller.locationId, afterId ?? 0, since, query.lock_id ?? null, query.person_id ?? null, types ?? [...DOOR_EVENT_TYPES], limit + 1],
     );
     return toPage(
       rows.map((r) => r.data),

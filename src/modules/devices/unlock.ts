@@ -1,0 +1,223 @@
+// Remote unlock (spec: Lock command, unlock rules): one command in flight per lock, enforced by the
+// database so that every instance agrees; published to the gateway at QoS 1; confirmed, failed or timed
+// out as the gateway protocol says. Outcomes reach the access log and webhooks.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Caller } from '../../platform/auth.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { ApiError, errors } from '../../platform/errors.ts';
+import { uuidv7 } from '../../platform/ids.ts';
+import type { Job } from '../../platform/jobs.ts';
+import type { AccessLog, LockRow } from '../events/access-log.ts';
+import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
+
+export interface LockCommand {
+  id: string;
+  lock_id: number;
+  status: 'published' | 'confirmed' | 'timed_out' | 'failed';
+  requested_at: string;
+  published_at: string | null;
+  confirmed_at: string | null;
+  timeout_seconds: number;
+  error: { code: string; message: string } | null;
+}
+
+interface CommandRow {
+  id: string;
+  account_id: number;
+  lock_id: number;
+  gateway_id: number;
+  api_key_id: number;
+  status: LockCommand['status'];
+  requested_at: Date;
+  published_at: Date | null;
+  confirmed_at: Date | null;
+  timeout_seconds: number;
+  expires_at: Date;
+  error: LockCommand['error'];
+}
+
+interface UnlockLock extends LockRow {
+  gateway_id: number | null;
+  online: boolean | null;
+  path: number[];
+}
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+function toCommand(row: CommandRow): LockCommand {
+  return {
+    id: row.id,
+    lock_id: row.lock_id,
+    status: row.status,
+    requested_at: row.requested_at.toISOString(),
+    published_at: iso(row.published_at),
+    confirmed_at: iso(row.confirmed_at),
+    timeout_seconds: row.timeout_seconds,
+    error: row.error,
+  };
+}
+
+export interface UnlockDeps {
+  db: Database;
+  clock: Clock;
+  accessLog: AccessLog;
+  publish: (topic: string, payload: unknown) => Promise<void>;
+  timeoutSeconds: number;
+  /** With SANDBOX=true, PUT /admin/v1/sandbox/mqtt can make every publish fail. */
+  sandbox: boolean;
+  log: FastifyBaseLogger;
+}
+
+const SANDBOX_PUBLISH_KEY = 'sandbox_mqtt_publish';
+
+export class UnlockService {
+  constructor(private readonly deps: UnlockDeps) {}
+
+  private get db(): Database {
+    return this.deps.db;
+  }
+
+  async unlock(caller: Caller, lockId: number): Promise<LockCommand> {
+    const lock = await this.allowedLock(caller, lockId, true);
+    if (lock.gateway_id === null) throw new ApiError(409, 'lock_not_remote', 'This lock cannot be opened over the network.');
+    if (!lock.online) throw new ApiError(409, 'lock_offline', "The lock's device has not been heard from recently.");
+    const now = this.deps.clock.now();
+    const id = uuidv7(now);
+    const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
+    const [created] = await this.db.query<CommandRow>(
+      `INSERT INTO lock_commands (id, account_id, lock_id, gateway_id, api_key_id, status, requested_at, published_at, timeout_seconds, expires_at)
+       VALUES ($1, $2, $3, $4, $5, 'published', $6, $6, $7, $8)
+       ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *`,
+      [id, lock.account_id, lock.id, lock.gateway_id, caller.apiKeyId, now, this.deps.timeoutSeconds, expiresAt],
+    );
+    if (!created) {
+      // A command for this lock is in flight: answer with it; the door is pulsed once.
+      const [inFlight] = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE lock_id = $1 AND status = 'published'`, [lock.id]);
+      if (inFlight) return toCommand(inFlight);
+      return this.unlock(caller, lockId); // it finished in between: try again
+    }
+    try {
+      if (this.deps.sandbox && (await this.sandboxRefusesPublish())) throw new Error('the broker refused the publish (sandbox)');
+      await this.deps.publish(`${MQTT_TOPIC_PREFIX}/gateways/${lock.gateway_id}/commands`, {
+        id,
+        lock_id: lock.id,
+        action: 'unlock',
+        expires_at: expiresAt.toISOString(),
+      });
+    } catch (error) {
+      this.deps.log.warn({ err: error, commandId: id }, 'unlock command not published');
+      await this.finish(created, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
+      throw new ApiError(502, 'publish_failed', 'The command could not be handed to the device.');
+    }
+    return toCommand(created);
+  }
+
+  async getCommand(caller: Caller, lockId: number, commandId: string): Promise<LockCommand> {
+    const lock = await this.allowedLock(caller, lockId, false);
+    const [row] = await this.db.query<CommandRow>('SELECT * FROM lock_commands WHERE id = $1 AND lock_id = $2', [commandId, lock.id]);
+    if (!row) throw errors.notFound('command');
+    return toCommand(row);
+  }
+
+  /** A gateway's answer: ok confirms (access.granted); an error fails (unlock.failed). Unknown or finished: ignored. */
+  async result(gatewayId: number, payload: unknown): Promise<void> {
+    const p = payload as { id?: unknown; ok?: unknown; error?: unknown };
+    if (typeof p?.id !== 'string' || typeof p.ok !== 'boolean' || !/^[0-9a-f-]{36}$/i.test(p.id)) return;
+    const [row] = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE id = $1 AND gateway_id = $2 AND status = 'published'`, [p.id, gatewayId]);
+    if (!row) return;
+    if (p.ok) return this.finish(row, 'confirmed', null, null);
+    const code = p.error === 'device_missing' ? 'device_missing' : 'device_error';
+    return this.finish(row, 'failed', { code, message: `The device answered ${code}.` }, code);
+  }
+
+  /** Commands without an answer within timeout_seconds become timed_out (unlock.failed). */
+  timeoutJob(): Job {
+    return {
+      name: 'unlock-timeouts',
+      everySeconds: 1,
+      run: async () => {
+        const due = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE status = 'published' AND expires_at <= $1 LIMIT 100`, [this.deps.clock.now()]);
+        for (const row of due) await this.finish(row, 'timed_out', { code: 'timed_out', message: 'The device did not answer in time.' }, 'timed_out');
+        return due.length;
+      },
+    };
+  }
+
+  /** Ends a published command once (whichever instance gets there first) and records its outcome. */
+  private async finish(row: CommandRow, status: LockCommand['status'], error: LockCommand['error'], failReason: string | null): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.db.transaction(async (tx) => {
+      const updated = await tx.query(
+        `UPDATE lock_commands SET status = $2, error = $3::jsonb, confirmed_at = CASE WHEN $2 = 'confirmed' THEN $4::timestamptz ELSE NULL END
+          WHERE id = $1 AND status = 'published' RETURNING id`,
+        [row.id, status, error === null ? null : JSON.stringify(error), now],
+      );
+      if (updated.length === 0) return;
+      const [lock] = await tx.query<LockRow>(
+        `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1`,
+        [row.lock_id],
+      );
+      const [key] = await tx.query<{ id: number; name: string; prefix: string }>('SELECT id, name, prefix FROM api_keys WHERE id = $1', [row.api_key_id]);
+      if (!lock) return;
+      await this.deps.accessLog.record(tx, lock, {
+        gatewayId: null,
+        gatewayEventId: null,
+        type: status === 'confirmed' ? 'access.granted' : 'unlock.failed',
+        occurredAt: now,
+        result: status === 'confirmed' ? 'success' : 'denied',
+        reason: failReason,
+        source: 'api',
+        apiKey: key ?? null,
+        person: null,
+        key: null,
+      });
+    });
+  }
+
+  /** The lock, in scope (else 404) and on the key's allowlist (else 403; on unlock also a refused access). */
+  private async allowedLock(caller: Caller, lockId: number, recordRefusal: boolean): Promise<UnlockLock> {
+    const [lock] = await this.db.query<UnlockLock>(
+      `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, l.path, k.gateway_id,
+              CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online
+         FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
+        WHERE k.id = $1`,
+      [lockId],
+    );
+    if (!lock || !lock.path.map(Number).includes(caller.locationId)) throw errors.notFound('lock');
+    if (!caller.lockAllowlist.has(lock.id)) {
+      if (recordRefusal) {
+        const now = this.deps.clock.now();
+        await this.db.transaction((tx) =>
+          this.deps.accessLog.record(tx, lock, {
+            gatewayId: null,
+            gatewayEventId: null,
+            type: 'access.denied',
+            occurredAt: now,
+            result: 'denied',
+            reason: 'no_access',
+            source: 'api',
+            apiKey: { id: caller.apiKeyId, name: caller.apiKeyName, prefix: caller.prefix },
+            person: null,
+            key: null,
+          }),
+        );
+      }
+      throw new ApiError(403, 'lock_not_allowed', "This lock is not on the API key's allowlist.");
+    }
+    return lock;
+  }
+
+  private async sandboxRefusesPublish(): Promise<boolean> {
+    const [row] = await this.db.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [SANDBOX_PUBLISH_KEY]);
+    return row?.value === 'fail';
+  }
+
+  /** PUT /admin/v1/sandbox/mqtt. */
+  async setSandboxPublish(mode: 'accept' | 'fail'): Promise<void> {
+    await this.db.query(
+      `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+      [SANDBOX_PUBLISH_KEY, mode],
+    );
+  }
+}

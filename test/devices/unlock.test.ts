@@ -1,0 +1,177 @@
+// Remote unlock over real MQTT (embedded broker), the simulator's part played by this test.
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import mqtt, { type MqttClient } from 'mqtt';
+import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { useTestService } from '../helpers/service.ts';
+
+type ErrorBody = { error: { code: string } };
+interface Command {
+  id: string;
+  lock_id: number;
+  status: string;
+  timeout_seconds: number;
+  error: { code: string } | null;
+}
+
+const ctx = useTestService();
+const clients: MqttClient[] = [];
+after(async () => {
+  for (const client of clients) await client.endAsync(true).catch(() => undefined);
+});
+
+async function site() {
+  const account = await createAccount(ctx.service);
+  const gateway = await ctx.service.admin<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string } }>('POST', '/admin/v1/gateways', {
+    location_id: account.rootLocationId,
+    name: 'gw',
+  });
+  const remote = await createLock(ctx.service, account.rootLocationId, { name: 'Gate', gateway_id: gateway.body.id });
+  const other = await createLock(ctx.service, account.rootLocationId, { name: 'Other gate', gateway_id: gateway.body.id });
+  const local = await createLock(ctx.service, account.rootLocationId, { name: 'Not remote' });
+  const key = await createApiKey(ctx.service, account.rootLocationId, ['locks:control', 'events:read'], { lock_allowlist: [remote, local], name: 'Front desk' });
+  const commands: Array<{ id: string; lock_id: number; action: string; expires_at: string }> = [];
+  const client = await mqtt.connectAsync(gateway.body.mqtt.url.replace('localhost', '127.0.0.1'), {
+    clientId: gateway.body.mqtt.client_id,
+    username: gateway.body.mqtt.username,
+    password: gateway.body.mqtt.password,
+    reconnectPeriod: 0,
+  });
+  clients.push(client);
+  const base = `latchkey/v1/gateways/${gateway.body.id}`;
+  client.on('message', (_topic, payload) => commands.push(JSON.parse(payload.toString())));
+  await client.subscribeAsync(`${base}/commands`, { qos: 1 });
+  await client.publishAsync(`${base}/presence`, '{"online":true}', { qos: 1, retain: true });
+  for (let i = 0; i < 100; i++) {
+    const lock = await ctx.service.request<{ online: boolean }>('GET', `/v1/locks/${remote}`, { token: (await catalogToken(account.rootLocationId)) });
+    if (lock.body.online) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const answer = (body: Record<string, unknown>) => client.publishAsync(`${base}/commands/result`, JSON.stringify(body), { qos: 1 });
+  return { account, remote, other, local, token: key.token, keyId: key.id, commands, answer, client, base };
+}
+
+const catalogTokens = new Map<number, string>();
+async function catalogToken(locationId: number): Promise<string> {
+  let token = catalogTokens.get(locationId);
+  if (!token) {
+    token = (await createApiKey(ctx.service, locationId, ['catalog:read'])).token;
+    catalogTokens.set(locationId, token);
+  }
+  return token;
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`timed out: ${what}`);
+}
+
+async function outboxOf(accountId: number, type: string) {
+  return ctx.database.db.query<{ data: Record<string, unknown> }>('SELECT data FROM domain_events WHERE account_id = $1 AND type = $2 ORDER BY id', [accountId, type]);
+}
+
+describe('POST /locks/{id}/unlock', () => {
+  test('publishes one command; the result confirms it and records access.granted with the API key', async () => {
+    const s = await site();
+    const res = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    assert.equal(res.status, 202);
+    assert.deepEqual([res.body.status, res.body.lock_id, res.body.timeout_seconds, res.body.error], ['published', s.remote, 30, null]);
+    const again = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    assert.equal(again.body.id, res.body.id, 'a second call while in flight returns the same command');
+    await waitFor(() => s.commands.length >= 1, 'the command');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(s.commands.length, 1, 'the door is pulsed once');
+    assert.deepEqual([s.commands[0]?.id, s.commands[0]?.lock_id, s.commands[0]?.action], [res.body.id, s.remote, 'unlock']);
+
+    await s.answer({ id: res.body.id, ok: true });
+    await waitFor(
+      async () => (await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${res.body.id}`, { token: s.token })).body.status === 'confirmed',
+      'confirmed',
+    );
+    const log = await ctx.service.request<{ data: Array<Record<string, unknown>> }>('GET', '/v1/events', { token: s.token });
+    assert.equal(log.body.data.length, 1);
+    assert.deepEqual(
+      [log.body.data[0]?.type, log.body.data[0]?.source, log.body.data[0]?.result, log.body.data[0]?.api_key, log.body.data[0]?.key],
+      ['access.granted', 'api', 'success', { id: s.keyId, name: 'Front desk', prefix: (log.body.data[0]?.api_key as { prefix: string }).prefix }, null],
+    );
+    assert.match((log.body.data[0]?.api_key as { prefix: string }).prefix, /^lk_/);
+    // A result for a finished command is ignored.
+    await s.answer({ id: res.body.id, ok: false, error: 'device_error' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal((await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${res.body.id}`, { token: s.token })).body.status, 'confirmed');
+  });
+
+  test('refuses locks off the allowlist (recorded as a refused access), not remote or offline', async () => {
+    const s = await site();
+    const refused = await ctx.service.request<ErrorBody>('POST', `/v1/locks/${s.other}/unlock`, { token: s.token });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.code, 'lock_not_allowed');
+    const denied = await outboxOf(s.account.id, 'access.denied');
+    assert.deepEqual([denied[0]?.data.reason, denied[0]?.data.source, (denied[0]?.data.api_key as { id: number }).id], ['no_access', 'api', s.keyId]);
+    const local = await ctx.service.request<ErrorBody>('POST', `/v1/locks/${s.local}/unlock`, { token: s.token });
+    assert.deepEqual([local.status, local.body.error.code], [409, 'lock_not_remote']);
+    await s.client.publishAsync(`${s.base}/presence`, '{"online":false}', { qos: 1, retain: true });
+    await waitFor(async () => (await ctx.service.request<{ online: boolean }>('GET', `/v1/locks/${s.remote}`, { token: await catalogToken(s.account.rootLocationId) })).body.online === false, 'offline');
+    const offline = await ctx.service.request<ErrorBody>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    assert.deepEqual([offline.status, offline.body.error.code], [409, 'lock_offline']);
+    assert.equal(s.commands.length, 0, 'nothing was sent');
+    const outside = await createAccount(ctx.service);
+    const foreign = await createLock(ctx.service, outside.rootLocationId);
+    assert.equal((await ctx.service.request('POST', `/v1/locks/${foreign}/unlock`, { token: s.token })).status, 404);
+  });
+
+  test('a device error fails the command; no answer times it out; both are unlock.failed webhooks only', async () => {
+    const s = await site();
+    const first = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    await waitFor(() => s.commands.length >= 1, 'the command');
+    await s.answer({ id: first.body.id, ok: false, error: 'device_missing' });
+    await waitFor(
+      async () => (await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${first.body.id}`, { token: s.token })).body.status === 'failed',
+      'failed',
+    );
+    const second = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    assert.notEqual(second.body.id, first.body.id);
+    await advanceClock(ctx.service, 31);
+    const timedOut = await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${second.body.id}`, { token: s.token });
+    assert.deepEqual([timedOut.body.status, timedOut.body.error?.code], ['timed_out', 'timed_out']);
+    const failures = await outboxOf(s.account.id, 'unlock.failed');
+    assert.deepEqual(
+      failures.map((f) => [f.data.reason, f.data.result, f.data.key]),
+      [
+        ['device_missing', 'denied', null],
+        ['timed_out', 'denied', null],
+      ],
+    );
+    assert.deepEqual((await ctx.service.request<{ data: unknown[] }>('GET', '/v1/events', { token: s.token })).body.data, [], 'webhook-only');
+  });
+
+  test('a publish the broker refuses answers 502 publish_failed and records unlock.failed', async () => {
+    const s = await site();
+    await ctx.service.admin('PUT', '/admin/v1/sandbox/mqtt', { publish: 'fail' });
+    try {
+      const res = await ctx.service.request<ErrorBody>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+      assert.deepEqual([res.status, res.body.error.code], [502, 'publish_failed']);
+    } finally {
+      await ctx.service.admin('PUT', '/admin/v1/sandbox/mqtt', { publish: 'accept' });
+    }
+    const failures = await outboxOf(s.account.id, 'unlock.failed');
+    assert.deepEqual(failures.map((f) => f.data.reason), ['publish_failed']);
+    assert.equal(s.commands.length, 0);
+  });
+
+  test('10 calls a minute per API key per lock', async () => {
+    const s = await site();
+    await alignToMinuteStart(ctx.service);
+    for (let i = 0; i < 10; i++) {
+      const res = await ctx.service.request('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+      assert.equal(res.status, 202);
+    }
+    const limited = await ctx.service.request('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    assert.equal(limited.status, 429);
+    // Another lock has its own budget.
+    assert.equal((await ctx.service.request('POST', `/v1/locks/${s.local}/unlock`, { token: s.token })).status, 409);
+  });
+});
