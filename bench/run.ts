@@ -10,6 +10,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import mqtt from 'mqtt';
 import pg from 'pg';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
 
@@ -186,6 +187,114 @@ async function webhookRuns(pgUrl: string, client: pg.Client, schema: string): Pr
   }
 }
 
+interface DeviceFigures {
+  unlocks: number;
+  unlockP50: number;
+  unlockP99: number;
+  events: number;
+  eventsPerSecond: number;
+  ingestP50: number;
+  ingestP99: number;
+}
+
+/**
+ * Gateways on PostgreSQL with the embedded broker: unlock round trips (API call to `confirmed`, this process
+ * playing the gateway and answering at once), then door events published by 4 gateways at once and
+ * ingested into the access log (events per second; latency from publish to the stored event).
+ */
+async function deviceRuns(pgUrl: string, client: pg.Client, schema: string): Promise<DeviceFigures> {
+  const server = await startServiceProcess({ ADMIN_TOKEN, LOG_LEVEL: 'warn', API_RATE_LIMIT_PER_MINUTE: '10000000', DATABASE_URL: pgUrl, SANDBOX: 'false' });
+  const clients: mqtt.MqttClient[] = [];
+  try {
+    const account = await admin<{ id: number; root_location: { id: number } }>(server.url, 'POST', '/admin/v1/accounts', { name: 'Devices' });
+    const location = account.root_location.id;
+    const gateways: Array<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string } }> = [];
+    for (let g = 0; g < 4; g++) gateways.push(await admin(server.url, 'POST', '/admin/v1/gateways', { location_id: location, name: `gw ${g}` }));
+    const locks: number[] = [];
+    for (let i = 0; i < 20; i++) locks.push((await admin<{ id: number }>(server.url, 'POST', '/admin/v1/locks', { location_id: location, name: `Gate ${i}`, gateway_id: (gateways[0] as { id: number }).id })).id);
+    const eventLocks: number[] = [];
+    for (const gateway of gateways.slice(1)) eventLocks.push((await admin<{ id: number }>(server.url, 'POST', '/admin/v1/locks', { location_id: location, name: 'Door', gateway_id: gateway.id })).id);
+    const key = await admin<{ token: string }>(server.url, 'POST', '/admin/v1/api_keys', { location_id: location, name: 'desk', scopes: ['locks:control'], lock_allowlist: locks });
+    for (const gateway of gateways) {
+      const c = await mqtt.connectAsync(gateway.mqtt.url.replace('localhost', '127.0.0.1'), { clientId: gateway.mqtt.client_id, username: gateway.mqtt.username, password: gateway.mqtt.password });
+      (c.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
+      await c.publishAsync(`latchkey/v1/gateways/${gateway.id}/presence`, '{"online":true}', { qos: 1, retain: true });
+      clients.push(c);
+    }
+    const unlocker = clients[0] as mqtt.MqttClient;
+    const unlockBase = `latchkey/v1/gateways/${(gateways[0] as { id: number }).id}`;
+    unlocker.on('message', (_topic, payload) => {
+      const { id } = JSON.parse(payload.toString()) as { id: string };
+      void unlocker.publishAsync(`${unlockBase}/commands/result`, JSON.stringify({ id, ok: true }), { qos: 1 });
+    });
+    await unlocker.subscribeAsync(`${unlockBase}/commands`, { qos: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const headers = { authorization: `Bearer ${key.token}` };
+    const unlockTimes: number[] = [];
+    for (let round = 0; round < 10; round++) {
+      for (const lock of locks) {
+        const started = performance.now();
+        const command = (await (await fetch(`${server.url}/v1/locks/${lock}/unlock`, { method: 'POST', headers })).json()) as { id: string; status: string };
+        for (;;) {
+          const state = (await (await fetch(`${server.url}/v1/locks/${lock}/commands/${command.id}`, { headers })).json()) as { status: string };
+          if (state.status !== 'published') break;
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        unlockTimes.push(performance.now() - started);
+      }
+    }
+    unlockTimes.sort((a, b) => a - b);
+
+    const events = 8000;
+    const publishedAt = new Map<string, number>();
+    const startedEvents = Date.now();
+    await Promise.all(
+      clients.slice(1).map(async (c, index) => {
+        const gateway = gateways[index + 1] as { id: number };
+        const lock = eventLocks[index] as number;
+        const inFlight: Array<Promise<unknown>> = [];
+        for (let i = 0; i < events / 3; i++) {
+          const id = `${gateway.id}-${i}`;
+          publishedAt.set(id, Date.now());
+          inFlight.push(
+            c.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ id, lock_id: lock, type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null }), { qos: 1 }),
+          );
+          if (inFlight.length >= 64) await Promise.all(inFlight.splice(0));
+        }
+        await Promise.all(inFlight);
+      }),
+    );
+    const total = Math.floor(events / 3) * 3;
+    for (;;) {
+      const [row] = (await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}.access_events WHERE gateway_id IS NOT NULL`)).rows;
+      if (Number(row?.n) >= total || Date.now() - startedEvents > 120_000) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const stored = (
+      await client.query<{ gateway_event_id: string; at: Date }>(
+        `SELECT e.gateway_event_id, d.occurred_at AS at FROM ${schema}.access_events e
+           JOIN ${schema}.domain_events d ON d.type = e.type AND d.data->>'id' = e.id::text
+          WHERE e.gateway_id IS NOT NULL`,
+      )
+    ).rows;
+    const last = Math.max(...stored.map((r) => r.at.getTime()));
+    const ingest = stored.map((r) => r.at.getTime() - (publishedAt.get(r.gateway_event_id) ?? r.at.getTime())).sort((a, b) => a - b);
+    return {
+      unlocks: unlockTimes.length,
+      unlockP50: Math.round(percentile(unlockTimes, 50)),
+      unlockP99: Math.round(percentile(unlockTimes, 99)),
+      events: stored.length,
+      eventsPerSecond: Math.round((stored.length / (last - startedEvents)) * 1000),
+      ingestP50: percentile(ingest, 50),
+      ingestP99: percentile(ingest, 99),
+    };
+  } finally {
+    for (const c of clients) await c.endAsync(true);
+    await stop(server);
+  }
+}
+
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-bench-'));
   const schema = `lk_bench_${process.pid}`;
@@ -202,6 +311,8 @@ async function main(): Promise<void> {
     const server = await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() });
     console.log('webhooks on PostgreSQL …');
     const hooks = await webhookRuns(pgUrl.toString(), client, schema);
+    console.log('gateways on PostgreSQL …');
+    const devices = await deviceRuns(pgUrl.toString(), client, schema);
     console.log('bare Fastify …');
     const bareServer = await startServiceProcess({ BARE_BODY: server.body }, 'bench/bare-server.ts');
     const bare = await load('bare Fastify, same bytes, no auth', `${bareServer.url}/v1/locks/1`, null).finally(() => stop(bareServer));
@@ -233,6 +344,18 @@ async function main(): Promise<void> {
       `| event-to-delivery latency p99 | ${hooks.latencyP99} ms |`,
       '',
       `Target (issue 6): at least 1,500 deliveries a second on PostgreSQL (measured ${hooks.perSecond}).`,
+      '',
+      '## Gateways (PostgreSQL, embedded broker)',
+      '',
+      '| measure | value |',
+      '|---|---:|',
+      `| unlock round trip, API call to \`confirmed\` (${devices.unlocks} unlocks, the gateway answering at once) p50 | ${devices.unlockP50} ms |`,
+      `| unlock round trip p99 | ${devices.unlockP99} ms |`,
+      `| door events ingested (${devices.events} from 3 gateways at QoS 1) | ${devices.eventsPerSecond} events/s |`,
+      `| ingestion latency, publish to stored, p50 | ${devices.ingestP50} ms |`,
+      `| ingestion latency p99 | ${devices.ingestP99} ms |`,
+      '',
+      `Targets (issue 5): at least 2,000 events a second with p99 under 50 ms (measured ${devices.eventsPerSecond}/s, p99 ${devices.ingestP99} ms); unlock overhead p99 under 20 ms (measured ${devices.unlockP99} ms, including the polling of the command).`,
       '',
       'Notes:',
       '- Single-lock reads are answered from a per-instance cache that every instance drops on a catalog',

@@ -40,6 +40,7 @@ const client = await mqtt.connectAsync(values.url, {
   password: values.password,
   will: { topic: `${base}/presence`, payload: Buffer.from('{"online":false}'), qos: 1, retain: true },
 });
+(client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true); // answer commands without Nagle's delay
 await client.publishAsync(`${base}/presence`, '{"online":true}', { qos: 1, retain: true });
 console.log(`gateway ${gatewayId} online at ${values.url}`);
 

@@ -37,6 +37,10 @@ export class MqttLink {
       clean: true,
       reconnectPeriod: 1000,
     });
+    // Small QoS 1 packets must not wait for Nagle's algorithm (a 40 ms stall per round trip otherwise).
+    const noDelay = () => (client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
+    noDelay();
+    client.on('connect', noDelay);
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
     client.on('message', (topic, payload) => {
       const match = TOPIC.exec(topic);
