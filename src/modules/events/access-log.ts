@@ -74,52 +74,78 @@ export class AccessLog {
 
   /** Stores a gateway's event once; a repeat of (gateway, id) is dropped. Returns the stored event, if new. */
   async ingest(gatewayId: number, event: GatewayEvent): Promise<AccessEvent | null> {
+    return (await this.ingestBatch(gatewayId, [event]))[0] ?? null;
+  }
+
+  /**
+   * Stores a gateway's events in order of receipt, in one transaction (under load, the events that
+   * arrived while the previous batch was being written). Repeats and events for locks that are not on
+   * the gateway are dropped.
+   */
+  async ingestBatch(gatewayId: number, events: GatewayEvent[]): Promise<Array<AccessEvent | null>> {
     return this.db.transaction(async (tx) => {
-      const [lock] = await tx.query<LockRow>(
-        `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
-           FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1 AND k.gateway_id = $2`,
-        [event.lock_id, gatewayId],
-      );
-      if (!lock) {
-        this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
-        return null;
-      }
-      let person: AccessEvent['person'] = null;
-      let key: AccessEvent['key'] = null;
-      let reason = event.reason;
-      if (event.type === 'access.granted' || event.type === 'access.denied') {
-        const [holder] = event.key_id === null ? [] : await tx.query<{ key_id: number; key_name: string; person_id: string; person_name: string; person_email: string | null }>(
-          `SELECT k.id AS key_id, k.name AS key_name, p.id AS person_id, p.name AS person_name, p.email AS person_email
-             FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = $1 AND k.account_id = $2`,
-          [event.key_id, lock.account_id],
-        );
-        if (holder) {
-          person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
-          key = { id: holder.key_id, name: holder.key_name };
-        } else {
-          reason = 'unknown_key';
+      const locks = new Map<number, LockRow | null>();
+      const stored: Array<AccessEvent | null> = [];
+      for (const event of events) {
+        if (!locks.has(event.lock_id)) {
+          const [row] = await tx.query<LockRow>(
+            `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
+               FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1 AND k.gateway_id = $2`,
+            [event.lock_id, gatewayId],
+          );
+          locks.set(event.lock_id, row ?? null);
         }
-      } else {
-        // door.closed and door.left_open take person and key from the access that opened the door.
-        const [opening] = await tx.query<{ data: AccessEvent }>(
-          `SELECT data FROM access_events WHERE lock_id = $1 AND type = 'access.granted' ORDER BY id DESC LIMIT 1`,
-          [lock.id],
-        );
-        person = opening?.data.person ?? null;
-        key = opening?.data.key ?? null;
+        const lock = locks.get(event.lock_id);
+        if (!lock) {
+          this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
+          stored.push(null);
+          continue;
+        }
+        stored.push(await this.ingestOne(tx, gatewayId, lock, event));
       }
-      return this.record(tx, lock, {
-        gatewayId,
-        gatewayEventId: event.id,
-        type: event.type,
-        occurredAt: parseClientTimestamp(event.occurred_at) as Date,
-        result: event.type === 'access.denied' ? 'denied' : 'success',
-        reason,
-        source: 'gateway',
-        apiKey: null,
-        person,
-        key,
-      });
+      return stored;
+    });
+  }
+
+  private async ingestOne(tx: Queryable, gatewayId: number, lock: LockRow, event: GatewayEvent): Promise<AccessEvent | null> {
+    let person: AccessEvent['person'] = null;
+    let key: AccessEvent['key'] = null;
+    let reason = event.reason;
+    if (event.type === 'access.granted' || event.type === 'access.denied') {
+      const [holder] =
+        event.key_id === null
+          ? []
+          : await tx.query<{ key_id: number; key_name: string; person_id: string; person_name: string; person_email: string | null }>(
+              `SELECT k.id AS key_id, k.name AS key_name, p.id AS person_id, p.name AS person_name, p.email AS person_email
+                 FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = $1 AND k.account_id = $2`,
+              [event.key_id, lock.account_id],
+            );
+      if (holder) {
+        person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
+        key = { id: holder.key_id, name: holder.key_name };
+      } else {
+        reason = 'unknown_key';
+      }
+    } else {
+      // door.closed and door.left_open take person and key from the access that opened the door.
+      const [opening] = await tx.query<{ data: AccessEvent }>(
+        `SELECT data FROM access_events WHERE lock_id = $1 AND type = 'access.granted' ORDER BY id DESC LIMIT 1`,
+        [lock.id],
+      );
+      person = opening?.data.person ?? null;
+      key = opening?.data.key ?? null;
+    }
+    return this.record(tx, lock, {
+      gatewayId,
+      gatewayEventId: event.id,
+      type: event.type,
+      occurredAt: parseClientTimestamp(event.occurred_at) as Date,
+      result: event.type === 'access.denied' ? 'denied' : 'success',
+      reason,
+      source: 'gateway',
+      apiKey: null,
+      person,
+      key,
     });
   }
 
