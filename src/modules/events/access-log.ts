@@ -169,15 +169,8 @@ export class AccessLog {
       key: AccessEvent['key'];
     },
   ): Promise<AccessEvent | null> {
-    const [row] = await tx.query<{ id: number }>(
-      `INSERT INTO access_events (account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, '{}'::jsonb)
-       ON CONFLICT (gateway_id, gateway_event_id) DO NOTHING RETURNING id`,
-      [lock.account_id, lock.location_id, lock.id, entry.gatewayId, entry.gatewayEventId, entry.type, entry.occurredAt, entry.person?.id ?? null, entry.key?.id ?? null],
-    );
-    if (!row) return null;
     const event: AccessEvent = {
-      id: row.id,
+      id: 0, // the row's id, set below
       type: entry.type,
       occurred_at: entry.occurredAt.toISOString(),
       result: entry.result,
@@ -189,7 +182,27 @@ export class AccessLog {
       person: entry.person,
       key: entry.key,
     };
-    await tx.query('UPDATE access_events SET data = $2::jsonb WHERE id = $1', [row.id, JSON.stringify(event)]);
+    // The id is drawn first so that the stored Event carries it: one statement per entry.
+    const [row] = await tx.query<{ id: number }>(
+      `WITH next AS (SELECT nextval(pg_get_serial_sequence('access_events', 'id')) AS id)
+       INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
+       SELECT next.id, $1, $2, $3, $4, $5, $6, $7, $8, $9, jsonb_set($10::jsonb, '{id}', to_jsonb(next.id)) FROM next
+       ON CONFLICT (gateway_id, gateway_event_id) DO NOTHING RETURNING id`,
+      [
+        lock.account_id,
+        lock.location_id,
+        lock.id,
+        entry.gatewayId,
+        entry.gatewayEventId,
+        entry.type,
+        entry.occurredAt,
+        entry.person?.id ?? null,
+        entry.key?.id ?? null,
+        JSON.stringify(event),
+      ],
+    );
+    if (!row) return null;
+    event.id = row.id;
     await emitDomainEvent(tx, {
       type: entry.type as DoorEventType,
       accountId: lock.account_id,
