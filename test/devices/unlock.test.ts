@@ -1,8 +1,8 @@
 // Remote unlock over real MQTT (embedded broker), the simulator's part played by this test.
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
-import mqtt, { type MqttClient } from 'mqtt';
+import { describe, test } from 'node:test';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string } };
@@ -15,30 +15,18 @@ interface Command {
 }
 
 const ctx = useTestService();
-const clients: MqttClient[] = [];
-after(async () => {
-  for (const client of clients) await client.endAsync(true).catch(() => undefined);
-});
+const connect = gatewayClients();
 
 async function site() {
   const account = await createAccount(ctx.service);
-  const gateway = await ctx.service.admin<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string } }>('POST', '/admin/v1/gateways', {
-    location_id: account.rootLocationId,
-    name: 'gw',
-  });
-  const remote = await createLock(ctx.service, account.rootLocationId, { name: 'Gate', gateway_id: gateway.body.id });
-  const other = await createLock(ctx.service, account.rootLocationId, { name: 'Other gate', gateway_id: gateway.body.id });
+  const gateway = await createGateway(ctx.service, account.rootLocationId);
+  const remote = await createLock(ctx.service, account.rootLocationId, { name: 'Gate', gateway_id: gateway.id });
+  const other = await createLock(ctx.service, account.rootLocationId, { name: 'Other gate', gateway_id: gateway.id });
   const local = await createLock(ctx.service, account.rootLocationId, { name: 'Not remote' });
   const key = await createApiKey(ctx.service, account.rootLocationId, ['locks:control', 'events:read'], { lock_allowlist: [remote, local], name: 'Front desk' });
   const commands: Array<{ id: string; lock_id: number; action: string; expires_at: string }> = [];
-  const client = await mqtt.connectAsync(gateway.body.mqtt.url.replace('localhost', '127.0.0.1'), {
-    clientId: gateway.body.mqtt.client_id,
-    username: gateway.body.mqtt.username,
-    password: gateway.body.mqtt.password,
-    reconnectPeriod: 0,
-  });
-  clients.push(client);
-  const base = `latchkey/v1/gateways/${gateway.body.id}`;
+  const client = await connect(gateway);
+  const base = `latchkey/v1/gateways/${gateway.id}`;
   client.on('message', (_topic, payload) => commands.push(JSON.parse(payload.toString())));
   await client.subscribeAsync(`${base}/commands`, { qos: 1 });
   await client.publishAsync(`${base}/presence`, '{"online":true}', { qos: 1, retain: true });

@@ -1,8 +1,8 @@
 // Door activity over real MQTT (embedded broker) into the access log, and GET /events.
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
-import mqtt, { type MqttClient } from 'mqtt';
+import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
+import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
 
 interface Event {
@@ -24,34 +24,22 @@ interface Page<T> {
 }
 
 const ctx = useTestService();
-const clients: MqttClient[] = [];
-after(async () => {
-  for (const client of clients) await client.endAsync(true).catch(() => undefined);
-});
+const connect = gatewayClients();
 
 async function site() {
   const account = await createAccount(ctx.service);
   const dept = await createDepartment(ctx.service, account.rootLocationId, 'Annex');
-  const gateway = await ctx.service.admin<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string } }>('POST', '/admin/v1/gateways', {
-    location_id: account.rootLocationId,
-    name: 'gw',
-  });
-  const front = await createLock(ctx.service, account.rootLocationId, { name: 'Front', place: 'Lobby', gateway_id: gateway.body.id });
-  const annex = await createLock(ctx.service, dept, { name: 'Annex door', gateway_id: gateway.body.id });
+  const gateway = await createGateway(ctx.service, account.rootLocationId);
+  const front = await createLock(ctx.service, account.rootLocationId, { name: 'Front', place: 'Lobby', gateway_id: gateway.id });
+  const annex = await createLock(ctx.service, dept, { name: 'Annex door', gateway_id: gateway.id });
   const elsewhere = await createLock(ctx.service, account.rootLocationId, { name: 'Not on this gateway' });
   const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ada Door', email: 'ada@example.com', location_id: account.rootLocationId });
   const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Ada badge' });
   const token = (await createApiKey(ctx.service, account.rootLocationId, ['events:read'])).token;
   const deptToken = (await createApiKey(ctx.service, dept, ['events:read'])).token;
-  const client = await mqtt.connectAsync(gateway.body.mqtt.url.replace('localhost', '127.0.0.1'), {
-    clientId: gateway.body.mqtt.client_id,
-    username: gateway.body.mqtt.username,
-    password: gateway.body.mqtt.password,
-    reconnectPeriod: 0,
-  });
-  clients.push(client);
+  const client = await connect(gateway);
   const send = (event: Record<string, unknown>) =>
-    client.publishAsync(`latchkey/v1/gateways/${gateway.body.id}/events`, JSON.stringify({ occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null, ...event }), {
+    client.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null, ...event }), {
       qos: 1,
     });
   return { account, dept, front, annex, elsewhere, personId: person.body.id, cardId: card.body.id, token, deptToken, send };

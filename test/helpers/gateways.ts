@@ -1,0 +1,38 @@
+// Acting as a gateway over real MQTT, as a device would.
+import { after } from 'node:test';
+import mqtt, { type MqttClient } from 'mqtt';
+import type { TestService } from './service.ts';
+
+export interface GatewayCredentials {
+  id: number;
+  mqtt: { url: string; client_id: string; username: string; password: string; topic_prefix: string };
+}
+
+/** Creates a gateway through the operator API. */
+export async function createGateway(service: TestService, locationId: number): Promise<GatewayCredentials> {
+  const res = await service.admin<GatewayCredentials>('POST', '/admin/v1/gateways', { location_id: locationId, name: 'gw' });
+  if (res.status !== 201) throw new Error(res.text);
+  return res.body;
+}
+
+/**
+ * Connects with the gateway's credentials; the clients of a test file are ended after its tests
+ * (call from the file's top level once, through gatewayClients()).
+ */
+export function gatewayClients(): (gateway: GatewayCredentials, options?: mqtt.IClientOptions) => Promise<MqttClient> {
+  const clients: MqttClient[] = [];
+  after(async () => {
+    for (const client of clients) await client.endAsync(true).catch(() => undefined);
+  });
+  return async (gateway, options = {}) => {
+    const client = await mqtt.connectAsync(gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
+      clientId: gateway.mqtt.client_id,
+      username: gateway.mqtt.username,
+      password: gateway.mqtt.password,
+      reconnectPeriod: 0,
+      ...options,
+    });
+    clients.push(client);
+    return client;
+  };
+}
