@@ -26,15 +26,19 @@ export function encodeCursor(key: string | number): string {
   return Buffer.from(JSON.stringify([key])).toString('base64url');
 }
 
-export function decodeCursor<K extends 'number' | 'string'>(
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function decodeCursor<K extends 'number' | 'uuid'>(
   cursor: string | undefined,
   kind: K,
 ): (K extends 'number' ? number : string) | null {
   if (cursor === undefined || cursor === '') return null;
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(parsed) && parsed.length === 1 && typeof parsed[0] === kind) {
-      return parsed[0] as K extends 'number' ? number : string;
+    const key: unknown = Array.isArray(parsed) && parsed.length === 1 ? parsed[0] : undefined;
+    // The key must be one the database can take (a safe integer id, a uuid): a forged one is a 400.
+    if (kind === 'number' ? Number.isSafeInteger(key) : typeof key === 'string' && UUID.test(key)) {
+      return key as K extends 'number' ? number : string;
     }
   } catch {
     // fall through

@@ -25,4 +25,10 @@ export const errorResponses = {
   500: ErrorEnvelope,
 };
 
+/**
+ * A row id in a path, query or body: a positive integer no larger than JavaScript can hold exactly, so
+ * an absurd id is a 400/422, never a database range error.
+ */
+export const Id = (options: { description?: string } = {}) => Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64', ...options });
+
 export const NoContent = Type.Null({ description: 'no body' });

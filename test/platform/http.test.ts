@@ -74,6 +74,37 @@ describe('routing errors', () => {
   });
 });
 
+describe('absurd numbers', () => {
+  test('ids and cursors beyond what the database holds answer 400 or 422, never 500', async () => {
+    const huge = '99999999999999999999';
+    const forged = (key: unknown) => Buffer.from(JSON.stringify([key])).toString('base64url');
+    const account = await createAccount(ctx.service);
+    const wide = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read', 'people:write', 'events:read', 'keys:read'])).token;
+    for (const path of [
+      `/v1/locks/${huge}`,
+      `/v1/locks?location_id=${huge}`,
+      `/v1/locks?cursor=${forged(1e30)}`,
+      `/v1/keys/${huge}`,
+      `/v1/events?lock_id=${huge}`,
+      `/v1/people?cursor=${forged('not-a-uuid')}`,
+    ]) {
+      const res = await ctx.service.request<ErrorBody>('GET', path, { token: wide });
+      assert.equal(res.status, 400, path);
+      assert.equal(res.body.error.code, 'invalid_request', path);
+    }
+    const bodies: Array<[string, Record<string, unknown>]> = [
+      ['/admin/v1/locations', { parent_id: Number(huge), name: 'x' }],
+      ['/admin/v1/accounts', { name: 'x', phone_key_allowance: 1e12 }],
+    ];
+    for (const [path, body] of bodies) {
+      const res = await ctx.service.admin<ErrorBody>('POST', path, body);
+      assert.equal(res.status, 422, path);
+    }
+    const person = await ctx.service.request<ErrorBody>('POST', '/v1/people', { token: wide, body: { name: 'Max', location_id: Number(huge) } });
+    assert.equal(person.status, 422);
+  });
+});
+
 describe('body validation (operator API, same rules as the public API)', () => {
   test('each unknown field gets its own unknown_field detail', async () => {
     const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/accounts', { name: 'X', colour: 'red', size: 3 });

@@ -2,11 +2,11 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { Page, PageQuery, pageRequest } from '../../platform/pagination.ts';
-import { errorResponses } from '../../platform/schemas.ts';
+import { Id, errorResponses } from '../../platform/schemas.ts';
 import { Lock, SecurityGroup } from './schemas.ts';
 import type { CatalogService } from './service.ts';
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, format: 'int64' }) });
+const IdParams = Type.Object({ id: Id() });
 
 export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
   app.get(
@@ -19,7 +19,7 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
         querystring: Type.Object({
           ...PageQuery,
           location_id: Type.Optional(
-            Type.Integer({ description: 'only locks at this location and its descendants (inside the key scope)' }),
+            Id({ description: 'only locks at this location and its descendants (inside the key scope)' }),
           ),
         }),
         response: { 200: Page(Lock), ...errorResponses },

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { ErrorEnvelope, errorResponses } from '../../platform/schemas.ts';
+import { ErrorEnvelope, Id, errorResponses } from '../../platform/schemas.ts';
 import type { UnlockService } from './unlock.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -17,7 +17,7 @@ export const LockCommandSchema = Type.Object({
 });
 
 const control = { access: { kind: 'public' as const, scopes: ['locks:control' as const] } };
-const LockParams = Type.Object({ id: Type.Integer({ minimum: 1, format: 'int64' }) });
+const LockParams = Type.Object({ id: Id() });
 
 export function unlockRoutes(app: ApiInstance, unlock: UnlockService): void {
   app.post(
@@ -41,7 +41,7 @@ export function unlockRoutes(app: ApiInstance, unlock: UnlockService): void {
       schema: {
         tags: ['Locks'],
         summary: 'Read an unlock command',
-        params: Type.Object({ id: Type.Integer({ minimum: 1, format: 'int64' }), command_id: Type.String({ format: 'uuid' }) }),
+        params: Type.Object({ id: Id(), command_id: Type.String({ format: 'uuid' }) }),
         response: { 200: LockCommandSchema, ...errorResponses },
       },
     },

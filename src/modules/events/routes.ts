@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
-import { errorResponses } from '../../platform/schemas.ts';
+import { Id, errorResponses } from '../../platform/schemas.ts';
 import type { AccessLog } from './access-log.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -32,7 +32,7 @@ export function eventsRoutes(app: ApiInstance, accessLog: AccessLog): void {
         querystring: Type.Object({
           ...PageQuery,
           since: Type.Optional(Type.String({ maxLength: 64, description: 'inclusive; UTC unless an offset is given' })),
-          lock_id: Type.Optional(Type.Integer({ minimum: 1 })),
+          lock_id: Type.Optional(Id()),
           person_id: Type.Optional(Type.String({ format: 'uuid' })),
           type: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated event types; an unrecognised list matches nothing' })),
         }),

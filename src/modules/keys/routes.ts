@@ -2,12 +2,12 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
-import { ErrorEnvelope, NoContent, errorResponses } from '../../platform/schemas.ts';
+import { ErrorEnvelope, Id, NoContent, errorResponses } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
 import { Invitation, InvitationCreated, Key, KeyCreate, KeyUpdate, OperatorKeyCreate, ResendBody } from './schemas.ts';
 import type { KeysService } from './service.ts';
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, format: 'int64' }) });
+const IdParams = Type.Object({ id: Id() });
 const read = { access: { kind: 'public' as const, scopes: readScopes('keys') } };
 const write = { access: { kind: 'public' as const, scopes: ['keys:write' as const] } };
 const writeErrors = { ...errorResponses, 409: ErrorEnvelope };
@@ -152,7 +152,7 @@ export function keysSandboxRoutes(app: ApiInstance, keys: KeysService): void {
       config: { access: { kind: 'admin' } },
       schema: {
         hide: true,
-        body: Type.Object({ account_id: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+        body: Type.Object({ account_id: Id() }, { additionalProperties: false }),
         response: { 200: Type.Object({ confirmed: Type.Integer() }), 401: ErrorEnvelope, 422: ErrorEnvelope },
       },
     },

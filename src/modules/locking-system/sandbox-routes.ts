@@ -2,11 +2,11 @@ import { Type } from '@sinclair/typebox';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { ErrorEnvelope } from '../../platform/schemas.ts';
+import { ErrorEnvelope, Id } from '../../platform/schemas.ts';
 
 const admin = { access: { kind: 'admin' as const } };
 const Settings = Type.Object({
-  account_id: Type.Integer({ minimum: 1 }),
+  account_id: Id(),
   mode: Type.Union([Type.Literal('accept'), Type.Literal('reject'), Type.Literal('hold')]),
   delay_ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
 });
@@ -21,7 +21,7 @@ export function lockingSystemSandboxRoutes(app: ApiInstance, db: Database): void
         hide: true,
         body: Type.Object(
           {
-            account_id: Type.Integer({ minimum: 1 }),
+            account_id: Id(),
             mode: Type.Optional(Type.Union([Type.Literal('accept'), Type.Literal('reject'), Type.Literal('hold')], { default: 'accept' })),
             delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, default: 0 })),
           },

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { Page, PageQuery, pageRequest } from '../../platform/pagination.ts';
-import { ErrorEnvelope, NoContent } from '../../platform/schemas.ts';
+import { ErrorEnvelope, Id, NoContent } from '../../platform/schemas.ts';
 import { Lock, SecurityGroup } from '../catalog/schemas.ts';
 import {
   Account,
@@ -22,7 +22,7 @@ import {
 } from './schemas.ts';
 import type { OperatorService } from './service.ts';
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const IdParams = Type.Object({ id: Id() });
 const errorsOf = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope };
 const admin = { access: { kind: 'admin' as const } };
 const hidden = { hide: true, tags: ['Operator'] };
@@ -52,7 +52,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
       config: admin,
       schema: {
         ...hidden,
-        querystring: Type.Object({ ...PageQuery, location_id: Type.Optional(Type.Integer({ minimum: 1 })) }),
+        querystring: Type.Object({ ...PageQuery, location_id: Type.Optional(Id()) }),
         response: { 200: Page(ApiKey), ...errorsOf },
       },
     },

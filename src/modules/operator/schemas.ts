@@ -1,15 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Id } from '../../platform/schemas.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
-const Id = Type.Integer({ minimum: 1 });
+const RowId = Id();
 
 export const AccountFields = {
   name: Name,
   reseller: Type.Boolean({ default: false }),
   sms_enabled: Type.Boolean({ default: true }),
-  phone_key_allowance: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+  phone_key_allowance: Type.Union([Type.Integer({ minimum: 0, maximum: 2_147_483_647 }), Type.Null()], {
     default: null,
     description: 'invitations the account may send; null = unlimited',
   }),
@@ -45,7 +46,7 @@ export const Account = Type.Object({
 });
 export type Account = Static<typeof Account>;
 
-export const LocationCreate = Type.Object({ parent_id: Id, name: Name }, { additionalProperties: false });
+export const LocationCreate = Type.Object({ parent_id: RowId, name: Name }, { additionalProperties: false });
 export const Location = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
@@ -55,7 +56,7 @@ export const Location = Type.Object({
 export type Location = Static<typeof Location>;
 
 export const UserCreate = Type.Object(
-  { account_id: Id, name: Name, email: Type.String({ format: 'email', maxLength: 254 }) },
+  { account_id: RowId, name: Name, email: Type.String({ format: 'email', maxLength: 254 }) },
   { additionalProperties: false },
 );
 export const User = Type.Object({ id: Type.Integer(), account_id: Type.Integer(), name: Type.String(), email: Type.String() });
@@ -63,12 +64,12 @@ export type User = Static<typeof User>;
 
 export const ApiKeyCreate = Type.Object(
   {
-    location_id: Id,
+    location_id: RowId,
     name: Name,
     scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), { uniqueItems: true }),
-    lock_allowlist: Type.Optional(Type.Array(Id, { uniqueItems: true, maxItems: 10_000 })),
+    lock_allowlist: Type.Optional(Type.Array(RowId, { uniqueItems: true, maxItems: 10_000 })),
     expires_at: Type.Optional(ClientTimestamp('default: now + 1 year; at most 2 years ahead')),
-    created_by_user_id: Type.Optional(Type.Union([Id, Type.Null()])),
+    created_by_user_id: Type.Optional(Type.Union([RowId, Type.Null()])),
   },
   { additionalProperties: false },
 );
@@ -91,7 +92,7 @@ export const ApiKeyWithToken = Type.Composite([ApiKey, Type.Object({ token: Type
 
 export const SecurityGroupCreate = Type.Object(
   {
-    location_id: Id,
+    location_id: RowId,
     code: Type.String({ minLength: 1, maxLength: 64, pattern: '^\\S+$' }),
     title: Name,
     description: Type.Optional(Type.String({ maxLength: 2000, default: '' })),
@@ -101,7 +102,7 @@ export const SecurityGroupCreate = Type.Object(
 );
 export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
 
-export const GatewayCreate = Type.Object({ location_id: Id, name: Name }, { additionalProperties: false });
+export const GatewayCreate = Type.Object({ location_id: RowId, name: Name }, { additionalProperties: false });
 export const Gateway = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
@@ -118,12 +119,12 @@ export type Gateway = Static<typeof Gateway>;
 
 export const LockCreate = Type.Object(
   {
-    location_id: Id,
+    location_id: RowId,
     name: Name,
     place: Type.Optional(Type.String({ maxLength: 200, default: '' })),
     serial_number: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], { default: null })),
     provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'sandbox' })),
-    gateway_id: Type.Optional(Type.Union([Id, Type.Null()], { default: null })),
+    gateway_id: Type.Optional(Type.Union([RowId, Type.Null()], { default: null })),
     security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [] })),
   },
   { additionalProperties: false },

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Id } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
 
@@ -14,7 +15,7 @@ export const personFields = {
   language: Nullable(
     Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$', maxLength: 12, description: 'ISO 639 code, e.g. en or en-GB' }),
   ),
-  location_id: Type.Integer({ minimum: 1, description: "default: the API key's location" }),
+  location_id: Id({ description: "default: the API key's location" }),
 };
 
 export const PersonCreate = Type.Object(

@@ -63,7 +63,7 @@ export class PeopleService {
     query: { limit?: number; cursor?: string; email?: string; phone?: string },
   ): Promise<PageOf<Person>> {
     const limit = clampLimit(query.limit);
-    const afterId = decodeCursor(query.cursor, 'string');
+    const afterId = decodeCursor(query.cursor, 'uuid');
     let phone: string | null = null;
     if (query.phone !== undefined) {
       phone = normalisePhone(query.phone);

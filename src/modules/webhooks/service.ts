@@ -96,7 +96,7 @@ export class WebhooksService {
 
   async list(caller: Caller, query: { limit?: number; cursor?: string }): Promise<PageOf<Subscription>> {
     const limit = clampLimit(query.limit);
-    const after = decodeCursor(query.cursor, 'string');
+    const after = decodeCursor(query.cursor, 'uuid');
     const rows = await this.db.query<SubscriptionRow>(
       `SELECT * FROM webhook_subscriptions WHERE location_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid) ORDER BY id LIMIT $3`,
       [caller.locationId, after, limit + 1],
@@ -158,7 +158,7 @@ export class WebhooksService {
   ): Promise<PageOf<Delivery>> {
     await this.subscription(caller, id);
     const limit = clampLimit(query.limit);
-    const before = decodeCursor(query.cursor, 'string');
+    const before = decodeCursor(query.cursor, 'uuid');
     let since: Date | null = null;
     if (query.since !== undefined) {
       since = parseClientTimestamp(query.since);
