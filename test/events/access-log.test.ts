@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
+import { AccessLog, type GatewayEvent } from '../../src/modules/events/access-log.ts';
+import { systemClock } from '../../src/platform/clock.ts';
 import { useTestService } from '../helpers/service.ts';
 
 interface Event {
@@ -42,7 +44,7 @@ async function site() {
     client.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null, ...event }), {
       qos: 1,
     });
-  return { account, dept, front, annex, elsewhere, personId: person.body.id, cardId: card.body.id, token, deptToken, send };
+  return { account, dept, gateway, front, annex, elsewhere, personId: person.body.id, cardId: card.body.id, token, deptToken, send };
 }
 
 async function events(token: string, query = ''): Promise<Event[]> {
@@ -94,6 +96,51 @@ describe('door activity', () => {
       [s.account.id],
     );
     assert.deepEqual(outbox.map((e) => e.data), [granted, denied], 'the same Event objects go to webhooks');
+  });
+});
+
+describe('a batch of door events (what arrived while the previous batch was written)', () => {
+  test('keeps receipt order, drops repeats inside and outside the batch, and inherits from openings in the batch', async () => {
+    const s = await site();
+    const other = await createAccount(ctx.service);
+    const stranger = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Eve', location_id: other.rootLocationId });
+    const strangerCard = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: stranger.body.id, type: 'card', name: 'Eve badge' });
+    const log = new AccessLog(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+    const at = '2026-11-20T08:00:00Z';
+    const event = (id: string, lockId: number, type: GatewayEvent['type'], keyId: number | null = null): GatewayEvent => ({ id, lock_id: lockId, type, occurred_at: at, key_id: keyId, reason: null });
+
+    const [opened] = await log.ingestBatch(s.gateway.id, [event('b0', s.annex, 'access.granted', s.cardId)]);
+    const batch = await log.ingestBatch(s.gateway.id, [
+      event('b1', s.front, 'access.granted', s.cardId),
+      event('b1', s.front, 'access.granted', s.cardId), // repeated inside the batch
+      event('b0', s.annex, 'access.granted', s.cardId), // stored by the previous batch
+      event('b2', s.annex, 'door.closed'), // opened in the previous batch
+      event('b3', s.front, 'door.left_open'), // opened earlier in this batch
+      event('b4', s.annex, 'access.granted', strangerCard.body.id), // another account's key
+      event('b5', s.annex, 'door.closed'), // opened by b4: nobody known
+      event('b6', s.elsewhere, 'access.granted'), // not on this gateway
+    ]);
+    assert.deepEqual(
+      batch.map((e) => e && [e.type, e.lock.id, e.person?.id ?? null, e.key?.id ?? null, e.reason]),
+      [
+        ['access.granted', s.front, s.personId, s.cardId, null],
+        null,
+        null,
+        ['door.closed', s.annex, s.personId, s.cardId, null],
+        ['door.left_open', s.front, s.personId, s.cardId, null],
+        ['access.granted', s.annex, null, null, 'unknown_key'],
+        ['door.closed', s.annex, null, null, null],
+        null,
+      ],
+    );
+    const ids = batch.flatMap((e) => (e ? [e.id] : []));
+    assert.ok((opened?.id ?? Infinity) < (ids[0] as number), 'after the previous batch');
+    assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ids ascend in order of receipt');
+    const stored = await events(s.token, '?limit=200');
+    assert.deepEqual(stored.map((e) => e.id), [opened?.id, ...ids]);
+    assert.deepEqual(stored.slice(1), batch.filter((e) => e !== null), 'what GET /events shows is what was stored');
+    const outbox = await ctx.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM domain_events WHERE account_id = $1 AND type LIKE ANY('{access.%,door.%}')`, [s.account.id]);
+    assert.equal(outbox[0]?.n, 6, 'one webhook event per stored entry');
   });
 });
 

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import { emitDomainEvent } from '../../platform/domain-events.ts';
+import { EMIT_OUTGOING_CTES } from '../../platform/domain-events.ts';
 import { errors } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
@@ -65,6 +65,65 @@ export interface LockRow {
   account_id: number;
 }
 
+/** One access-log entry to write (record / recordBatch). */
+export interface AccessEntry {
+  gatewayId: number | null;
+  gatewayEventId: string | null;
+  type: string;
+  occurredAt: Date;
+  result: 'success' | 'denied';
+  reason: string | null;
+  source: string;
+  apiKey: AccessEvent['api_key'];
+  person: AccessEvent['person'];
+  key: AccessEvent['key'];
+}
+
+const GATEWAY_LOCKS = {
+  name: 'accessLog.gatewayLocks',
+  text: `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
+  FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[]) AND k.gateway_id = $2`,
+};
+
+const STORED_EVENT_IDS = {
+  name: 'accessLog.seen',
+  text: 'SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 AND gateway_event_id = ANY($2::text[])',
+};
+
+const KEY_HOLDERS = {
+  name: 'accessLog.holders',
+  text: `SELECT k.id AS key_id, k.name AS key_name, k.account_id, p.id AS person_id, p.name AS person_name, p.email AS person_email
+  FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = ANY($1::bigint[])`,
+};
+
+const LAST_OPENINGS = {
+  name: 'accessLog.openings',
+  text: `SELECT l.lock_id, o.data FROM unnest($1::bigint[]) AS l (lock_id)
+  CROSS JOIN LATERAL (SELECT data FROM access_events
+                       WHERE lock_id = l.lock_id AND type = 'access.granted' ORDER BY id DESC LIMIT 1) AS o`,
+};
+
+const RECORD_ENTRIES = {
+  name: 'accessLog.record',
+  text: `WITH drawn AS MATERIALIZED (
+    SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id FROM generate_series(1, cardinality($1::bigint[])) AS n
+  ),
+  stored AS (
+    INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
+    SELECT drawn.id, e.account_id, e.location_id, e.lock_id, e.gateway_id, e.gateway_event_id, e.type, e.occurred_at, e.person_id, e.key_id,
+           jsonb_set(e.data, '{id}', to_jsonb(drawn.id))
+      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[], $8::uuid[], $9::bigint[], $10::jsonb[])
+           WITH ORDINALITY AS e (account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data, n)
+      JOIN drawn ON drawn.n = e.n
+    ON CONFLICT (gateway_id, gateway_event_id) DO NOTHING
+    RETURNING id, account_id, location_id, person_id, type, data
+  ),
+  outgoing AS (
+    SELECT type, account_id, location_id, person_id, data, $11::timestamptz AS occurred_at, id AS n FROM stored
+  ), ${EMIT_OUTGOING_CTES}
+  SELECT stored.id, drawn.n, (SELECT count(*) FROM woken) AS woken FROM stored JOIN drawn ON drawn.id = stored.id`,
+};
+
 export class AccessLog {
   constructor(
     private readonly db: Database,
@@ -78,99 +137,95 @@ export class AccessLog {
   }
 
   /**
-   * Stores a gateway's events in order of receipt, in one transaction (under load, the events that
-   * arrived while the previous batch was being written). Repeats and events for locks that are not on
-   * the gateway are dropped.
+   * Stores a gateway's events in order of receipt, in one transaction and a fixed number of statements
+   * (under load, the events that arrived while the previous batch was being written). Repeats and events
+   * for locks that are not on the gateway are dropped (null in their place).
    */
-  async ingestBatch(gatewayId: number, events: GatewayEvent[]): Promise<Array<AccessEvent | null>> {
+  async ingestBatch(gatewayId: number, events: readonly GatewayEvent[]): Promise<Array<AccessEvent | null>> {
     return this.db.transaction(async (tx) => {
-      const locks = new Map<number, LockRow | null>();
-      const stored: Array<AccessEvent | null> = [];
-      for (const event of events) {
-        if (!locks.has(event.lock_id)) {
-          const [row] = await tx.query<LockRow>(
-            `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
-               FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1 AND k.gateway_id = $2`,
-            [event.lock_id, gatewayId],
-          );
-          locks.set(event.lock_id, row ?? null);
-        }
+      const lockIds = [...new Set(events.map((e) => e.lock_id))];
+      const locks = new Map(
+        (await tx.query<LockRow>(GATEWAY_LOCKS, [lockIds, gatewayId])).map((lock) => [lock.id, lock]),
+      );
+      const seen = new Set(
+        (await tx.query<{ gateway_event_id: string }>(STORED_EVENT_IDS, [gatewayId, events.map((e) => e.id)])).map((r) => r.gateway_event_id),
+      );
+      const fresh: Array<{ index: number; lock: LockRow; event: GatewayEvent }> = [];
+      events.forEach((event, index) => {
         const lock = locks.get(event.lock_id);
-        if (!lock) {
-          this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
-          stored.push(null);
-          continue;
-        }
-        stored.push(await this.ingestOne(tx, gatewayId, lock, event));
+        if (!lock) return this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
+        if (seen.has(event.id)) return; // a repeat (QoS 1 redelivery or the gateway retrying)
+        seen.add(event.id);
+        fresh.push({ index, lock, event });
+      });
+
+      const keyIds = [...new Set(fresh.map((f) => f.event.key_id).filter((id): id is number => id !== null))];
+      const holders = new Map(
+        (keyIds.length === 0
+          ? []
+          : await tx.query<{ key_id: number; key_name: string; account_id: number; person_id: string; person_name: string; person_email: string | null }>(KEY_HOLDERS, [keyIds])
+        ).map((h) => [h.key_id, h]),
+      );
+      // door.closed and door.left_open take person and key from the access that opened the door: the
+      // lock's last stored opening, or an opening earlier in this batch.
+      const openedBy = new Map<number, Pick<AccessEvent, 'person' | 'key'>>();
+      const stillOpen = [...new Set(fresh.filter((f) => f.event.type.startsWith('door.')).map((f) => f.lock.id))];
+      if (stillOpen.length > 0) {
+        const openings = await tx.query<{ lock_id: number; data: AccessEvent }>(LAST_OPENINGS, [stillOpen]);
+        for (const o of openings) openedBy.set(o.lock_id, { person: o.data.person, key: o.data.key });
       }
+
+      const entries = fresh.map(({ lock, event }): { lock: LockRow; entry: AccessEntry } => {
+        let person: AccessEvent['person'] = null;
+        let key: AccessEvent['key'] = null;
+        let reason = event.reason;
+        if (event.type === 'access.granted' || event.type === 'access.denied') {
+          const holder = event.key_id === null ? undefined : holders.get(event.key_id);
+          if (holder && holder.account_id === lock.account_id) {
+            person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
+            key = { id: holder.key_id, name: holder.key_name };
+          } else {
+            reason = 'unknown_key';
+          }
+          if (event.type === 'access.granted') openedBy.set(lock.id, { person, key });
+        } else {
+          ({ person, key } = openedBy.get(lock.id) ?? { person: null, key: null });
+        }
+        const entry: AccessEntry = {
+          gatewayId,
+          gatewayEventId: event.id,
+          type: event.type,
+          occurredAt: parseClientTimestamp(event.occurred_at) as Date,
+          result: event.type === 'access.denied' ? 'denied' : 'success',
+          reason,
+          source: 'gateway',
+          apiKey: null,
+          person,
+          key,
+        };
+        return { lock, entry };
+      });
+      const recorded = await this.recordBatch(tx, entries);
+      const stored: Array<AccessEvent | null> = events.map(() => null);
+      fresh.forEach((f, i) => (stored[f.index] = recorded[i] ?? null));
       return stored;
     });
   }
 
-  private async ingestOne(tx: Queryable, gatewayId: number, lock: LockRow, event: GatewayEvent): Promise<AccessEvent | null> {
-    let person: AccessEvent['person'] = null;
-    let key: AccessEvent['key'] = null;
-    let reason = event.reason;
-    if (event.type === 'access.granted' || event.type === 'access.denied') {
-      const [holder] =
-        event.key_id === null
-          ? []
-          : await tx.query<{ key_id: number; key_name: string; person_id: string; person_name: string; person_email: string | null }>(
-              `SELECT k.id AS key_id, k.name AS key_name, p.id AS person_id, p.name AS person_name, p.email AS person_email
-                 FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = $1 AND k.account_id = $2`,
-              [event.key_id, lock.account_id],
-            );
-      if (holder) {
-        person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
-        key = { id: holder.key_id, name: holder.key_name };
-      } else {
-        reason = 'unknown_key';
-      }
-    } else {
-      // door.closed and door.left_open take person and key from the access that opened the door.
-      const [opening] = await tx.query<{ data: AccessEvent }>(
-        `SELECT data FROM access_events WHERE lock_id = $1 AND type = 'access.granted' ORDER BY id DESC LIMIT 1`,
-        [lock.id],
-      );
-      person = opening?.data.person ?? null;
-      key = opening?.data.key ?? null;
-    }
-    return this.record(tx, lock, {
-      gatewayId,
-      gatewayEventId: event.id,
-      type: event.type,
-      occurredAt: parseClientTimestamp(event.occurred_at) as Date,
-      result: event.type === 'access.denied' ? 'denied' : 'success',
-      reason,
-      source: 'gateway',
-      apiKey: null,
-      person,
-      key,
-    });
+  /** Writes one access-log entry and its webhook event in the caller's transaction. */
+  async record(tx: Queryable, lock: LockRow, entry: AccessEntry): Promise<AccessEvent | null> {
+    return (await this.recordBatch(tx, [{ lock, entry }]))[0] ?? null;
   }
 
   /**
-   * Writes one access-log entry and its webhook event in the caller's transaction (null when the
-   * gateway already sent this event).
+   * Writes access-log entries (ids ascending in the order given) and their webhook events in the caller's
+   * transaction, in a fixed number of statements. An entry whose (gateway, event id) is already stored,
+   * by another instance meanwhile, is skipped: null in its place.
    */
-  async record(
-    tx: Queryable,
-    lock: LockRow,
-    entry: {
-      gatewayId: number | null;
-      gatewayEventId: string | null;
-      type: string;
-      occurredAt: Date;
-      result: 'success' | 'denied';
-      reason: string | null;
-      source: string;
-      apiKey: AccessEvent['api_key'];
-      person: AccessEvent['person'];
-      key: AccessEvent['key'];
-    },
-  ): Promise<AccessEvent | null> {
-    const event: AccessEvent = {
-      id: 0, // the row's id, set below
+  async recordBatch(tx: Queryable, entries: ReadonlyArray<{ lock: LockRow; entry: AccessEntry }>): Promise<Array<AccessEvent | null>> {
+    if (entries.length === 0) return [];
+    const events = entries.map(({ lock, entry }): AccessEvent => ({
+      id: 0, // the row's id, drawn below
       type: entry.type,
       occurred_at: entry.occurredAt.toISOString(),
       result: entry.result,
@@ -181,37 +236,32 @@ export class AccessLog {
       location: { id: lock.location_id, name: lock.location_name },
       person: entry.person,
       key: entry.key,
-    };
-    // The id is drawn first so that the stored Event carries it: one statement per entry.
-    const [row] = await tx.query<{ id: number }>(
-      `WITH next AS (SELECT nextval(pg_get_serial_sequence('access_events', 'id')) AS id)
-       INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
-       SELECT next.id, $1, $2, $3, $4, $5, $6, $7, $8, $9, jsonb_set($10::jsonb, '{id}', to_jsonb(next.id)) FROM next
-       ON CONFLICT (gateway_id, gateway_event_id) DO NOTHING RETURNING id`,
+    }));
+    // One statement: ids drawn in the order given (a materialized CTE over generate_series) and written
+    // into each stored Event; what is stored goes out as domain events with their webhook deliveries.
+    const inserted = await tx.query<{ id: number; n: number }>(
+      RECORD_ENTRIES,
       [
-        lock.account_id,
-        lock.location_id,
-        lock.id,
-        entry.gatewayId,
-        entry.gatewayEventId,
-        entry.type,
-        entry.occurredAt,
-        entry.person?.id ?? null,
-        entry.key?.id ?? null,
-        JSON.stringify(event),
+        entries.map((e) => e.lock.account_id),
+        entries.map((e) => e.lock.location_id),
+        entries.map((e) => e.lock.id),
+        entries.map((e) => e.entry.gatewayId),
+        entries.map((e) => e.entry.gatewayEventId),
+        entries.map((e) => e.entry.type),
+        entries.map((e) => e.entry.occurredAt),
+        entries.map((e) => e.entry.person?.id ?? null),
+        entries.map((e) => e.entry.key?.id ?? null),
+        events.map((e) => JSON.stringify(e)),
+        this.clock.now(),
       ],
     );
-    if (!row) return null;
-    event.id = row.id;
-    await emitDomainEvent(tx, {
-      type: entry.type as DoorEventType,
-      accountId: lock.account_id,
-      locationId: lock.location_id,
-      personId: entry.person?.id ?? null,
-      data: event as unknown as Record<string, unknown>,
-      occurredAt: this.clock.now(),
-    });
-    return event;
+    const stored: Array<AccessEvent | null> = events.map(() => null);
+    for (const row of inserted) {
+      const event = events[Number(row.n) - 1] as AccessEvent;
+      event.id = row.id;
+      stored[Number(row.n) - 1] = event;
+    }
+    return stored;
   }
 
   /** GET /events: locks in the caller's scope, oldest first, the four door types only (unlock.failed is webhook-only). */

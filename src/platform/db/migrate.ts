@@ -30,7 +30,7 @@ export async function migrate(db: Database): Promise<string[]> {
   });
 }
 
-/** Splits a migration into statements (extended-protocol queries take one at a time). No $$ bodies are used. */
+/** Splits a migration into statements (extended-protocol queries take one at a time): $$ bodies must hold no semicolon. */
 function splitStatements(sql: string): string[] {
   return sql
     .split('\n')
