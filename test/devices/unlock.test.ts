@@ -92,6 +92,22 @@ describe('POST /locks/{id}/unlock', () => {
     assert.equal((await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${res.body.id}`, { token: s.token })).body.status, 'confirmed');
   });
 
+  test('GET a command answers it only under its own lock, in scope and on the allowlist', async () => {
+    const s = await site();
+    const res = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    const get = (lockId: number, commandId: string) => ctx.service.request<ErrorBody & Command>('GET', `/v1/locks/${lockId}/commands/${commandId}`, { token: s.token });
+    const found = await get(s.remote, res.body.id);
+    assert.deepEqual([found.status, found.body.id, found.body.status], [200, res.body.id, 'published']);
+    const underAnother = await get(s.local, res.body.id);
+    assert.deepEqual([underAnother.status, underAnother.body.error.code], [404, 'not_found'], 'the command belongs to another lock');
+    assert.equal((await get(s.remote, '00000000-0000-7000-8000-000000000000')).status, 404);
+    const offList = await get(s.other, res.body.id);
+    assert.deepEqual([offList.status, offList.body.error.code], [403, 'lock_not_allowed']);
+    const outside = await createAccount(ctx.service);
+    assert.equal((await get(await createLock(ctx.service, outside.rootLocationId), res.body.id)).status, 404);
+    assert.equal((await outboxOf(s.account.id, 'access.denied')).length, 0, 'reading is not an access attempt');
+  });
+
   test('refuses locks off the allowlist (recorded as a refused access), not remote or offline', async () => {
     const s = await site();
     const refused = await ctx.service.request<ErrorBody>('POST', `/v1/locks/${s.other}/unlock`, { token: s.token });

@@ -8,7 +8,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { ApiError, errors } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { Job } from '../../platform/jobs.ts';
-import type { AccessLog, LockRow } from '../events/access-log.ts';
+import type { AccessEvent, AccessLog, LockRow } from '../events/access-log.ts';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 
 export interface LockCommand {
@@ -71,6 +71,47 @@ export interface UnlockDeps {
 
 const SANDBOX_PUBLISH_KEY = 'sandbox_mqtt_publish';
 
+const CREATE_COMMAND = {
+  name: 'lockCommands.create',
+  text: `WITH target AS (
+    SELECT k.id, k.gateway_id, l.account_id, g.online
+      FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
+     WHERE k.id = $3 AND l.path @> ARRAY[$7]::bigint[]
+  ), created AS (
+    INSERT INTO lock_commands (id, account_id, lock_id, gateway_id, api_key_id, status, requested_at, published_at, timeout_seconds, expires_at)
+    SELECT $1, target.account_id, target.id, target.gateway_id, $2, 'published', $4, $4, $5, $6 FROM target
+     WHERE target.gateway_id IS NOT NULL AND target.online
+    ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *
+  )
+  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, created.* FROM target LEFT JOIN created ON true`,
+};
+
+const GET_COMMAND = {
+  name: 'lockCommands.get',
+  text: `SELECT c.* FROM lock_commands c JOIN locks k ON k.id = c.lock_id JOIN locations l ON l.id = k.location_id
+  WHERE c.id = $1 AND c.lock_id = $2 AND l.path @> ARRAY[$3]::bigint[]`,
+};
+
+const FINISH_COMMAND = {
+  name: 'lockCommands.finish',
+  text: `WITH ended AS (
+    UPDATE lock_commands SET status = $3, error = $4::jsonb, confirmed_at = CASE WHEN $3 = 'confirmed' THEN $5::timestamptz ELSE NULL END
+     WHERE id = $1 AND gateway_id = $2 AND status = 'published' RETURNING lock_id, api_key_id
+  )
+  SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id,
+         CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('id', a.id, 'name', a.name, 'prefix', a.prefix) END AS api_key
+    FROM ended JOIN locks k ON k.id = ended.lock_id JOIN locations l ON l.id = k.location_id
+    LEFT JOIN api_keys a ON a.id = ended.api_key_id`,
+};
+
+const FIND_LOCK = {
+  name: 'lockCommands.lock',
+  text: `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, l.path, k.gateway_id,
+        CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online
+   FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
+  WHERE k.id = $1`,
+};
+
 export class UnlockService {
   constructor(private readonly deps: UnlockDeps) {}
 
@@ -79,56 +120,62 @@ export class UnlockService {
   }
 
   async unlock(caller: Caller, lockId: number): Promise<LockCommand> {
-    const lock = await this.allowedLock(caller, lockId, true);
-    if (lock.gateway_id === null) throw new ApiError(409, 'lock_not_remote', 'This lock cannot be opened over the network.');
-    if (!lock.online) throw new ApiError(409, 'lock_offline', "The lock's device has not been heard from recently.");
     const now = this.deps.clock.now();
     const id = uuidv7(now);
     const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
-    const [created] = await this.db.query<CommandRow>(
-      `INSERT INTO lock_commands (id, account_id, lock_id, gateway_id, api_key_id, status, requested_at, published_at, timeout_seconds, expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'published', $6, $6, $7, $8)
-       ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *`,
-      [id, lock.account_id, lock.id, lock.gateway_id, caller.apiKeyId, now, this.deps.timeoutSeconds, expiresAt],
-    );
-    if (!created) {
+    // One statement finds the lock in the caller's scope and, when its gateway is online, creates the
+    // command unless one is in flight. No row: out of scope or off the allowlist, told apart by allowedLock.
+    const [attempt] = caller.lockAllowlist.has(lockId)
+      ? await this.db.query<Partial<CommandRow> & { lock_gateway_id: number | null; gateway_online: boolean | null }>(CREATE_COMMAND, [id, caller.apiKeyId, lockId, now, this.deps.timeoutSeconds, expiresAt, caller.locationId])
+      : [];
+    if (!attempt) {
+      await this.allowedLock(caller, lockId, true);
+      throw errors.notFound('lock'); // allowedLock has thrown 404 or 403; reached only if the lock vanished meanwhile
+    }
+    const gatewayId = attempt.lock_gateway_id;
+    if (gatewayId === null) throw new ApiError(409, 'lock_not_remote', 'This lock cannot be opened over the network.');
+    if (!attempt.gateway_online) throw new ApiError(409, 'lock_offline', "The lock's device has not been heard from recently.");
+    if (!attempt.id) {
       // A command for this lock is in flight: answer with it; the door is pulsed once.
-      const [inFlight] = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE lock_id = $1 AND status = 'published'`, [lock.id]);
+      const [inFlight] = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE lock_id = $1 AND status = 'published'`, [lockId]);
       if (inFlight) return toCommand(inFlight);
       return this.unlock(caller, lockId); // it finished in between: try again
     }
+    const created = attempt as CommandRow;
     try {
       if (this.deps.sandbox && (await this.sandboxRefusesPublish())) throw new Error('the broker refused the publish (sandbox)');
-      await this.deps.publish(`${MQTT_TOPIC_PREFIX}/gateways/${lock.gateway_id}/commands`, {
+      await this.deps.publish(`${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/commands`, {
         id,
-        lock_id: lock.id,
+        lock_id: lockId,
         action: 'unlock',
         expires_at: expiresAt.toISOString(),
       });
     } catch (error) {
       this.deps.log.warn({ err: error, commandId: id }, 'unlock command not published');
-      await this.finish(created, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
+      await this.finish(id, gatewayId, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
       throw new ApiError(502, 'publish_failed', 'The command could not be handed to the device.');
     }
     return toCommand(created);
   }
 
   async getCommand(caller: Caller, lockId: number, commandId: string): Promise<LockCommand> {
-    const lock = await this.allowedLock(caller, lockId, false);
-    const [row] = await this.db.query<CommandRow>('SELECT * FROM lock_commands WHERE id = $1 AND lock_id = $2', [commandId, lock.id]);
-    if (!row) throw errors.notFound('command');
-    return toCommand(row);
+    // Clients poll this: one statement when the command is there and the lock in the caller's scope; the
+    // precise 404 or 403 otherwise comes from allowedLock.
+    if (caller.lockAllowlist.has(lockId)) {
+      const [row] = await this.db.query<CommandRow>(GET_COMMAND, [commandId, lockId, caller.locationId]);
+      if (row) return toCommand(row);
+    }
+    await this.allowedLock(caller, lockId, false);
+    throw errors.notFound('command');
   }
 
   /** A gateway's answer: ok confirms (access.granted); an error fails (unlock.failed). Unknown or finished: ignored. */
   async result(gatewayId: number, payload: unknown): Promise<void> {
     const p = payload as { id?: unknown; ok?: unknown; error?: unknown };
     if (typeof p?.id !== 'string' || typeof p.ok !== 'boolean' || !/^[0-9a-f-]{36}$/i.test(p.id)) return;
-    const [row] = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE id = $1 AND gateway_id = $2 AND status = 'published'`, [p.id, gatewayId]);
-    if (!row) return;
-    if (p.ok) return this.finish(row, 'confirmed', null, null);
+    if (p.ok) return this.finish(p.id, gatewayId, 'confirmed', null, null);
     const code = p.error === 'device_missing' ? 'device_missing' : 'device_error';
-    return this.finish(row, 'failed', { code, message: `The device answered ${code}.` }, code);
+    return this.finish(p.id, gatewayId, 'failed', { code, message: `The device answered ${code}.` }, code);
   }
 
   /** Commands without an answer within timeout_seconds become timed_out (unlock.failed). */
@@ -138,28 +185,29 @@ export class UnlockService {
       everySeconds: 1,
       run: async () => {
         const due = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE status = 'published' AND expires_at <= $1 LIMIT 100`, [this.deps.clock.now()]);
-        for (const row of due) await this.finish(row, 'timed_out', { code: 'timed_out', message: 'The device did not answer in time.' }, 'timed_out');
+        for (const row of due) await this.finish(row.id, row.gateway_id, 'timed_out', { code: 'timed_out', message: 'The device did not answer in time.' }, 'timed_out');
         return due.length;
       },
     };
   }
 
-  /** Ends a published command once (whichever instance gets there first) and records its outcome. */
-  private async finish(row: CommandRow, status: LockCommand['status'], error: LockCommand['error'], failReason: string | null): Promise<void> {
+  /**
+   * Ends a published command of the gateway once (whichever instance gets there first; an unknown or
+   * finished one is left alone) and records its outcome.
+   */
+  private async finish(
+    commandId: string,
+    gatewayId: number,
+    status: LockCommand['status'],
+    error: LockCommand['error'],
+    failReason: string | null,
+  ): Promise<void> {
     const now = this.deps.clock.now();
     await this.db.transaction(async (tx) => {
-      const updated = await tx.query(
-        `UPDATE lock_commands SET status = $2, error = $3::jsonb, confirmed_at = CASE WHEN $2 = 'confirmed' THEN $4::timestamptz ELSE NULL END
-          WHERE id = $1 AND status = 'published' RETURNING id`,
-        [row.id, status, error === null ? null : JSON.stringify(error), now],
-      );
-      if (updated.length === 0) return;
-      const [lock] = await tx.query<LockRow>(
-        `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1`,
-        [row.lock_id],
-      );
-      const [key] = await tx.query<{ id: number; name: string; prefix: string }>('SELECT id, name, prefix FROM api_keys WHERE id = $1', [row.api_key_id]);
-      if (!lock) return;
+      // One statement ends the command and reads what its outcome names.
+      const [ended] = await tx.query<LockRow & { api_key: AccessEvent['api_key'] }>(FINISH_COMMAND, [commandId, gatewayId, status, error === null ? null : JSON.stringify(error), now]);
+      if (!ended) return;
+      const { api_key: apiKey, ...lock } = ended;
       await this.deps.accessLog.record(tx, lock, {
         gatewayId: null,
         gatewayEventId: null,
@@ -168,7 +216,7 @@ export class UnlockService {
         result: status === 'confirmed' ? 'success' : 'denied',
         reason: failReason,
         source: 'api',
-        apiKey: key ?? null,
+        apiKey,
         person: null,
         key: null,
       });
@@ -177,13 +225,7 @@ export class UnlockService {
 
   /** The lock, in scope (else 404) and on the key's allowlist (else 403; on unlock also a refused access). */
   private async allowedLock(caller: Caller, lockId: number, recordRefusal: boolean): Promise<UnlockLock> {
-    const [lock] = await this.db.query<UnlockLock>(
-      `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, l.path, k.gateway_id,
-              CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online
-         FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
-        WHERE k.id = $1`,
-      [lockId],
-    );
+    const [lock] = await this.db.query<UnlockLock>(FIND_LOCK, [lockId]);
     if (!lock || !lock.path.map(Number).includes(caller.locationId)) throw errors.notFound('lock');
     if (!caller.lockAllowlist.has(lock.id)) {
       if (recordRefusal) {
