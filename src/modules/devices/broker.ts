@@ -1,12 +1,13 @@
 // The embedded MQTT broker (Aedes), used when MQTT_URL is unset. Gateways authenticate with the
 // credentials of POST /admin/v1/gateways (password stored hashed) and may publish and subscribe only
-// under `{prefix}/gateways/{id}/`. The service itself connects as an internal client.
-import { Aedes, type AuthenticateError, type Client } from 'aedes';
-import { randomBytes } from 'node:crypto';
+// under `{prefix}/gateways/{id}/`. The service itself is linked in process (no socket, no second parse).
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
+import type { FastifyBaseLogger } from 'fastify';
 import { createServer, type Server } from 'node:net';
 import type { Database } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
+import { GATEWAY_TOPIC_FILTERS, routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 
 const BAD_CREDENTIALS = 4;
 const NOT_AUTHORIZED = 5;
@@ -16,8 +17,6 @@ function authError(code: number, message: string): AuthenticateError {
 }
 
 export class EmbeddedBroker {
-  /** Credentials of the service's own client; they live only in this process. */
-  readonly internal = { username: `latchkey-service-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') };
   private server: Server | null = null;
   private broker: Aedes | null = null;
   /** Gateway id of each connected gateway client. */
@@ -37,11 +36,11 @@ export class EmbeddedBroker {
         );
       },
       authorizePublish: (client, packet, callback) => {
-        if (!client || this.isInternal(client) || packet.topic.startsWith(this.ownPrefix(client))) return callback(null);
+        if (!client || packet.topic.startsWith(this.ownPrefix(client))) return callback(null);
         callback(authError(NOT_AUTHORIZED, 'topic not allowed'));
       },
       authorizeSubscribe: (client, subscription, callback) => {
-        if (this.isInternal(client) || subscription.topic.startsWith(this.ownPrefix(client))) return callback(null, subscription);
+        if (subscription.topic.startsWith(this.ownPrefix(client))) return callback(null, subscription);
         callback(authError(NOT_AUTHORIZED, 'topic not allowed'));
       },
     });
@@ -62,8 +61,29 @@ export class EmbeddedBroker {
     return typeof address === 'object' && address ? address.port : port;
   }
 
-  private isInternal(client: Client): boolean {
-    return client.id === this.internal.username;
+  /**
+   * The service's side of the broker, in process: subscriptions and publishes go straight through Aedes.
+   * The broker starts with the service, so there are no retained messages to replay.
+   */
+  link(onMessage: GatewayMessageHandler, log: FastifyBaseLogger): DeviceLink {
+    const broker = this.broker;
+    if (!broker) throw new Error('the embedded broker is not started');
+    const deliver = (packet: AedesPublishPacket, done: () => void) => {
+      routeGatewayMessage(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), onMessage, log);
+      done();
+    };
+    const each = (act: (topic: string, callback: () => void) => void) =>
+      Promise.all(GATEWAY_TOPIC_FILTERS.map((topic) => new Promise<void>((resolve) => act(topic, resolve))));
+    return {
+      start: async () => void (await each((topic, callback) => broker.subscribe(topic, deliver, callback))),
+      publish: (topic, payload) =>
+        new Promise<void>((resolve, reject) =>
+          broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(payload)), qos: 1, retain: false, dup: false }, (error) =>
+            error ? reject(error) : resolve(),
+          ),
+        ),
+      close: async () => void (await each((topic, callback) => broker.unsubscribe(topic, deliver, callback))),
+    };
   }
 
   private ownPrefix(client: Client): string {
@@ -74,9 +94,6 @@ export class EmbeddedBroker {
 
   private async authenticate(client: Client, username: string | undefined, password: Buffer | undefined): Promise<boolean> {
     if (!username || !password) return false;
-    if (username === this.internal.username) {
-      return client.id === username && password.toString() === this.internal.password;
-    }
     // The client id must be the gateway's user name, so a gateway cannot pose as another.
     if (client.id !== username) return false;
     const [row] = await this.db.query<{ id: number; password_hash: string }>('SELECT id, password_hash FROM gateways WHERE mqtt_username = $1', [username]);

@@ -7,7 +7,7 @@ import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { AccessLog, parseGatewayEvent, type GatewayEvent } from '../events/access-log.ts';
 import { EmbeddedBroker } from './broker.ts';
-import { MqttLink, type GatewayTopic } from './link.ts';
+import { MqttLink, type DeviceLink, type GatewayTopic } from './link.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
 
@@ -74,7 +74,7 @@ export async function startDevices(
 
   let broker: EmbeddedBroker | null = null;
   // Assigned below, before any message can arrive.
-  let link: MqttLink;
+  let link: DeviceLink;
   const unlock = new UnlockService({
     db,
     clock,
@@ -92,11 +92,7 @@ export async function startDevices(
   } else {
     broker = new EmbeddedBroker(db, (gatewayId) => handle(gatewayId, () => presence.setOnline(gatewayId, false)));
     const port = await broker.start(config.mqttPort, config.host);
-    link = new MqttLink(
-      { url: `mqtt://127.0.0.1:${port}`, username: broker.internal.username, password: broker.internal.password, clientId: broker.internal.username, shared: false },
-      onMessage,
-      log,
-    );
+    link = broker.link(onMessage, log);
     gatewayUrl = `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
   }
   await link.start();

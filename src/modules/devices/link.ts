@@ -1,5 +1,6 @@
-// The service's MQTT connection: to the embedded broker, or to MQTT_URL. With an external broker several
-// instances share the gateway topics through an MQTT 5 shared subscription, so each message is handled once.
+// The service's link to the gateways: in process with the embedded broker (EmbeddedBroker.link), or an
+// MQTT connection to MQTT_URL, where several instances share the gateway topics through an MQTT 5 shared
+// subscription, so that each message is handled once.
 import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
@@ -16,14 +17,41 @@ export interface LinkOptions {
   shared: boolean;
 }
 
+/** What the device module needs of a link, whichever broker is behind it. */
+export interface DeviceLink {
+  start(): Promise<void>;
+  /** Publishes at QoS 1 and resolves when the broker accepted it; throws when it refuses or cannot be reached. */
+  publish(topic: string, payload: unknown): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, payload: unknown) => void;
+
+/** The topics the service listens to, one per kind of gateway message. */
+export const GATEWAY_TOPIC_FILTERS = ['presence', 'heartbeat', 'events', 'commands/result'].map((t) => `${MQTT_TOPIC_PREFIX}/gateways/+/${t}`);
+
 const TOPIC = new RegExp(`^${MQTT_TOPIC_PREFIX.replace('/', '\\/')}\\/gateways\\/(\\d+)\\/(presence|heartbeat|events|commands\\/result)$`);
 
-export class MqttLink {
+/** Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not JSON are dropped. */
+export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: GatewayMessageHandler, log: FastifyBaseLogger): void {
+  const match = TOPIC.exec(topic);
+  if (!match) return;
+  let parsed: unknown;
+  try {
+    parsed = payload.length === 0 ? {} : JSON.parse(payload.toString('utf8'));
+  } catch {
+    log.warn({ topic }, 'mqtt payload is not JSON; dropped');
+    return;
+  }
+  onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
+}
+
+export class MqttLink implements DeviceLink {
   private client: MqttClient | null = null;
 
   constructor(
     private readonly options: LinkOptions,
-    private readonly onMessage: (gatewayId: number, topic: GatewayTopic, payload: unknown) => void,
+    private readonly onMessage: GatewayMessageHandler,
     private readonly log: FastifyBaseLogger,
   ) {}
 
@@ -42,27 +70,14 @@ export class MqttLink {
     noDelay();
     client.on('connect', noDelay);
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
-    client.on('message', (topic, payload) => {
-      const match = TOPIC.exec(topic);
-      if (!match) return;
-      let parsed: unknown;
-      try {
-        parsed = payload.length === 0 ? {} : JSON.parse(payload.toString('utf8'));
-      } catch {
-        this.log.warn({ topic }, 'mqtt payload is not JSON; dropped');
-        return;
-      }
-      this.onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
-    });
-    const topics = ['presence', 'heartbeat', 'events', 'commands/result'].map((t) => `${MQTT_TOPIC_PREFIX}/gateways/+/${t}`);
+    client.on('message', (topic, payload) => routeGatewayMessage(topic, payload, this.onMessage, this.log));
     await client.subscribeAsync(
-      topics.map((t) => (shared ? `$share/latchkey/${t}` : t)),
+      GATEWAY_TOPIC_FILTERS.map((t) => (shared ? `$share/latchkey/${t}` : t)),
       { qos: 1 },
     );
     this.client = client;
   }
 
-  /** Publishes at QoS 1 and resolves when the broker accepted it; throws when it refuses or cannot be reached. */
   async publish(topic: string, payload: unknown): Promise<void> {
     const client = this.client;
     if (!client || !client.connected) throw new Error('not connected to the MQTT broker');
