@@ -5,7 +5,8 @@ import { createAccount, createApiKey, createDepartment, createLock } from '../he
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { AccessLog, type GatewayEvent } from '../../src/modules/events/access-log.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import { useTestService } from '../helpers/service.ts';
+import type { Database, Queryable } from '../../src/platform/db/database.ts';
+import { startService, useTestService } from '../helpers/service.ts';
 
 interface Event {
   id: number;
@@ -141,6 +142,60 @@ describe('a batch of door events (what arrived while the previous batch was writ
     assert.deepEqual(stored.slice(1), batch.filter((e) => e !== null), 'what GET /events shows is what was stored');
     const outbox = await ctx.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM domain_events WHERE account_id = $1 AND type LIKE ANY('{access.%,door.%}')`, [s.account.id]);
     assert.equal(outbox[0]?.n, 6, 'one webhook event per stored entry');
+  });
+});
+
+/**
+ * The test database, but away while `away()` says so, and refusing as data (SQLSTATE 22021) any statement
+ * that carries the text `poison`.
+ */
+function troubledDatabase(db: Database, away: () => boolean): Database {
+  const troubled = Object.create(db) as Database;
+  troubled.transaction = async (fn) => {
+    if (away()) throw new Error('the database went away');
+    return db.transaction((tx) =>
+      fn({
+        query: ((sql, params = []) =>
+          JSON.stringify(params).includes('poison')
+            ? Promise.reject(Object.assign(new Error('invalid byte sequence'), { code: '22021' }))
+            : tx.query(sql, params)) as Queryable['query'],
+      }),
+    );
+  };
+  return troubled;
+}
+
+describe('door events the database cannot take at once', () => {
+  test('are kept while it is away and stored in order once it is back; an event it refuses is dropped alone', async () => {
+    let away = false;
+    const service = await startService(troubledDatabase(ctx.database.db, () => away));
+    try {
+      const account = await createAccount(service);
+      const gateway = await createGateway(service, account.rootLocationId);
+      const lock = await createLock(service, account.rootLocationId, { name: 'Front', gateway_id: gateway.id });
+      const token = (await createApiKey(service, account.rootLocationId, ['events:read'])).token;
+      const client = await connect(gateway);
+      const send = (id: string, type = 'door.closed', lockId = lock) =>
+        client.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ id, lock_id: lockId, type, occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null }), { qos: 1 });
+      away = true;
+      await send('first');
+      await new Promise((resolve) => setTimeout(resolve, 300)); // its write fails and is retried; the next ones wait behind it, in one batch
+      await send('second');
+      await send('poison');
+      await send('third');
+      await send('bad\u0000id'); // refused on receipt: PostgreSQL cannot store NUL
+      await send('huge', 'door.closed', 2 ** 60); // beyond what an id can be: refused on receipt
+      await send('last', 'access.granted');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const stored = async () => (await service.request<Page<Event>>('GET', '/v1/events', { token })).body.data;
+      assert.deepEqual(await stored(), []);
+      away = false;
+      for (let i = 0; i < 100 && (await stored()).length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const rows = await ctx.database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 ORDER BY id', [gateway.id]);
+      assert.deepEqual(rows.map((r) => r.gateway_event_id), ['first', 'second', 'third', 'last']);
+    } finally {
+      await service.close();
+    }
   });
 });
 

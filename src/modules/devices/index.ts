@@ -11,6 +11,11 @@ import { MqttLink, type DeviceLink, type GatewayTopic } from './link.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
 
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the rows, not the database. */
+const REFUSED_AS_DATA = /^2[23]/;
+/** The longest wait between two attempts to store door events while the database is away. */
+const STORE_RETRY_MAX_MS = 5000;
+
 export interface Devices {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */
   gatewayUrl: string;
@@ -43,6 +48,29 @@ export async function startDevices(
       if (queues.get(gatewayId) === next) queues.delete(gatewayId);
     });
   };
+  // Door events are acknowledged to the gateway on receipt, so the service keeps them until they are
+  // stored: a database that is away is retried (the gateway's later events wait behind, in order), and a
+  // batch the database refuses as data is written event by event, so that the one bad event is all that
+  // is lost (logged whole, for replay). Retrying stops when the service shuts down.
+  let closing = false;
+  const storeEvents = async (gatewayId: number, events: GatewayEvent[]): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await storeEvents(gatewayId, events);
+        return;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (typeof code === 'string' && REFUSED_AS_DATA.test(code)) {
+          if (events.length === 1) return log.error({ err: error, gatewayId, event: events[0] }, 'door event refused by the database; dropped');
+          for (const event of events) await storeEvents(gatewayId, [event]);
+          return;
+        }
+        if (closing) return log.error({ err: error, gatewayId, events }, 'door events not stored before shutdown');
+        log.warn({ err: error, gatewayId, attempt }, 'door events not stored yet; retrying');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt)));
+      }
+    }
+  };
   // Door events that arrive while earlier work of the gateway is still being written wait in one batch,
   // stored in one transaction when its turn comes: in order, and far fewer commits under load.
   const waiting = new Map<number, GatewayEvent[]>();
@@ -53,7 +81,7 @@ export async function startDevices(
     waiting.set(gatewayId, events);
     handle(gatewayId, async () => {
       waiting.delete(gatewayId);
-      await accessLog.ingestBatch(gatewayId, events);
+      await storeEvents(gatewayId, events);
     });
   };
   const onMessage = (gatewayId: number, topic: GatewayTopic, payload: unknown) => {
@@ -101,6 +129,7 @@ export async function startDevices(
     embeddedUrl: broker ? gatewayUrl : null,
     unlock,
     async close() {
+      closing = true;
       await link.close();
       await broker?.close();
       await Promise.allSettled([...queues.values()]);

@@ -37,18 +37,25 @@ export interface GatewayEvent {
   reason: string | null;
 }
 
+/** A row id as the database holds it (int8) and JavaScript can carry exactly. */
+const isRowId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+/** Text PostgreSQL can store: NUL is the one character it refuses, and would fail the whole batch. */
+const isStorableText = (value: unknown, max: number): value is string =>
+  typeof value === 'string' && value !== '' && value.length <= max && !value.includes('\u0000');
+
+/** A gateway event as the contract describes it, or null: what cannot be stored is refused here, alone. */
 export function parseGatewayEvent(payload: unknown): GatewayEvent | null {
   const p = payload as Record<string, unknown>;
   if (!p || typeof p !== 'object') return null;
-  if (typeof p.id !== 'string' || p.id === '' || p.id.length > 200) return null;
-  if (!Number.isInteger(p.lock_id)) return null;
+  if (!isStorableText(p.id, 200)) return null;
+  if (!isRowId(p.lock_id)) return null;
   if (!(DOOR_EVENT_TYPES as readonly unknown[]).includes(p.type)) return null;
-  if (typeof p.occurred_at !== 'string' || !parseClientTimestamp(p.occurred_at)) return null;
-  if (p.key_id !== null && p.key_id !== undefined && !Number.isInteger(p.key_id)) return null;
-  if (p.reason !== null && p.reason !== undefined && typeof p.reason !== 'string') return null;
+  if (!isStorableText(p.occurred_at, 64) || !parseClientTimestamp(p.occurred_at)) return null;
+  if (p.key_id !== null && p.key_id !== undefined && !isRowId(p.key_id)) return null;
+  if (p.reason !== null && p.reason !== undefined && !isStorableText(p.reason, 200)) return null;
   return {
     id: p.id,
-    lock_id: p.lock_id as number,
+    lock_id: p.lock_id,
     type: p.type as DoorEventType,
     occurred_at: p.occurred_at,
     key_id: (p.key_id as number | null | undefined) ?? null,
