@@ -56,7 +56,7 @@ export async function startDevices(
   const storeEvents = async (gatewayId: number, events: GatewayEvent[]): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        await storeEvents(gatewayId, events);
+        await accessLog.ingestBatch(gatewayId, events);
         return;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
