@@ -271,7 +271,7 @@ async function deviceRuns(pgUrl: string, client: pg.Client, schema: string, mqtt
     const gateways: Array<{ id: number; mqtt: { url: string; client_id: string; username: string; password: string } }> = [];
     for (let g = 0; g < 4; g++) gateways.push(await admin(server.url, 'POST', '/admin/v1/gateways', { location_id: location, name: `gw ${g}` }));
     const locks: number[] = [];
-    for (let i = 0; i < 40; i++) locks.push((await admin<{ id: number }>(server.url, 'POST', '/admin/v1/locks', { location_id: location, name: `Gate ${i}`, gateway_id: (gateways[0] as { id: number }).id })).id);
+    for (let i = 0; i < 100; i++) locks.push((await admin<{ id: number }>(server.url, 'POST', '/admin/v1/locks', { location_id: location, name: `Gate ${i}`, gateway_id: (gateways[0] as { id: number }).id })).id);
     const eventLocks: number[] = [];
     for (const gateway of gateways.slice(1)) eventLocks.push((await admin<{ id: number }>(server.url, 'POST', '/admin/v1/locks', { location_id: location, name: 'Door', gateway_id: gateway.id })).id);
     const key = await admin<{ token: string }>(server.url, 'POST', '/admin/v1/api_keys', { location_id: location, name: 'desk', scopes: ['locks:control'], lock_allowlist: locks });
