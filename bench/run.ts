@@ -201,6 +201,8 @@ interface DeviceFigures {
   paced: number;
   ingestP50: number;
   ingestP99: number;
+  /** The lowest and highest p99 of the three steady runs. */
+  ingestP99Range: string;
 }
 
 /**
@@ -338,24 +340,34 @@ async function deviceRuns(pgUrl: string, client: pg.Client, schema: string, mqtt
     const burstLast = Math.max(...seen.values());
     const eventsPerSecond = Math.round((burstStored / (burstLast - burstStarted)) * 1000);
 
-    // Steady: 2,000 events a second for 5 s, spread over the gateways in 5 ms ticks.
+    // Steady: 2,000 events a second for 5 s, spread over the gateways in 5 ms ticks; three such runs, since
+    // one pause of this shared 2-core machine moves a p99 (the median run is reported, with the range).
     const pacedRate = 2000;
     const pacedSeconds = 5;
-    const publishedAt = new Map<string, number>();
-    const pacedStarted = performance.now();
-    let sent = 0;
-    while (sent < pacedRate * pacedSeconds) {
-      const due = Math.min(pacedRate * pacedSeconds, Math.floor(((performance.now() - pacedStarted) / 1000) * pacedRate));
-      for (; sent < due; sent++) {
-        const { c, gateway, lock } = doorClients[sent % 3] as (typeof doorClients)[number];
-        const id = `paced-${gateway.id}-${sent}`;
-        publishedAt.set(id, performance.now());
-        void c.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, eventFor(id, lock, Math.floor(sent / 3)), { qos: 1 });
+    let expected = burst;
+    const pacedRuns: Array<{ p50: number; p99: number; stored: number }> = [];
+    for (let run = 0; run < 3; run++) {
+      const publishedAt = new Map<string, number>();
+      const pacedStarted = performance.now();
+      let sent = 0;
+      while (sent < pacedRate * pacedSeconds) {
+        const due = Math.min(pacedRate * pacedSeconds, Math.floor(((performance.now() - pacedStarted) / 1000) * pacedRate));
+        for (; sent < due; sent++) {
+          const { c, gateway, lock } = doorClients[sent % 3] as (typeof doorClients)[number];
+          const id = `paced-${run}-${gateway.id}-${sent}`;
+          publishedAt.set(id, performance.now());
+          void c.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, eventFor(id, lock, Math.floor(sent / 3)), { qos: 1 });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
       }
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      expected += sent;
+      await until(() => seen.size >= expected, 60_000);
+      const ingest = [...publishedAt].map(([id, at]) => (seen.get(id) ?? Infinity) - at).sort((a, b) => a - b);
+      pacedRuns.push({ p50: Math.round(percentile(ingest, 50)), p99: Math.round(percentile(ingest, 99)), stored: ingest.filter(Number.isFinite).length });
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
-    await until(() => seen.size >= burst + sent, 60_000);
-    const ingest = [...publishedAt].map(([id, at]) => (seen.get(id) ?? Infinity) - at).sort((a, b) => a - b);
+    const byP99 = [...pacedRuns].sort((a, b) => a.p99 - b.p99);
+    const median = byP99[1] as (typeof pacedRuns)[number];
     return {
       unlocks: unlockTimes.length,
       unlockP50: Math.round(percentile(unlockTimes, 50)),
@@ -363,9 +375,10 @@ async function deviceRuns(pgUrl: string, client: pg.Client, schema: string, mqtt
       burst: burstStored,
       eventsPerSecond,
       pacedRate,
-      paced: ingest.filter(Number.isFinite).length,
-      ingestP50: Math.round(percentile(ingest, 50)),
-      ingestP99: Math.round(percentile(ingest, 99)),
+      paced: median.stored,
+      ingestP50: median.p50,
+      ingestP99: median.p99,
+      ingestP99Range: `${(byP99[0] as typeof median).p99}–${(byP99[2] as typeof median).p99}`,
     };
   } finally {
     await watcher?.stop();
@@ -471,8 +484,8 @@ async function main(): Promise<void> {
       `| unlock round trip, API call to \`confirmed\` (${devices.unlocks} unlocks), p50 | ${devices.unlockP50} ms | ${viaMosquitto.unlockP50} ms |`,
       `| unlock round trip, p99 | ${devices.unlockP99} ms | ${viaMosquitto.unlockP99} ms |`,
       `| door events stored, a burst of ${devices.burst} published as fast as the broker takes them | ${devices.eventsPerSecond} events/s | ${viaMosquitto.eventsPerSecond} events/s |`,
-      `| ingestion latency at a steady ${devices.pacedRate} events/s (${devices.paced} events), publish to committed row, p50 | ${devices.ingestP50} ms | ${viaMosquitto.ingestP50} ms |`,
-      `| ingestion latency at ${devices.pacedRate} events/s, p99 | ${devices.ingestP99} ms | ${viaMosquitto.ingestP99} ms |`,
+      `| ingestion latency at a steady ${devices.pacedRate} events/s (${devices.paced} events a run, median of 3 runs), publish to committed row, p50 | ${devices.ingestP50} ms | ${viaMosquitto.ingestP50} ms |`,
+      `| ingestion latency at ${devices.pacedRate} events/s, p99 (range of the 3 runs) | ${devices.ingestP99} ms (${devices.ingestP99Range}) | ${viaMosquitto.ingestP99} ms (${viaMosquitto.ingestP99Range}) |`,
       '',
       `Targets (issue 5): at least 2,000 events a second with p99 under 50 ms (measured ${devices.eventsPerSecond}/s, p99 ${devices.ingestP99} ms`,
       `at 2,000/s); unlock overhead p99 under 20 ms (measured ${devices.unlockP99} ms for the whole round trip, the client's polling included).`,

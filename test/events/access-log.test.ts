@@ -5,7 +5,7 @@ import { createAccount, createApiKey, createDepartment, createLock } from '../he
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { AccessLog, type GatewayEvent } from '../../src/modules/events/access-log.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import type { Database, Queryable } from '../../src/platform/db/database.ts';
+import type { Database, Queryable, Sql } from '../../src/platform/db/database.ts';
 import { startService, useTestService } from '../helpers/service.ts';
 
 interface Event {
@@ -151,14 +151,27 @@ describe('a batch of door events (what arrived while the previous batch was writ
  */
 function troubledDatabase(db: Database, away: () => boolean): Database {
   const troubled = Object.create(db) as Database;
+  const check = (sql: Sql, params: readonly unknown[] = []): Error | null => {
+    if (away()) return new Error('the database went away');
+    const text = typeof sql === 'string' ? sql : sql.text;
+    if (text.includes('INSERT') && JSON.stringify(params).includes('poison')) return Object.assign(new Error('invalid byte sequence'), { code: '22021' });
+    return null;
+  };
+  troubled.query = (async (sql: Sql, params?: readonly unknown[]) => {
+    const error = check(sql, params);
+    if (error) throw error;
+    return db.query(sql, params);
+  }) as Database['query'];
   troubled.transaction = async (fn) => {
-    if (away()) throw new Error('the database went away');
+    const error = check('');
+    if (error) throw error;
     return db.transaction((tx) =>
       fn({
-        query: ((sql, params = []) =>
-          JSON.stringify(params).includes('poison')
-            ? Promise.reject(Object.assign(new Error('invalid byte sequence'), { code: '22021' }))
-            : tx.query(sql, params)) as Queryable['query'],
+        query: (async (sql: Sql, params?: readonly unknown[]) => {
+          const refused = check(sql, params);
+          if (refused) throw refused;
+          return tx.query(sql, params);
+        }) as Queryable['query'],
       }),
     );
   };
@@ -187,12 +200,13 @@ describe('door events the database cannot take at once', () => {
       await send('huge', 'door.closed', 2 ** 60); // beyond what an id can be: refused on receipt
       await send('last', 'access.granted');
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const stored = async () => (await service.request<Page<Event>>('GET', '/v1/events', { token })).body.data;
+      const stored = async () =>
+        (await ctx.database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 ORDER BY id', [gateway.id])).map((r) => r.gateway_event_id);
       assert.deepEqual(await stored(), []);
       away = false;
       for (let i = 0; i < 100 && (await stored()).length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      const rows = await ctx.database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 ORDER BY id', [gateway.id]);
-      assert.deepEqual(rows.map((r) => r.gateway_event_id), ['first', 'second', 'third', 'last']);
+      assert.deepEqual(await stored(), ['first', 'second', 'third', 'last']);
+      assert.equal((await service.request<Page<Event>>('GET', '/v1/events', { token })).body.data.length, 4, 'and GET /events shows them');
     } finally {
       await service.close();
     }

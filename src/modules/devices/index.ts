@@ -72,7 +72,7 @@ export async function startDevices(
     }
   };
   // Door events that arrive while earlier work of the gateway is still being written wait in one batch,
-  // stored in one transaction when its turn comes: in order, and far fewer commits under load.
+  // stored in one write when its turn comes: in order, and far fewer statements under load.
   const waiting = new Map<number, GatewayEvent[]>();
   const onEvent = (gatewayId: number, event: GatewayEvent) => {
     const batch = waiting.get(gatewayId);

@@ -86,29 +86,34 @@ export interface AccessEntry {
   key: AccessEvent['key'];
 }
 
-const GATEWAY_LOCKS = {
-  name: 'accessLog.gatewayLocks',
-  text: `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
-  FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[]) AND k.gateway_id = $2`,
+/**
+ * Everything a batch of a gateway's events needs to know, in one round trip: the gateway's locks among
+ * those named, which event ids are already stored, the holders of the keys named, and the last opening
+ * of each of the gateway's locks that has a door.* event in the batch.
+ */
+const BATCH_CONTEXT = {
+  name: 'accessLog.batchContext',
+  text: `SELECT
+    (SELECT coalesce(json_agg(x), '[]') FROM (
+       SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
+         FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[]) AND k.gateway_id = $2) AS x) AS locks,
+    (SELECT coalesce(json_agg(gateway_event_id), '[]') FROM access_events
+      WHERE gateway_id = $2 AND gateway_event_id = ANY($3::text[])) AS seen,
+    (SELECT coalesce(json_agg(x), '[]') FROM (
+       SELECT k.id AS key_id, k.name AS key_name, k.account_id, p.id AS person_id, p.name AS person_name, p.email AS person_email
+         FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = ANY($4::bigint[])) AS x) AS holders,
+    (SELECT coalesce(json_agg(json_build_object('lock_id', k.id, 'data', o.data)), '[]')
+       FROM locks k CROSS JOIN LATERAL (SELECT data FROM access_events
+                                         WHERE lock_id = k.id AND type = 'access.granted' ORDER BY id DESC LIMIT 1) AS o
+      WHERE k.id = ANY($5::bigint[]) AND k.gateway_id = $2) AS openings`,
 };
 
-const STORED_EVENT_IDS = {
-  name: 'accessLog.seen',
-  text: 'SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 AND gateway_event_id = ANY($2::text[])',
-};
-
-const KEY_HOLDERS = {
-  name: 'accessLog.holders',
-  text: `SELECT k.id AS key_id, k.name AS key_name, k.account_id, p.id AS person_id, p.name AS person_name, p.email AS person_email
-  FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = ANY($1::bigint[])`,
-};
-
-const LAST_OPENINGS = {
-  name: 'accessLog.openings',
-  text: `SELECT l.lock_id, o.data FROM unnest($1::bigint[]) AS l (lock_id)
-  CROSS JOIN LATERAL (SELECT data FROM access_events
-                       WHERE lock_id = l.lock_id AND type = 'access.granted' ORDER BY id DESC LIMIT 1) AS o`,
-};
+interface BatchContext {
+  locks: LockRow[];
+  seen: string[];
+  holders: Array<{ key_id: number; key_name: string; account_id: number; person_id: string; person_name: string; person_email: string | null }>;
+  openings: Array<{ lock_id: number; data: AccessEvent }>;
+}
 
 const RECORD_ENTRIES = {
   name: 'accessLog.record',
@@ -144,79 +149,72 @@ export class AccessLog {
   }
 
   /**
-   * Stores a gateway's events in order of receipt, in one transaction and a fixed number of statements
-   * (under load, the events that arrived while the previous batch was being written). Repeats and events
+   * Stores a gateway's events in order of receipt, in two statements however many there are (under load,
+   * the events that arrived while the previous batch was being written). Repeats and events
    * for locks that are not on the gateway are dropped (null in their place).
    */
   async ingestBatch(gatewayId: number, events: readonly GatewayEvent[]): Promise<Array<AccessEvent | null>> {
-    return this.db.transaction(async (tx) => {
-      const lockIds = [...new Set(events.map((e) => e.lock_id))];
-      const locks = new Map(
-        (await tx.query<LockRow>(GATEWAY_LOCKS, [lockIds, gatewayId])).map((lock) => [lock.id, lock]),
-      );
-      const seen = new Set(
-        (await tx.query<{ gateway_event_id: string }>(STORED_EVENT_IDS, [gatewayId, events.map((e) => e.id)])).map((r) => r.gateway_event_id),
-      );
-      const fresh: Array<{ index: number; lock: LockRow; event: GatewayEvent }> = [];
-      events.forEach((event, index) => {
-        const lock = locks.get(event.lock_id);
-        if (!lock) return this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
-        if (seen.has(event.id)) return; // a repeat (QoS 1 redelivery or the gateway retrying)
-        seen.add(event.id);
-        fresh.push({ index, lock, event });
-      });
+    // Two statements and no transaction: the reads, then one atomic write. A concurrent instance storing
+    // the same event in between is caught by the write's ON CONFLICT.
+    const unique = <T>(values: T[]) => [...new Set(values)];
+    const [context] = await this.db.query<BatchContext>(BATCH_CONTEXT, [
+      unique(events.map((e) => e.lock_id)),
+      gatewayId,
+      events.map((e) => e.id),
+      unique(events.flatMap((e) => (e.key_id === null ? [] : [e.key_id]))),
+      unique(events.filter((e) => e.type.startsWith('door.')).map((e) => e.lock_id)),
+    ]);
+    const { locks, seen, holders, openings } = context as BatchContext;
+    const lockById = new Map(locks.map((lock) => [lock.id, lock]));
+    const stored = new Set(seen);
+    const holderOf = new Map(holders.map((h) => [h.key_id, h]));
+    // door.closed and door.left_open take person and key from the access that opened the door: the
+    // lock's last stored opening, or an opening earlier in this batch.
+    const openedBy = new Map<number, Pick<AccessEvent, 'person' | 'key'>>(openings.map((o) => [o.lock_id, { person: o.data.person, key: o.data.key }]));
 
-      const keyIds = [...new Set(fresh.map((f) => f.event.key_id).filter((id): id is number => id !== null))];
-      const holders = new Map(
-        (keyIds.length === 0
-          ? []
-          : await tx.query<{ key_id: number; key_name: string; account_id: number; person_id: string; person_name: string; person_email: string | null }>(KEY_HOLDERS, [keyIds])
-        ).map((h) => [h.key_id, h]),
-      );
-      // door.closed and door.left_open take person and key from the access that opened the door: the
-      // lock's last stored opening, or an opening earlier in this batch.
-      const openedBy = new Map<number, Pick<AccessEvent, 'person' | 'key'>>();
-      const stillOpen = [...new Set(fresh.filter((f) => f.event.type.startsWith('door.')).map((f) => f.lock.id))];
-      if (stillOpen.length > 0) {
-        const openings = await tx.query<{ lock_id: number; data: AccessEvent }>(LAST_OPENINGS, [stillOpen]);
-        for (const o of openings) openedBy.set(o.lock_id, { person: o.data.person, key: o.data.key });
-      }
-
-      const entries = fresh.map(({ lock, event }): { lock: LockRow; entry: AccessEntry } => {
-        let person: AccessEvent['person'] = null;
-        let key: AccessEvent['key'] = null;
-        let reason = event.reason;
-        if (event.type === 'access.granted' || event.type === 'access.denied') {
-          const holder = event.key_id === null ? undefined : holders.get(event.key_id);
-          if (holder && holder.account_id === lock.account_id) {
-            person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
-            key = { id: holder.key_id, name: holder.key_name };
-          } else {
-            reason = 'unknown_key';
-          }
-          if (event.type === 'access.granted') openedBy.set(lock.id, { person, key });
-        } else {
-          ({ person, key } = openedBy.get(lock.id) ?? { person: null, key: null });
-        }
-        const entry: AccessEntry = {
-          gatewayId,
-          gatewayEventId: event.id,
-          type: event.type,
-          occurredAt: parseClientTimestamp(event.occurred_at) as Date,
-          result: event.type === 'access.denied' ? 'denied' : 'success',
-          reason,
-          source: 'gateway',
-          apiKey: null,
-          person,
-          key,
-        };
-        return { lock, entry };
-      });
-      const recorded = await this.recordBatch(tx, entries);
-      const stored: Array<AccessEvent | null> = events.map(() => null);
-      fresh.forEach((f, i) => (stored[f.index] = recorded[i] ?? null));
-      return stored;
+    const fresh: Array<{ index: number; lock: LockRow; event: GatewayEvent }> = [];
+    events.forEach((event, index) => {
+      const lock = lockById.get(event.lock_id);
+      if (!lock) return this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
+      if (stored.has(event.id)) return; // a repeat (QoS 1 redelivery or the gateway retrying)
+      stored.add(event.id);
+      fresh.push({ index, lock, event });
     });
+
+    const entries = fresh.map(({ lock, event }): { lock: LockRow; entry: AccessEntry } => {
+      let person: AccessEvent['person'] = null;
+      let key: AccessEvent['key'] = null;
+      let reason = event.reason;
+      if (event.type === 'access.granted' || event.type === 'access.denied') {
+        const holder = event.key_id === null ? undefined : holderOf.get(event.key_id);
+        if (holder && holder.account_id === lock.account_id) {
+          person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
+          key = { id: holder.key_id, name: holder.key_name };
+        } else {
+          reason = 'unknown_key';
+        }
+        if (event.type === 'access.granted') openedBy.set(lock.id, { person, key });
+      } else {
+        ({ person, key } = openedBy.get(lock.id) ?? { person: null, key: null });
+      }
+      const entry: AccessEntry = {
+        gatewayId,
+        gatewayEventId: event.id,
+        type: event.type,
+        occurredAt: parseClientTimestamp(event.occurred_at) as Date,
+        result: event.type === 'access.denied' ? 'denied' : 'success',
+        reason,
+        source: 'gateway',
+        apiKey: null,
+        person,
+        key,
+      };
+      return { lock, entry };
+    });
+    const recorded = await this.recordBatch(this.db, entries);
+    const result: Array<AccessEvent | null> = events.map(() => null);
+    fresh.forEach((f, i) => (result[f.index] = recorded[i] ?? null));
+    return result;
   }
 
   /** Writes one access-log entry and its webhook event in the caller's transaction. */
