@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
-import { AccessLog, type GatewayEvent } from '../../src/modules/events/access-log.ts';
+import { AccessLog, type GatewayEvent, type LockRow } from '../../src/modules/events/access-log.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import type { Database, Queryable, Sql } from '../../src/platform/db/database.ts';
 import { startService, useTestService } from '../helpers/service.ts';
@@ -142,6 +142,27 @@ describe('a batch of door events (what arrived while the previous batch was writ
     assert.deepEqual(stored.slice(1), batch.filter((e) => e !== null), 'what GET /events shows is what was stored');
     const outbox = await ctx.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM domain_events WHERE account_id = $1 AND type LIKE ANY('{access.%,door.%}')`, [s.account.id]);
     assert.equal(outbox[0]?.n, 6, 'one webhook event per stored entry');
+  });
+});
+
+describe('a guarded write (how a lock command ends together with its outcome)', () => {
+  test('writes the entries only when the guard changes a row, in the same statement', async () => {
+    const s = await site();
+    const log = new AccessLog(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+    const [lock] = await ctx.database.db.query<LockRow>(
+      'SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1',
+      [s.front],
+    );
+    const entry = { gatewayId: null, gatewayEventId: null, type: 'access.granted', occurredAt: new Date(), result: 'success' as const, reason: null, source: 'api', apiKey: null, person: null, key: null };
+    const flag = `guard-test-${s.account.id}`;
+    const guard = { name: 'testFlag', sql: `UPDATE settings SET value = 'used' WHERE key = $12 AND value = 'fresh' RETURNING key`, params: [flag] };
+    assert.deepEqual(await log.recordBatch(ctx.database.db, [{ lock: lock as LockRow, entry }], guard), [null], 'no such flag: nothing written');
+    await ctx.database.db.query(`INSERT INTO settings (key, value) VALUES ($1, 'fresh')`, [flag]);
+    const [written] = await log.recordBatch(ctx.database.db, [{ lock: lock as LockRow, entry }], guard);
+    assert.equal(written?.type, 'access.granted');
+    assert.deepEqual(await log.recordBatch(ctx.database.db, [{ lock: lock as LockRow, entry }], guard), [null], 'the flag is used: nothing written');
+    const rows = await ctx.database.db.query<{ id: number }>('SELECT id FROM access_events WHERE lock_id = $1', [s.front]);
+    assert.deepEqual(rows.map((r) => r.id), [written?.id]);
   });
 });
 

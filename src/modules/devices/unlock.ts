@@ -92,17 +92,19 @@ const GET_COMMAND = {
   WHERE c.id = $1 AND c.lock_id = $2 AND l.path @> ARRAY[$3]::bigint[]`,
 };
 
-const FINISH_COMMAND = {
-  name: 'lockCommands.finish',
-  text: `WITH ended AS (
-    UPDATE lock_commands SET status = $3, error = $4::jsonb, confirmed_at = CASE WHEN $3 = 'confirmed' THEN $5::timestamptz ELSE NULL END
-     WHERE id = $1 AND gateway_id = $2 AND status = 'published' RETURNING lock_id, api_key_id
-  )
-  SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id,
+/** What the outcome of a published command names: its lock and the API key that asked. */
+const COMMAND_OUTCOME_CONTEXT = {
+  name: 'lockCommands.outcomeContext',
+  text: `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id,
          CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('id', a.id, 'name', a.name, 'prefix', a.prefix) END AS api_key
-    FROM ended JOIN locks k ON k.id = ended.lock_id JOIN locations l ON l.id = k.location_id
-    LEFT JOIN api_keys a ON a.id = ended.api_key_id`,
+    FROM lock_commands c JOIN locks k ON k.id = c.lock_id JOIN locations l ON l.id = k.location_id
+    LEFT JOIN api_keys a ON a.id = c.api_key_id
+   WHERE c.id = $1 AND c.gateway_id = $2 AND c.status = 'published'`,
 };
+
+/** Ends a published command: the guard of the outcome's access-log write (parameters from $12 on). */
+const END_COMMAND = `UPDATE lock_commands SET status = $14, error = $15::jsonb, confirmed_at = CASE WHEN $14 = 'confirmed' THEN $16::timestamptz ELSE NULL END
+                      WHERE id = $12 AND gateway_id = $13 AND status = 'published' RETURNING id`;
 
 const FIND_LOCK = {
   name: 'lockCommands.lock',
@@ -203,24 +205,32 @@ export class UnlockService {
     failReason: string | null,
   ): Promise<void> {
     const now = this.deps.clock.now();
-    await this.db.transaction(async (tx) => {
-      // One statement ends the command and reads what its outcome names.
-      const [ended] = await tx.query<LockRow & { api_key: AccessEvent['api_key'] }>(FINISH_COMMAND, [commandId, gatewayId, status, error === null ? null : JSON.stringify(error), now]);
-      if (!ended) return;
-      const { api_key: apiKey, ...lock } = ended;
-      await this.deps.accessLog.record(tx, lock, {
-        gatewayId: null,
-        gatewayEventId: null,
-        type: status === 'confirmed' ? 'access.granted' : 'unlock.failed',
-        occurredAt: now,
-        result: status === 'confirmed' ? 'success' : 'denied',
-        reason: failReason,
-        source: 'api',
-        apiKey,
-        person: null,
-        key: null,
-      });
-    });
+    const [context] = await this.db.query<LockRow & { api_key: AccessEvent['api_key'] }>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
+    if (!context) return;
+    const { api_key: apiKey, ...lock } = context;
+    // One statement ends the command and records its outcome, or does neither when another instance (or
+    // the time-out) ended it meanwhile.
+    await this.deps.accessLog.recordBatch(
+      this.db,
+      [
+        {
+          lock,
+          entry: {
+            gatewayId: null,
+            gatewayEventId: null,
+            type: status === 'confirmed' ? 'access.granted' : 'unlock.failed',
+            occurredAt: now,
+            result: status === 'confirmed' ? 'success' : 'denied',
+            reason: failReason,
+            source: 'api',
+            apiKey,
+            person: null,
+            key: null,
+          },
+        },
+      ],
+      { name: 'endCommand', sql: END_COMMAND, params: [commandId, gatewayId, status, error === null ? null : JSON.stringify(error), now] },
+    );
   }
 
   /** The lock, in scope (else 404) and on the key's allowlist (else 403; on unlock also a refused access). */

@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { Database, PreparedSql, Queryable } from '../../platform/db/index.ts';
 import { EMIT_OUTGOING_CTES } from '../../platform/domain-events.ts';
 import { errors } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
@@ -115,10 +115,25 @@ interface BatchContext {
   openings: Array<{ lock_id: number; data: AccessEvent }>;
 }
 
-const RECORD_ENTRIES = {
-  name: 'accessLog.record',
-  text: `WITH drawn AS MATERIALIZED (
-    SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id FROM generate_series(1, cardinality($1::bigint[])) AS n
+/**
+ * A condition on recordBatch's write, part of the same statement: a data-modifying statement (ending a
+ * lock command, say) whose parameters are numbered from $12. The entries are written only if it affects
+ * a row, so the change and its log entries happen together or not at all, in one round trip.
+ */
+export interface WriteGuard {
+  /** Names the prepared statement (one per kind of guard). */
+  name: string;
+  sql: string;
+  params: readonly unknown[];
+}
+
+function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
+  return {
+    name: guard ? `accessLog.record.${guard.name}` : 'accessLog.record',
+    text: `WITH ${guard ? `guard AS (${guard.sql}),` : ''}
+  drawn AS MATERIALIZED (
+    SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id
+      FROM generate_series(1, ${guard ? '(SELECT CASE WHEN count(*) > 0 THEN cardinality($1::bigint[]) ELSE 0 END FROM guard)' : 'cardinality($1::bigint[])'}) AS n
   ),
   stored AS (
     INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
@@ -134,7 +149,8 @@ const RECORD_ENTRIES = {
     SELECT type, account_id, location_id, person_id, data, $11::timestamptz AS occurred_at, id AS n FROM stored
   ), ${EMIT_OUTGOING_CTES}
   SELECT stored.id, drawn.n, (SELECT count(*) FROM woken) AS woken FROM stored JOIN drawn ON drawn.id = stored.id`,
-};
+  };
+}
 
 export class AccessLog {
   constructor(
@@ -227,7 +243,11 @@ export class AccessLog {
    * transaction, in a fixed number of statements. An entry whose (gateway, event id) is already stored,
    * by another instance meanwhile, is skipped: null in its place.
    */
-  async recordBatch(tx: Queryable, entries: ReadonlyArray<{ lock: LockRow; entry: AccessEntry }>): Promise<Array<AccessEvent | null>> {
+  async recordBatch(
+    tx: Queryable,
+    entries: ReadonlyArray<{ lock: LockRow; entry: AccessEntry }>,
+    guard?: WriteGuard,
+  ): Promise<Array<AccessEvent | null>> {
     if (entries.length === 0) return [];
     const events = entries.map(({ lock, entry }): AccessEvent => ({
       id: 0, // the row's id, drawn below
@@ -245,7 +265,7 @@ export class AccessLog {
     // One statement: ids drawn in the order given (a materialized CTE over generate_series) and written
     // into each stored Event; what is stored goes out as domain events with their webhook deliveries.
     const inserted = await tx.query<{ id: number; n: number }>(
-      RECORD_ENTRIES,
+      recordEntriesStatement(guard),
       [
         entries.map((e) => e.lock.account_id),
         entries.map((e) => e.lock.location_id),
@@ -258,6 +278,7 @@ export class AccessLog {
         entries.map((e) => e.entry.key?.id ?? null),
         events.map((e) => JSON.stringify(e)),
         this.clock.now(),
+        ...(guard?.params ?? []),
       ],
     );
     const stored: Array<AccessEvent | null> = events.map(() => null);
