@@ -16,7 +16,8 @@ export interface ServiceProcess {
 
 /** Spawns `src/main.ts` (or `entry`) and resolves once it prints `listening on <url>`. */
 export async function startServiceProcess(env: Record<string, string>, entry = 'src/main.ts'): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  // The same Node flags as `npm start` (package.json).
+  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', entry], {
     env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
