@@ -1,5 +1,5 @@
-// The device link: the embedded broker (MQTT_URL unset) or an external one, and what the service does with
-// gateway messages. Presence now; door events and unlock commands build on the same link.
+// The device side of the service: the embedded broker (MQTT_URL unset) or an external one, and what the
+// service does with gateway messages (presence, door events, unlock results), each gateway's in order.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';

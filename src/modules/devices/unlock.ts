@@ -127,12 +127,13 @@ export class UnlockService {
     const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
     // One statement finds the lock in the caller's scope and, when its gateway is online, creates the
     // command unless one is in flight. No row: out of scope or off the allowlist, told apart by allowedLock.
+    type Attempt = Partial<CommandRow> & { lock_gateway_id: number | null; gateway_online: boolean | null };
     const [attempt] = caller.lockAllowlist.has(lockId)
-      ? await this.db.query<Partial<CommandRow> & { lock_gateway_id: number | null; gateway_online: boolean | null }>(CREATE_COMMAND, [id, caller.apiKeyId, lockId, now, this.deps.timeoutSeconds, expiresAt, caller.locationId])
+      ? await this.db.query<Attempt>(CREATE_COMMAND, [id, caller.apiKeyId, lockId, now, this.deps.timeoutSeconds, expiresAt, caller.locationId])
       : [];
     if (!attempt) {
-      await this.allowedLock(caller, lockId, true);
-      throw errors.notFound('lock'); // allowedLock has thrown 404 or 403; reached only if the lock vanished meanwhile
+      await this.allowedLock(caller, lockId, true); // throws the 404 or the 403
+      throw errors.notFound('lock'); // the lock was deleted in between
     }
     const gatewayId = attempt.lock_gateway_id;
     if (gatewayId === null) throw new ApiError(409, 'lock_not_remote', 'This lock cannot be opened over the network.');

@@ -233,15 +233,16 @@ export class AccessLog {
     return result;
   }
 
-  /** Writes one access-log entry and its webhook event in the caller's transaction. */
+  /** Writes one access-log entry and its webhook event (recordBatch for one). */
   async record(tx: Queryable, lock: LockRow, entry: AccessEntry): Promise<AccessEvent | null> {
     return (await this.recordBatch(tx, [{ lock, entry }]))[0] ?? null;
   }
 
   /**
-   * Writes access-log entries (ids ascending in the order given) and their webhook events in the caller's
-   * transaction, in a fixed number of statements. An entry whose (gateway, event id) is already stored,
-   * by another instance meanwhile, is skipped: null in its place.
+   * Writes access-log entries (ids ascending in the order given) and their webhook events in one statement
+   * (on `tx`, a transaction or the database), only if `guard` changes a row when one is given. An entry
+   * whose (gateway, event id) is already stored, by another instance meanwhile, is skipped: null in its
+   * place, as are all entries when the guard changed nothing.
    */
   async recordBatch(
     tx: Queryable,
