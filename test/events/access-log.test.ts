@@ -211,23 +211,56 @@ describe('door events the database cannot take at once', () => {
       const client = await connect(gateway);
       const send = (id: string, type = 'door.closed', lockId = lock) =>
         client.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ id, lock_id: lockId, type, occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null }), { qos: 1 });
-      away = true;
-      await send('first');
-      await new Promise((resolve) => setTimeout(resolve, 300)); // its write fails and is retried; the next ones wait behind it, in one batch
-      await send('second');
-      await send('poison');
-      await send('third');
-      await send('bad\u0000id'); // refused on receipt: PostgreSQL cannot store NUL
-      await send('huge', 'door.closed', 2 ** 60); // beyond what an id can be: refused on receipt
-      await send('last', 'access.granted');
-      await new Promise((resolve) => setTimeout(resolve, 500));
       const stored = async () =>
         (await ctx.database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 ORDER BY id', [gateway.id])).map((r) => r.gateway_event_id);
+      away = true;
+      const first = send('first');
+      await new Promise((resolve) => setTimeout(resolve, 300)); // its write fails and is retried; the next ones wait behind it
+      const rest = [
+        send('second'),
+        send('poison'),
+        send('third'),
+        send('bad\u0000id'), // refused on receipt: PostgreSQL cannot store NUL
+        send('huge', 'door.closed', 2 ** 60), // beyond what an id can be: refused on receipt
+        send('last', 'access.granted'),
+      ];
+      await new Promise((resolve) => setTimeout(resolve, 500));
       assert.deepEqual(await stored(), []);
       away = false;
+      await Promise.all([first, ...rest]);
       for (let i = 0; i < 100 && (await stored()).length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 50));
       assert.deepEqual(await stored(), ['first', 'second', 'third', 'last']);
       assert.equal((await service.request<Page<Event>>('GET', '/v1/events', { token })).body.data.length, 4, 'and GET /events shows them');
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe('a backlog of door events while the database is away', () => {
+  test('stops reading the gateway once 1,000 wait, and stores them all when the database is back', async () => {
+    let away = false;
+    const service = await startService(troubledDatabase(ctx.database.db, () => away));
+    try {
+      const account = await createAccount(service);
+      const gateway = await createGateway(service, account.rootLocationId);
+      const lock = await createLock(service, account.rootLocationId, { name: 'Busy door', gateway_id: gateway.id });
+      const client = await connect(gateway);
+      away = true;
+      let acknowledged = 0;
+      const total = 1500;
+      const sent = Array.from({ length: total }, (_, i) =>
+        client
+          .publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ id: `b${i}`, lock_id: lock, type: 'door.closed', occurred_at: '2026-11-20T08:00:00Z' }), { qos: 1 })
+          .then(() => void acknowledged++),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.ok(acknowledged < total, `the broker stopped reading the gateway (${acknowledged} of ${total} acknowledged)`);
+      away = false;
+      await Promise.all(sent);
+      const count = async () => (await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM access_events WHERE gateway_id = $1', [gateway.id]))[0]?.n ?? 0;
+      for (let i = 0; i < 100 && (await count()) < total; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(await count(), total);
     } finally {
       await service.close();
     }

@@ -29,6 +29,9 @@ export class EmbeddedBroker {
 
   async start(port: number, host: string): Promise<number> {
     const broker = await Aedes.createBroker({
+      // Messages being delivered at once, across all clients. Held-back door events stay "being delivered"
+      // until stored (see link()); with the default of 100, commands to gateways would queue behind them.
+      concurrency: 2000,
       authenticate: (client, username, password, done) => {
         void this.authenticate(client, username, password).then(
           (ok) => done(ok ? null : authError(BAD_CREDENTIALS, 'bad user name or password'), ok),
@@ -63,14 +66,18 @@ export class EmbeddedBroker {
 
   /**
    * The service's side of the broker, in process: subscriptions and publishes go straight through Aedes.
-   * The broker starts with the service, so there are no retained messages to replay.
+   * The broker starts with the service, so there are no retained messages to replay. A message whose
+   * handling returns a promise (a door event beyond the waiting limit) counts as delivered only once it
+   * settles: Aedes acknowledges a QoS 1 publish on receipt, but reads a gateway's next packets only when
+   * those of the last read are delivered, so a backlog stays in the gateway and TCP, not here.
    */
   link(onMessage: GatewayMessageHandler, log: FastifyBaseLogger): DeviceLink {
     const broker = this.broker;
     if (!broker) throw new Error('the embedded broker is not started');
     const deliver = (packet: AedesPublishPacket, done: () => void) => {
-      routeGatewayMessage(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), onMessage, log);
-      done();
+      const handled = routeGatewayMessage(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), onMessage, log);
+      if (handled) void handled.then(done);
+      else done();
     };
     const each = (act: (topic: string, callback: () => void) => void) =>
       Promise.all(GATEWAY_TOPIC_FILTERS.map((topic) => new Promise<void>((resolve) => act(topic, resolve))));

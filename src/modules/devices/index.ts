@@ -13,6 +13,8 @@ import { UnlockService } from './unlock.ts';
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the rows, not the database. */
 const REFUSED_AS_DATA = /^2[23]/;
+/** Door events of one gateway waiting to be written beyond which its next packets are not read. */
+const WAITING_EVENTS_LIMIT = 1000;
 /** The longest wait between two attempts to store door events while the database is away. */
 const STORE_RETRY_MAX_MS = 5000;
 
@@ -48,47 +50,62 @@ export async function startDevices(
       if (queues.get(gatewayId) === next) queues.delete(gatewayId);
     });
   };
-  // Door events are acknowledged to the gateway on receipt, so the service keeps them until they are
-  // stored: a database that is away is retried (the gateway's later events wait behind, in order), and a
-  // batch the database refuses as data is written event by event, so that the one bad event is all that
-  // is lost (logged whole, for replay). Retrying stops when the service shuts down.
+  // Door events are kept until stored: a database that is away is retried (the gateway's later events wait
+  // behind, in order), and a batch the database refuses as data is written event by event, so that the one
+  // bad event is all that is lost (logged whole, for replay). Resolves true once every event is stored or
+  // refused, false when the service shut down first.
   let closing = false;
-  const storeEvents = async (gatewayId: number, events: GatewayEvent[]): Promise<void> => {
+  const storeEvents = async (gatewayId: number, events: GatewayEvent[]): Promise<boolean> => {
     for (let attempt = 1; ; attempt++) {
       try {
         await accessLog.ingestBatch(gatewayId, events);
-        return;
+        return true;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         if (typeof code === 'string' && REFUSED_AS_DATA.test(code)) {
-          if (events.length === 1) return log.error({ err: error, gatewayId, event: events[0] }, 'door event refused by the database; dropped');
-          for (const event of events) await storeEvents(gatewayId, [event]);
-          return;
+          if (events.length === 1) {
+            log.error({ err: error, gatewayId, event: events[0] }, 'door event refused by the database; dropped');
+            return true;
+          }
+          let settled = true;
+          for (const event of events) settled = (await storeEvents(gatewayId, [event])) && settled;
+          return settled;
         }
-        if (closing) return log.error({ err: error, gatewayId, events }, 'door events not stored before shutdown');
+        if (closing) {
+          log.error({ err: error, gatewayId, events }, 'door events not stored before shutdown');
+          return false;
+        }
         log.warn({ err: error, gatewayId, attempt }, 'door events not stored yet; retrying');
         await new Promise((resolve) => setTimeout(resolve, Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt)));
       }
     }
   };
   // Door events that arrive while earlier work of the gateway is still being written wait in one batch,
-  // stored in one write when its turn comes: in order, and far fewer statements under load.
-  const waiting = new Map<number, GatewayEvent[]>();
-  const onEvent = (gatewayId: number, event: GatewayEvent) => {
-    const batch = waiting.get(gatewayId);
-    if (batch) return void batch.push(event);
-    const events = [event];
-    waiting.set(gatewayId, events);
-    handle(gatewayId, async () => {
-      waiting.delete(gatewayId);
-      await storeEvents(gatewayId, events);
-    });
+  // stored in one write when its turn comes: in order, and far fewer statements under load. Once a
+  // gateway has WAITING_EVENTS_LIMIT events waiting (the database slow or away), onEvent hands back a
+  // promise that settles when they are stored: the embedded broker then reads that gateway's next packets
+  // only after, so the backlog stays in the gateway and TCP instead of growing here.
+  const waiting = new Map<number, { events: GatewayEvent[]; stored: Promise<void> }>();
+  const onEvent = (gatewayId: number, event: GatewayEvent): Promise<void> | undefined => {
+    let batch = waiting.get(gatewayId);
+    if (!batch) {
+      let settle: () => void = () => undefined;
+      const events: GatewayEvent[] = [];
+      batch = { events, stored: new Promise<void>((resolve) => (settle = resolve)) };
+      waiting.set(gatewayId, batch);
+      handle(gatewayId, async () => {
+        waiting.delete(gatewayId);
+        if (await storeEvents(gatewayId, events)) settle();
+      });
+    }
+    batch.events.push(event);
+    return batch.events.length >= WAITING_EVENTS_LIMIT ? batch.stored : undefined;
   };
-  const onMessage = (gatewayId: number, topic: GatewayTopic, payload: unknown) => {
+  const onMessage = (gatewayId: number, topic: GatewayTopic, payload: unknown): Promise<void> | undefined => {
     void presence.heard(gatewayId).catch((error: unknown) => log.error({ err: error, gatewayId }, 'heartbeat not recorded'));
     if (topic === 'events') {
       const event = parseGatewayEvent(payload);
-      if (!event) return log.warn({ gatewayId }, 'malformed gateway event; dropped');
+      if (!event) return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
       return onEvent(gatewayId, event);
     }
     handle(gatewayId, async () => {
@@ -98,6 +115,7 @@ export async function startDevices(
         await unlock.result(gatewayId, payload);
       }
     });
+    return undefined;
   };
 
   let broker: EmbeddedBroker | null = null;

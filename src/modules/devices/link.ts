@@ -25,7 +25,11 @@ export interface DeviceLink {
   close(): Promise<void>;
 }
 
-export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, payload: unknown) => void;
+/**
+ * Handles one gateway message; a promise means "delivered once it settles" (door events, once stored),
+ * which the embedded broker uses as back-pressure on the gateway (EmbeddedBroker.link).
+ */
+export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, payload: unknown) => Promise<void> | undefined;
 
 /** The topics the service listens to, one per kind of gateway message. */
 export const GATEWAY_TOPIC_FILTERS = ['presence', 'heartbeat', 'events', 'commands/result'].map((t) => `${MQTT_TOPIC_PREFIX}/gateways/+/${t}`);
@@ -33,17 +37,17 @@ export const GATEWAY_TOPIC_FILTERS = ['presence', 'heartbeat', 'events', 'comman
 const TOPIC = new RegExp(`^${MQTT_TOPIC_PREFIX.replace('/', '\\/')}\\/gateways\\/(\\d+)\\/(presence|heartbeat|events|commands\\/result)$`);
 
 /** Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not JSON are dropped. */
-export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: GatewayMessageHandler, log: FastifyBaseLogger): void {
+export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: GatewayMessageHandler, log: FastifyBaseLogger): Promise<void> | undefined {
   const match = TOPIC.exec(topic);
-  if (!match) return;
+  if (!match) return undefined;
   let parsed: unknown;
   try {
     parsed = payload.length === 0 ? {} : JSON.parse(payload.toString('utf8'));
   } catch {
     log.warn({ topic }, 'mqtt payload is not JSON; dropped');
-    return;
+    return undefined;
   }
-  onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
+  return onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
 }
 
 export class MqttLink implements DeviceLink {
@@ -70,7 +74,7 @@ export class MqttLink implements DeviceLink {
     noDelay();
     client.on('connect', noDelay);
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
-    client.on('message', (topic, payload) => routeGatewayMessage(topic, payload, this.onMessage, this.log));
+    client.on('message', (topic, payload) => void routeGatewayMessage(topic, payload, this.onMessage, this.log));
     await client.subscribeAsync(
       GATEWAY_TOPIC_FILTERS.map((t) => (shared ? `$share/latchkey/${t}` : t)),
       { qos: 1 },
