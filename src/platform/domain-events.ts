@@ -69,22 +69,24 @@ export const EMIT_OUTGOING_CTES = `
     SELECT pg_notify('latchkey_' || current_schema() || '_${WEBHOOK_DUE_CHANNEL}', '') FROM (SELECT 1 FROM queued LIMIT 1) AS any_queued
   )`;
 
+const EMIT_EVENTS = {
+  name: 'domainEvents.emit',
+  text: `WITH outgoing AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::jsonb[], $6::timestamptz[])
+             WITH ORDINALITY AS o (type, account_id, location_id, person_id, data, occurred_at, n)
+  ), ${EMIT_OUTGOING_CTES}
+  SELECT count(*) FROM woken`,
+};
+
 /** Emits several events in one statement, in the order given. */
 export async function emitDomainEvents(tx: Queryable, events: readonly DomainEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await tx.query(
-    { name: 'domainEvents.emit', text: `WITH outgoing AS (
-       SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::jsonb[], $6::timestamptz[])
-                WITH ORDINALITY AS o (type, account_id, location_id, person_id, data, occurred_at, n)
-     ), ${EMIT_OUTGOING_CTES}
-     SELECT count(*) FROM woken` },
-    [
-      events.map((e) => e.type),
-      events.map((e) => e.accountId),
-      events.map((e) => e.locationId),
-      events.map((e) => e.personId ?? null),
-      events.map((e) => JSON.stringify(e.data)),
-      events.map((e) => e.occurredAt),
-    ],
-  );
+  await tx.query(EMIT_EVENTS, [
+    events.map((e) => e.type),
+    events.map((e) => e.accountId),
+    events.map((e) => e.locationId),
+    events.map((e) => e.personId ?? null),
+    events.map((e) => JSON.stringify(e.data)),
+    events.map((e) => e.occurredAt),
+  ]);
 }
