@@ -133,7 +133,7 @@ export async function startDevices(
   jobs.register(unlock.timeoutJob());
   let gatewayUrl: string;
   if (config.mqttUrl) {
-    link = new MqttLink({ url: config.mqttUrl, shared: true }, onMessage, log);
+    link = new MqttLink(config.mqttUrl, onMessage, log);
     gatewayUrl = config.mqttUrl;
   } else {
     broker = new EmbeddedBroker(db, (gatewayId) => handle(gatewayId, () => presence.setOnline(gatewayId, false)));

@@ -8,15 +8,6 @@ import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 
 export type GatewayTopic = 'presence' | 'heartbeat' | 'events' | 'commands/result';
 
-export interface LinkOptions {
-  url: string;
-  username?: string;
-  password?: string;
-  clientId?: string;
-  /** Share the subscriptions among instances (MQTT 5 `$share/latchkey/…`). */
-  shared: boolean;
-}
-
 /** What the device module needs of a link, whichever broker is behind it. */
 export interface DeviceLink {
   start(): Promise<void>;
@@ -50,22 +41,23 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
   return onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
 }
 
+/**
+ * The link through an external broker (MQTT_URL; credentials, if any, in the URL). It subscribes through
+ * MQTT 5 shared subscriptions (`$share/latchkey/…`), so that among instances each message is handled once.
+ */
 export class MqttLink implements DeviceLink {
   private client: MqttClient | null = null;
 
   constructor(
-    private readonly options: LinkOptions,
+    private readonly url: string,
     private readonly onMessage: GatewayMessageHandler,
     private readonly log: FastifyBaseLogger,
   ) {}
 
   async start(): Promise<void> {
-    const { url, username, password, shared } = this.options;
-    const client = await mqtt.connectAsync(url, {
-      protocolVersion: shared ? 5 : 4,
-      clientId: this.options.clientId ?? `latchkey-${randomBytes(6).toString('hex')}`,
-      username,
-      password,
+    const client = await mqtt.connectAsync(this.url, {
+      protocolVersion: 5,
+      clientId: `latchkey-${randomBytes(6).toString('hex')}`,
       clean: true,
       reconnectPeriod: 1000,
     });
@@ -76,7 +68,7 @@ export class MqttLink implements DeviceLink {
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
     client.on('message', (topic, payload) => void routeGatewayMessage(topic, payload, this.onMessage, this.log));
     await client.subscribeAsync(
-      GATEWAY_TOPIC_FILTERS.map((t) => (shared ? `$share/latchkey/${t}` : t)),
+      GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`),
       { qos: 1 },
     );
     this.client = client;
