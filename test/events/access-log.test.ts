@@ -199,21 +199,28 @@ function troubledDatabase(db: Database, away: () => boolean): Database {
   return troubled;
 }
 
+/** A second service on the troubled database, with a gateway, one lock on it and the gateway connected. */
+async function troubledSite() {
+  let away = false;
+  const service = await startService(troubledDatabase(ctx.database.db, () => away));
+  const account = await createAccount(service);
+  const gateway = await createGateway(service, account.rootLocationId);
+  const lock = await createLock(service, account.rootLocationId, { name: 'Front', gateway_id: gateway.id });
+  const client = await connect(gateway);
+  const publish = (event: Record<string, unknown>) =>
+    client.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ lock_id: lock, type: 'door.closed', occurred_at: '2026-11-20T08:00:00Z', ...event }), { qos: 1 });
+  const storedIds = async () =>
+    (await ctx.database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 ORDER BY id', [gateway.id])).map((r) => r.gateway_event_id);
+  return { service, account, publish, storedIds, setAway: (value: boolean) => void (away = value) };
+}
+
 describe('door events the database cannot take at once', () => {
   test('are kept while it is away and stored in order once it is back; an event it refuses is dropped alone', async () => {
-    let away = false;
-    const service = await startService(troubledDatabase(ctx.database.db, () => away));
+    const { service, account, publish, storedIds: stored, setAway } = await troubledSite();
     try {
-      const account = await createAccount(service);
-      const gateway = await createGateway(service, account.rootLocationId);
-      const lock = await createLock(service, account.rootLocationId, { name: 'Front', gateway_id: gateway.id });
       const token = (await createApiKey(service, account.rootLocationId, ['events:read'])).token;
-      const client = await connect(gateway);
-      const send = (id: string, type = 'door.closed', lockId = lock) =>
-        client.publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ id, lock_id: lockId, type, occurred_at: '2026-11-20T08:00:00Z', key_id: null, reason: null }), { qos: 1 });
-      const stored = async () =>
-        (await ctx.database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE gateway_id = $1 ORDER BY id', [gateway.id])).map((r) => r.gateway_event_id);
-      away = true;
+      const send = (id: string, type = 'door.closed', lockId?: number) => publish({ id, type, ...(lockId === undefined ? {} : { lock_id: lockId }) });
+      setAway(true);
       const first = send('first');
       await new Promise((resolve) => setTimeout(resolve, 300)); // its write fails and is retried; the next ones wait behind it
       const rest = [
@@ -226,7 +233,7 @@ describe('door events the database cannot take at once', () => {
       ];
       await new Promise((resolve) => setTimeout(resolve, 500));
       assert.deepEqual(await stored(), []);
-      away = false;
+      setAway(false);
       await Promise.all([first, ...rest]);
       for (let i = 0; i < 100 && (await stored()).length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 50));
       assert.deepEqual(await stored(), ['first', 'second', 'third', 'last']);
@@ -239,26 +246,17 @@ describe('door events the database cannot take at once', () => {
 
 describe('a backlog of door events while the database is away', () => {
   test('stops reading the gateway once 1,000 wait, and stores them all when the database is back', async () => {
-    let away = false;
-    const service = await startService(troubledDatabase(ctx.database.db, () => away));
+    const { service, publish, storedIds, setAway } = await troubledSite();
     try {
-      const account = await createAccount(service);
-      const gateway = await createGateway(service, account.rootLocationId);
-      const lock = await createLock(service, account.rootLocationId, { name: 'Busy door', gateway_id: gateway.id });
-      const client = await connect(gateway);
-      away = true;
+      setAway(true);
       let acknowledged = 0;
       const total = 1500;
-      const sent = Array.from({ length: total }, (_, i) =>
-        client
-          .publishAsync(`latchkey/v1/gateways/${gateway.id}/events`, JSON.stringify({ id: `b${i}`, lock_id: lock, type: 'door.closed', occurred_at: '2026-11-20T08:00:00Z' }), { qos: 1 })
-          .then(() => void acknowledged++),
-      );
+      const sent = Array.from({ length: total }, (_, i) => publish({ id: `b${i}` }).then(() => void acknowledged++));
       await new Promise((resolve) => setTimeout(resolve, 1500));
       assert.ok(acknowledged < total, `the broker stopped reading the gateway (${acknowledged} of ${total} acknowledged)`);
-      away = false;
+      setAway(false);
       await Promise.all(sent);
-      const count = async () => (await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM access_events WHERE gateway_id = $1', [gateway.id]))[0]?.n ?? 0;
+      const count = async () => (await storedIds()).length;
       for (let i = 0; i < 100 && (await count()) < total; i++) await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(await count(), total);
     } finally {
