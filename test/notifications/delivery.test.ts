@@ -19,6 +19,8 @@ let sms: Server;
 const mails: Array<{ to: string; raw: string }> = [];
 const texts: Array<{ body: Record<string, string>; authorization: string | undefined }> = [];
 let smsStatus = 200;
+let smtpRefusesRecipients = false;
+const logLines: string[] = [];
 // The service clock of this file: system time plus an offset the retry test moves.
 let offsetMs = 0;
 const clock: Clock = { now: () => new Date(Date.now() + offsetMs) };
@@ -66,6 +68,11 @@ before(async () => {
   smtp = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
+    onRcptTo(address, _session, callback) {
+      if (!smtpRefusesRecipients) return callback();
+      const refusal = Object.assign(new Error(`<${address.address}>: Recipient address rejected`), { responseCode: 550 });
+      callback(refusal);
+    },
     onData(stream, session, callback) {
       let raw = '';
       stream.on('data', (chunk: Buffer) => (raw += chunk.toString()));
@@ -100,6 +107,7 @@ before(async () => {
       PUBLIC_URL: 'https://doors.example.com',
     },
     clock,
+    { level: 'info', stream: { write: (line: string) => logLines.push(line) } },
   );
 });
 
@@ -323,6 +331,26 @@ describe('delivery adapters', () => {
       [res.body.invitation_id],
     );
     assert.deepEqual(row, { status: 'sent', attempts: 2 });
+  });
+
+  test('a provider refusal that quotes the recipient is logged and kept without the address', async () => {
+    const t = await keysTenant(service);
+    smtpRefusesRecipients = true;
+    try {
+      const res = await issueKey(service, t, { channel: 'email' });
+      const refused = await waitFor(async () => {
+        const [row] = await database.db.query<{ last_error: string | null }>('SELECT last_error FROM outbound_messages WHERE invitation_id = $1', [
+          res.body.invitation_id,
+        ]);
+        return row?.last_error ? row.last_error : undefined;
+      }, 'the refusal');
+      assert.match(refused, /<\[recipient\]>: Recipient address rejected/);
+      const line = logLines.find((l) => l.includes('message not sent') && l.includes('[recipient]'));
+      assert.ok(line, 'the refusal is logged');
+      assert.ok(!logLines.join('\n').includes(t.email), 'the log never holds the address');
+    } finally {
+      smtpRefusesRecipients = false;
+    }
   });
 
   test('without SANDBOX, the sandbox outbox does not exist', async () => {

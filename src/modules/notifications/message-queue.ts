@@ -39,6 +39,16 @@ interface MessageRow {
   attempts: number;
 }
 
+/**
+ * A provider's refusal may quote the recipient ("550 <ann@example.com>: Recipient address rejected"):
+ * the log never holds it (README: Security). A phone number is matched with or without its `+`.
+ */
+function withoutRecipient(text: string, to: string): string {
+  const pattern = to.replace(/^\+/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  if (pattern === '') return text;
+  return text.replace(new RegExp(pattern, 'gi'), '[recipient]');
+}
+
 interface SealedContent {
   body: string;
   link: string | null;
@@ -103,7 +113,7 @@ export class MessageQueue {
       const { body, link } = this.content(row);
       await this.notifiers[row.channel].send({ channel: row.channel, to: row.to_address, subject: row.subject, body, link });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = withoutRecipient(error instanceof Error ? error.message : String(error), row.to_address);
       const delay = MESSAGE_RETRY_SECONDS[row.attempts - 1];
       this.log.warn({ messageId: row.id, channel: row.channel, attempt: row.attempts, err: message }, 'message not sent');
       // `status = 'pending'`: a message withdrawn while this attempt ran stays withdrawn.
