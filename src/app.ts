@@ -97,10 +97,12 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await catalog.start();
   const requestLog = new RequestLog(db, clock, app.log);
   jobs.register(requestLog.purgeJob());
-  const idempotency = new Idempotency(db, clock);
+  // The server key: webhook signing secrets, stored idempotent responses and queued setup links.
+  const secrets = await SecretBox.open(db, config.webhookSecretKey);
+  const idempotency = new Idempotency(db, clock, secrets);
   jobs.register(idempotency.purgeJob());
   const lockingSystems = new LockingSystems(db, clock);
-  const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), app.log);
+  const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log);
   jobs.register(messages.job());
   const keys = new KeysService({
     db,
@@ -113,7 +115,6 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     log: app.log,
   });
   jobs.register(keys.lockingSystemTasksJob());
-  const secrets = await SecretBox.open(db, config.webhookSecretKey);
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
   await dispatcher.start();
   const accessLog = new AccessLog(db, clock, app.log);

@@ -6,12 +6,15 @@
 //   still running   -> 409 idempotency_in_progress, Retry-After: 2 (abandoned after 60 s: the retry runs)
 // Never stored (the claim is released so that a retry executes again): 5xx, 409 lockingsystem_rejected,
 // bodies over 64 KB, non-JSON bodies.
+// Stored responses are sealed under the server key (secret-box): some hold secrets the service keeps
+// only encrypted or hashed elsewhere, such as the signing secret a POST /v1/webhooks answer shows once.
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest, onSendAsyncHookHandler, preValidationAsyncHookHandler } from 'fastify';
 import type { Clock } from './clock.ts';
 import type { Database } from './db/index.ts';
 import { ApiError, errors } from './errors.ts';
 import type { Job } from './jobs.ts';
+import type { SecretBox } from './secret-box.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 export const IDEMPOTENCY_ABANDON_MS = 60_000;
@@ -52,13 +55,16 @@ interface StoredRow {
   state: 'in_progress' | 'done';
   status: number | null;
   content_type: string | null;
+  /** Only records stored before migration 009: the response in clear. */
   body: string | null;
+  sealed_body: string | null;
 }
 
 export class Idempotency {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly box: SecretBox,
   ) {}
 
   /** Attaches the two hooks to the routes whose config says `idempotent: true` (call before adding routes). */
@@ -86,7 +92,7 @@ export class Idempotency {
     }
     reply.header('idempotent-replayed', 'true');
     if (stored.content_type) reply.header('content-type', stored.content_type);
-    return reply.code(stored.status ?? 200).send(stored.body);
+    return reply.code(stored.status ?? 200).send(stored.sealed_body === null ? stored.body : this.box.open(stored.sealed_body));
   };
 
   private readonly store: onSendAsyncHookHandler<unknown> = async (request, reply, payload) => {
@@ -104,9 +110,9 @@ export class Idempotency {
       !(reply.statusCode === 409 && body.includes('"lockingsystem_rejected"'));
     if (storable) {
       await this.db.query(
-        `UPDATE idempotency_keys SET state = 'done', status = $3, content_type = $4, body = $5
+        `UPDATE idempotency_keys SET state = 'done', status = $3, content_type = $4, sealed_body = $5
           WHERE api_key_id = $1 AND key = $2`,
-        [caller.apiKeyId, key, reply.statusCode, contentType, body],
+        [caller.apiKeyId, key, reply.statusCode, contentType, this.box.seal(body)],
       );
     } else {
       await this.release(caller.apiKeyId, key);
@@ -124,7 +130,7 @@ export class Idempotency {
       `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, state, started_at, expires_at)
        VALUES ($1, $2, $3, 'in_progress', $4, $5)
        ON CONFLICT (api_key_id, key) DO UPDATE
-         SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status = NULL, content_type = NULL, body = NULL,
+         SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status = NULL, content_type = NULL, body = NULL, sealed_body = NULL,
              started_at = EXCLUDED.started_at, expires_at = EXCLUDED.expires_at
          WHERE idempotency_keys.expires_at <= $4
             OR (idempotency_keys.state = 'in_progress' AND idempotency_keys.started_at <= $6
@@ -134,7 +140,7 @@ export class Idempotency {
     );
     if (claimed.length > 0) return null;
     const [row] = await this.db.query<StoredRow>(
-      'SELECT fingerprint, state, status, content_type, body FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
+      'SELECT fingerprint, state, status, content_type, body, sealed_body FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
       [apiKeyId, key],
     );
     if (!row) return this.claim(apiKeyId, key, print); // released in between: try again

@@ -51,7 +51,9 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** `migrateBefore` ('009'): a database as it was before that migration, made from scratch (slower). */
+export async function createTestDatabase(options: { migrateBefore?: string } = {}): Promise<TestDatabase> {
+  const migrateOptions = options.migrateBefore === undefined ? {} : { before: options.migrateBefore };
   if (backend === 'postgres') {
     const connectionString = testDatabaseUrl();
     const schema = `lk_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -66,7 +68,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       return db;
     };
     const db = await open();
-    await migrate(db);
+    await migrate(db, migrateOptions);
     return {
       db,
       openAnother: open,
@@ -79,8 +81,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       },
     };
   }
-  const db = await openPglite({ dataDir: 'memory', loadDataDir: await pgliteTemplate() });
-  await migrate(db); // a no-op on the template; keeps the path honest
+  const db =
+    options.migrateBefore === undefined
+      ? await openPglite({ dataDir: 'memory', loadDataDir: await pgliteTemplate() })
+      : await openPglite({ dataDir: 'memory' });
+  await migrate(db, migrateOptions); // a no-op on the template; keeps the path honest
   return {
     db,
     openAnother: async () => db, // PGlite is one process's database: a second instance shares the same one

@@ -33,7 +33,13 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-export async function startService(db: Database, env: Record<string, string> = {}, clock?: Clock): Promise<TestService> {
+/** `logger`: Fastify logger options (e.g. a `stream` to read the log); silent without. */
+export async function startService(
+  db: Database,
+  env: Record<string, string> = {},
+  clock?: Clock,
+  logger?: Record<string, unknown>,
+): Promise<TestService> {
   const config: Config = loadConfig({
     ADMIN_TOKEN,
     SANDBOX: 'true',
@@ -43,7 +49,7 @@ export async function startService(db: Database, env: Record<string, string> = {
     MQTT_PORT: '0',
     ...env,
   });
-  const latchkey = await buildApp({ config, db, logger: false, ...(clock ? { clock } : {}) });
+  const latchkey = await buildApp({ config, db, logger: logger ?? false, ...(clock ? { clock } : {}) });
   await latchkey.app.listen({ port: 0, host: '127.0.0.1' });
   const address = latchkey.app.server.address();
   if (!address || typeof address === 'string') throw new Error('no address');

@@ -249,6 +249,24 @@ describe('POST /keys', () => {
 });
 
 describe('setup links', () => {
+  test('in the sandbox the outbox shows the link, while the sent messages keep no trace of the token', async () => {
+    const t = await keysTenant(ctx.service);
+    const issued = await issueKey(ctx.service, t, { channel: 'both' });
+    const link = await latestLink(ctx.service, t.phone);
+    assert.equal(await latestLink(ctx.service, t.email), link);
+    const token = new URL(link).pathname.split('/').pop() as string;
+    const rows = await ctx.database.db.query<{ status: string; text: string }>(
+      'SELECT status, row_to_json(m)::text AS text FROM outbound_messages m WHERE invitation_id = $1',
+      [issued.body.invitation_id],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      ['sent', 'sent'],
+    );
+    for (const row of rows) assert.ok(!row.text.includes(token), row.text);
+    assert.equal((await activate(ctx.service, link)).status, 200);
+  });
+
   test('a used, cancelled or expired link answers 410 link_unusable and creates nothing', async () => {
     const t = await keysTenant(ctx.service);
     await activatedKey(ctx.service, t);

@@ -157,6 +157,44 @@ describe('Idempotency-Key', () => {
     assert.equal(reused.headers.get('idempotent-replayed'), null);
   });
 
+  test('stored responses are sealed: the record of POST /v1/webhooks holds no signing secret, and the replay returns it byte for byte', async () => {
+    const account = await createAccount(ctx.service);
+    const key = await createApiKey(ctx.service, account.rootLocationId, ['webhooks:manage']);
+    const body = { url: 'https://93.184.215.14/hook', events: ['person.created'] };
+    const headers = { 'idempotency-key': 'hook-once' };
+    const first = await ctx.service.request<{ secret: string }>('POST', '/v1/webhooks', { token: key.token, body, headers });
+    assert.equal(first.status, 201, first.text);
+    const secret = first.body.secret;
+    assert.match(secret, /^whsec_/);
+    const [record] = await ctx.database.db.query<{ text: string }>(
+      'SELECT row_to_json(k)::text AS text FROM idempotency_keys k WHERE api_key_id = $1 AND key = $2',
+      [key.id, 'hook-once'],
+    );
+    assert.ok(record, 'the response is stored');
+    assert.ok(!record.text.includes(secret), `the stored record holds the secret: ${record.text}`);
+    assert.ok(!record.text.includes('93.184.215.14'), 'nothing of the response in clear');
+    const replay = await ctx.service.request('POST', '/v1/webhooks', { token: key.token, body, headers });
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replay.status, 201);
+    assert.equal(replay.text, first.text, 'byte-identical body');
+  });
+
+  test('a record stored before responses were sealed (migration 009) still replays', async () => {
+    const { token, keyId } = await tenant();
+    const print = createHash('sha256').update(`POST /v1/people\n{"name":"Fay"}`).digest('hex');
+    const clock = await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock');
+    const stored = '{"id":"legacy","name":"Fay"}';
+    await ctx.database.db.query(
+      `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, state, status, content_type, body, started_at, expires_at)
+       VALUES ($1, 'legacy', $2, 'done', 201, 'application/json; charset=utf-8', $3, $4, $5)`,
+      [keyId, print, stored, new Date(clock.body.now), new Date(Date.parse(clock.body.now) + 3_600_000)],
+    );
+    const replay = await post(token, 'legacy', { name: 'Fay' });
+    assert.equal(replay.status, 201);
+    assert.equal(replay.text, stored);
+    assert.equal(await peopleNamed('Fay'), 0);
+  });
+
   test('without the header every call executes (POST /people still de-duplicates on data)', async () => {
     const { token } = await tenant();
     assert.equal((await post(token, undefined, { name: 'Eli', email: 'eli@example.com' })).status, 201);

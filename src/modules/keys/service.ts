@@ -144,7 +144,11 @@ export class KeysService {
     for (const row of await liveKeysOfPerson(tx, personId)) {
       await this.revokeInTransaction(tx, row, await this.account(row.account_id, tx), now);
     }
-    await tx.query('UPDATE invitations SET cancelled_at = $2 WHERE person_id = $1 AND cancelled_at IS NULL AND key_id IS NULL', [personId, now]);
+    const cancelled = await tx.query<{ id: number }>(
+      'UPDATE invitations SET cancelled_at = $2 WHERE person_id = $1 AND cancelled_at IS NULL AND key_id IS NULL RETURNING id',
+      [personId, now],
+    );
+    await this.deps.messages.withdraw(tx, cancelled.map((row) => row.id)); // a cancelled link is not worth sending
   }
 
   /** The key expires at once and leaves every read; its removal from the locking system is queued. */
@@ -330,11 +334,14 @@ export class KeysService {
   async cancelInvitation(caller: Caller, id: number): Promise<void> {
     const invitation = await this.invitationInScope(caller, id);
     if (invitation.state !== 'pending') throw invitationNotPending();
-    const rows = await this.db.query(
-      `UPDATE invitations SET cancelled_at = $2 WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL RETURNING id`,
-      [id, this.now()],
-    );
-    if (rows.length === 0) throw invitationNotPending();
+    await this.db.transaction(async (tx) => {
+      const rows = await tx.query(
+        `UPDATE invitations SET cancelled_at = $2 WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL RETURNING id`,
+        [id, this.now()],
+      );
+      if (rows.length === 0) throw invitationNotPending();
+      await this.deps.messages.withdraw(tx, [id]); // a cancelled link is not worth sending
+    });
   }
 
   /** Sends the link again (a new link: the previous one stops working); uses one unit of the allowance. */
@@ -358,6 +365,7 @@ export class KeysService {
       );
       if (rows.length === 0) throw invitationNotPending();
       await useAllowance(tx, account.id);
+      await this.deps.messages.withdraw(tx, [id]); // messages still waiting carry the link that just stopped working
       const fresh = (await findInvitation(tx, now, null, id)) as InvitationRow;
       await this.sendLink(tx, fresh, channel, token, now);
       return fresh;

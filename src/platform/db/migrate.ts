@@ -12,8 +12,9 @@ export async function listMigrations(): Promise<Array<{ version: string; sql: st
   );
 }
 
-export async function migrate(db: Database): Promise<string[]> {
-  const migrations = await listMigrations();
+/** Applies what is missing; `before` (a version prefix such as '009') stops short of it (tests of a migration). */
+export async function migrate(db: Database, options: { before?: string } = {}): Promise<string[]> {
+  const migrations = (await listMigrations()).filter((m) => options.before === undefined || m.version < options.before);
   return db.transaction(async (tx) => {
     // Several instances may start together against one server: the first applies, the others wait.
     await tx.query('SELECT pg_advisory_xact_lock(727274)');

@@ -2,6 +2,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, types } from '@electric-sql/pglite';
 import { sqlText, type Database, type Queryable, type Row, type Sql } from './database.ts';
+import { databaseError } from './errors.ts';
 
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
 const parsers = { [types.INT8]: (value: string) => Number(value) };
@@ -36,19 +37,41 @@ export class PgliteDatabase implements Database {
     if (this.insideTransaction.getStore()) {
       throw new Error(`query on the database inside a transaction (use tx): ${sqlText(sql).slice(0, 80)}`);
     }
-    const result = await this.pg.query(sqlText(sql), params as unknown[]);
-    return result.rows as T[];
+    const text = sqlText(sql);
+    try {
+      return (await this.pg.query(text, params as unknown[])).rows as T[];
+    } catch (error) {
+      throw databaseError(error, text); // PGlite's errors carry the parameters
+    }
   }
 
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.pg.transaction(async (tx) =>
-      this.insideTransaction.run(true, () =>
-        fn({
-          query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) =>
-            (await tx.query(sqlText(sql), params as unknown[])).rows as R[],
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    let callerError: unknown = undefined;
+    try {
+      return await this.pg.transaction(async (tx) =>
+        this.insideTransaction.run(true, async () => {
+          try {
+            return await fn({
+              query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => {
+                const text = sqlText(sql);
+                try {
+                  return (await tx.query(text, params as unknown[])).rows as R[];
+                } catch (error) {
+                  throw databaseError(error, text);
+                }
+              },
+            });
+          } catch (error) {
+            callerError = error;
+            throw error;
+          }
         }),
-      ),
-    );
+      );
+    } catch (error) {
+      // The caller's own errors pass unchanged; those of BEGIN, COMMIT or ROLLBACK come from the driver.
+      if (error === callerError) throw error;
+      throw databaseError(error, 'COMMIT');
+    }
   }
 
   async listen(channel: string, onMessage: (payload: string) => void): Promise<void> {

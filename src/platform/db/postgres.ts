@@ -1,6 +1,7 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
 import pg from 'pg';
 import type { Database, Queryable, Row, Sql } from './database.ts';
+import { databaseError } from './errors.ts';
 
 const INT8_OID = 20;
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
@@ -13,6 +14,16 @@ function toConfig(sql: Sql, params: readonly unknown[]): pg.QueryConfig {
   return typeof sql === 'string'
     ? { text: sql, values: params as unknown[] }
     : { name: sql.name, text: sql.text, values: params as unknown[] };
+}
+
+/** Runs one statement on the pool or a client; a failure leaves as a DatabaseError (no row values). */
+async function run<T extends object>(on: pg.Pool | pg.PoolClient, sql: Sql, params: readonly unknown[]): Promise<T[]> {
+  const config = toConfig(sql, params);
+  try {
+    return (await on.query(config)).rows as T[];
+  } catch (error) {
+    throw databaseError(error, config.text);
+  }
 }
 
 export interface PostgresOptions {
@@ -49,19 +60,19 @@ export class PostgresDatabase implements Database {
   ) {}
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
-    const result = await this.pool.query(toConfig(sql, params));
-    return result.rows as T[];
+    return run<T>(this.pool, sql, params);
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw databaseError(error, '');
+    });
     try {
-      await client.query('BEGIN');
+      await run(client, 'BEGIN', []);
       const result = await fn({
-        query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) =>
-          (await client.query(toConfig(sql, params))).rows as R[],
+        query: <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => run<R>(client, sql, params),
       });
-      await client.query('COMMIT');
+      await run(client, 'COMMIT', []);
       return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
