@@ -413,6 +413,31 @@ describe('invitations', () => {
     assert.equal((await ctx.service.request('DELETE', '/v1/invitations/999999', { token: t.token })).status, 404);
   });
 
+  test('the 202 of resend shows the sending it ordered: the channels ordered carry the time of the order', async () => {
+    const t = await keysTenant(ctx.service);
+    const issued = await issueKey(ctx.service, t, { channel: 'sms' });
+    const id = issued.body.invitation_id;
+    await outboxFor(ctx.service, t.phone); // the first SMS is accepted by the provider
+    const firstSms = (await ctx.service.request<Invitation>('GET', `/v1/invitations/${id}`, { token: t.token })).body.sent.sms_at;
+    assert.ok(firstSms);
+    await advanceClock(ctx.service, 60);
+    const clock = async () => (await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now;
+
+    const before = await clock();
+    const both = await ctx.service.request<Invitation>('POST', `/v1/invitations/${id}/resend`, { token: t.token, body: { channel: 'both' } });
+    const after = await clock();
+    assert.equal(both.status, 202);
+    const orderedAt = both.body.sent.sms_at as string;
+    assert.ok(orderedAt >= before && orderedAt <= after, `${orderedAt} is the time of this order`);
+    assert.deepEqual(both.body.sent, { sms_at: orderedAt, email_at: orderedAt });
+
+    await advanceClock(ctx.service, 60);
+    const mailOnly = await ctx.service.request<Invitation>('POST', `/v1/invitations/${id}/resend`, { token: t.token, body: { channel: 'email' } });
+    assert.equal(mailOnly.status, 202);
+    assert.ok((mailOnly.body.sent.email_at as string) > orderedAt, 'the e-mail ordered now');
+    assert.ok((mailOnly.body.sent.sms_at as string) < (mailOnly.body.sent.email_at as string), 'no SMS ordered: its last sending stays');
+  });
+
   test('resend refuses a channel the person cannot receive and SMS on an account without it', async () => {
     const t = await keysTenant(ctx.service);
     const noPhone = await ctx.service.request<{ id: string }>('POST', '/v1/people', { token: t.token, body: { name: 'Mail Only', email: 'mailonly@example.com' } });
