@@ -156,6 +156,60 @@ describe('POST /keys', () => {
     assert.equal(res.body.error.code, 'not_found');
   });
 
+  test('an empty security_groups list is valid: the key is issued without groups and given them later', async () => {
+    const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
+    const before = await lastEventId();
+    const issued = await issueKey(ctx.service, t, { security_groups: [] });
+    assert.equal(issued.status, 202, issued.text);
+    assert.deepEqual([issued.body.state, (issued.body as { security_groups?: string[] }).security_groups, issued.body.sent], ['sent', [], { email: false, sms: true }]);
+    const link = await latestLink(ctx.service, t.phone);
+    const page = await ctx.service.request('GET', linkPath(link));
+    assert.match(page.text, /<dt>Opens<\/dt><dd>no doors yet/);
+    const activated = await activate(ctx.service, link);
+    assert.equal(activated.status, 200, activated.text);
+    const keyId = activated.body.key_id;
+    const key = await ctx.service.request<Key>('GET', `/v1/keys/${keyId}`, { token: t.token });
+    assert.deepEqual([key.body.state, key.body.security_groups], ['handed_over', []]);
+
+    const given = await ctx.service.request<Key>('PATCH', `/v1/keys/${keyId}`, { token: t.token, body: { security_groups: ['staff'] } });
+    assert.equal(given.status, 200, given.text);
+    assert.deepEqual([given.body.state, given.body.security_groups], ['handed_over', ['staff']]);
+    const emptied = await ctx.service.request<Key>('PATCH', `/v1/keys/${keyId}`, { token: t.token, body: { security_groups: [] } });
+    assert.equal(emptied.status, 200, emptied.text);
+    assert.deepEqual([emptied.body.state, emptied.body.security_groups], ['handed_over', []]);
+
+    const events = await eventTypes(t.accountId, before);
+    assert.deepEqual(events.map((e) => e.type), ['key.issued', 'key.activated', 'key.activated', 'key.activated']);
+    assert.deepEqual((events[0]?.data as { security_groups: string[] }).security_groups, []);
+    const writes = await ctx.database.db.query<{ operation: string }>(
+      'SELECT operation FROM sandbox_locking_system_writes WHERE account_id = $1 AND operation LIKE $2 ORDER BY id',
+      [t.accountId, 'key.%'],
+    );
+    assert.deepEqual(writes.map((w) => w.operation), ['key.create', 'key.update', 'key.update']);
+  });
+
+  test('security_groups keeps its other bounds on POST and PATCH: at most 100, distinct, known', async () => {
+    const t = await keysTenant(ctx.service);
+    const id = await activatedKey(ctx.service, t);
+    const tooMany = Array.from({ length: 101 }, (_, i) => `g${i}`);
+    for (const [groups, code] of [
+      [tooMany, 'invalid'],
+      [['staff', 'staff'], 'invalid'],
+    ] as const) {
+      const created = await issueKey(ctx.service, t, { security_groups: groups });
+      assert.equal(created.status, 422, `POST ${groups.length}`);
+      assert.deepEqual((created.body as ErrorBody).error.details?.map((d) => [d.field, d.code]), [['security_groups', code]]);
+      const changed = await ctx.service.request<ErrorBody>('PATCH', `/v1/keys/${id}`, { token: t.token, body: { security_groups: groups } });
+      assert.equal(changed.status, 422, `PATCH ${groups.length}`);
+      assert.deepEqual(changed.body.error.details?.map((d) => [d.field, d.code]), [['security_groups', code]]);
+    }
+    const unknown = await ctx.service.request<ErrorBody>('PATCH', `/v1/keys/${id}`, { token: t.token, body: { security_groups: ['vault'] } });
+    assert.deepEqual(unknown.body.error.details?.map((d) => [d.field, d.code]), [['security_groups[0]', 'unknown_security_group']]);
+    const hundred = Array.from({ length: 100 }, () => 'staff').map((code, i) => (i === 0 ? code : `x${i}`));
+    const atBound = await issueKey(ctx.service, t, { security_groups: hundred });
+    assert.equal((atBound.body as ErrorBody).error.details?.length, 99, '100 codes pass the schema; the 99 unknown ones are named');
+  });
+
   test('names each unknown security group by its index', async () => {
     const t = await keysTenant(ctx.service);
     const res = await issueKey(ctx.service, t, { security_groups: ['staff', 'vault', 'night', 'roof'] });
@@ -375,6 +429,31 @@ describe('invitations', () => {
       assert.equal(res.body.error.code, 'invitation_not_pending');
     }
     assert.equal((await ctx.service.request('DELETE', '/v1/invitations/999999', { token: t.token })).status, 404);
+  });
+
+  test('the 202 of resend shows the sending it ordered: the channels ordered carry the time of the order', async () => {
+    const t = await keysTenant(ctx.service);
+    const issued = await issueKey(ctx.service, t, { channel: 'sms' });
+    const id = issued.body.invitation_id;
+    await outboxFor(ctx.service, t.phone); // the first SMS is accepted by the provider
+    const firstSms = (await ctx.service.request<Invitation>('GET', `/v1/invitations/${id}`, { token: t.token })).body.sent.sms_at;
+    assert.ok(firstSms);
+    await advanceClock(ctx.service, 60);
+    const clock = async () => (await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now;
+
+    const before = await clock();
+    const both = await ctx.service.request<Invitation>('POST', `/v1/invitations/${id}/resend`, { token: t.token, body: { channel: 'both' } });
+    const after = await clock();
+    assert.equal(both.status, 202);
+    const orderedAt = both.body.sent.sms_at as string;
+    assert.ok(orderedAt >= before && orderedAt <= after, `${orderedAt} is the time of this order`);
+    assert.deepEqual(both.body.sent, { sms_at: orderedAt, email_at: orderedAt });
+
+    await advanceClock(ctx.service, 60);
+    const mailOnly = await ctx.service.request<Invitation>('POST', `/v1/invitations/${id}/resend`, { token: t.token, body: { channel: 'email' } });
+    assert.equal(mailOnly.status, 202);
+    assert.ok((mailOnly.body.sent.email_at as string) > orderedAt, 'the e-mail ordered now');
+    assert.ok((mailOnly.body.sent.sms_at as string) < (mailOnly.body.sent.email_at as string), 'no SMS ordered: its last sending stays');
   });
 
   test('resend refuses a channel the person cannot receive and SMS on an account without it', async () => {

@@ -214,7 +214,7 @@ describe('deliveries', () => {
     assert.deepEqual(receivedFor('/dept-sees').map((r) => r.body.data.name), ['In Dept']);
   });
 
-  test('failures follow the ladder 1 m, 5 m, 30 m, 2 h, 6 h, 24 h, then exhausted; 24 h of failure pauses once and tells the creator', async () => {
+  test('failures follow the ladder 1 m, 5 m, 30 m, 2 h, 6 h, 24 h, then exhausted; a success ends the failure streak', async () => {
     const t = await tenant();
     const sub = await subscribe(t.token, { url: receiver.url('/always-500'), events: ['person.created'] });
     receiver.answer({ status: 500 });
@@ -223,10 +223,14 @@ describe('deliveries', () => {
       await runJobs();
       const deliveryId = receivedFor('/always-500')[0]?.body.id;
       assert.ok(deliveryId);
-      const read = async () => (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data[0] as Delivery;
+      const read = async () =>
+        (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data.find(
+          (d) => d.id === deliveryId,
+        ) as Delivery;
+      const subscription = async () => (await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token })).body;
       let delivery = await read();
       assert.deepEqual([delivery.status, delivery.attempt, delivery.response_status], ['pending', 1, 500]);
-      const firstFailure = (await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token })).body.failing_since;
+      const firstFailure = (await subscription()).failing_since;
       assert.ok(firstFailure);
 
       for (const [step, seconds] of [60, 300, 1800, 7200, 21_600].entries()) {
@@ -239,28 +243,21 @@ describe('deliveries', () => {
       }
       // Same delivery id on every attempt.
       assert.ok(receivedFor('/always-500').every((r) => r.headers['x-service-delivery'] === deliveryId));
-      const beforeLast = await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token });
-      assert.equal(beforeLast.body.status, 'active', 'not paused before 24 hours');
-      assert.equal(beforeLast.body.failing_since, firstFailure, 'the streak keeps its start');
+      assert.equal((await subscription()).failing_since, firstFailure, 'the streak keeps its start');
+
+      // Another delivery succeeds: the streak ends, so the last retry, 24 hours later, finds no 24-hour streak.
+      receiver.answer({ status: 200 });
+      await createPerson(t.token, 'Streak Breaker');
+      await runJobs();
+      assert.equal((await subscription()).failing_since, null);
+      receiver.answer({ status: 500 });
 
       await advanceClock(ctx.service, 86_400);
       delivery = await read();
       assert.deepEqual([delivery.status, delivery.attempt, delivery.next_attempt_at], ['exhausted', 7, null]);
-      const paused = await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token });
-      assert.equal(paused.body.status, 'paused');
-      const mail = await ctx.service.admin<{ data: Array<{ subject: string; body: string }> }>('GET', `/admin/v1/sandbox/outbox?to=${encodeURIComponent(t.opsEmail)}`);
-      assert.equal(mail.body.data.length, 1);
-      assert.match(mail.body.data[0]?.body ?? '', /paused/);
-
-      // A paused subscription receives nothing.
-      const before = receivedFor('/always-500').length;
-      await createPerson(t.token, 'Not Sent');
-      await runJobs();
-      assert.equal(receivedFor('/always-500').length, before);
-      // Resuming clears the streak.
-      receiver.answer({ status: 200 });
-      const resumed = await ctx.service.request<Subscription>('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { status: 'active' } });
-      assert.deepEqual([resumed.body.status, resumed.body.failing_since], ['active', null]);
+      const after = await subscription();
+      assert.equal(after.status, 'active');
+      assert.ok(after.failing_since, 'the last failure starts a new streak');
     } finally {
       receiver.answer({ status: 200 });
     }
@@ -411,5 +408,105 @@ describe('deliveries', () => {
     const path = `/v1/webhooks/${sub.body.id}/deliveries/${ping?.id}/redeliver`;
     for (let i = 0; i < 30; i++) assert.equal((await ctx.service.request('POST', path, { token: t.token })).status, 202);
     assert.equal((await ctx.service.request('POST', path, { token: t.token })).status, 429);
+  });
+});
+
+describe('auto-pause after 24 hours of failure', () => {
+  const outbox = async (service: TestService, to: string) =>
+    (await service.admin<{ data: Array<{ subject: string; body: string }> }>('GET', `/admin/v1/sandbox/outbox?to=${encodeURIComponent(to)}`)).body.data;
+  const clockNow = async () => new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now).getTime();
+
+  test('pauses the moment the streak is 24 hours old, between attempts; the creator is e-mailed once; nothing is sent after', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/pause-on-time'), events: ['person.created'] });
+    const read = async () => (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data[0] as Delivery;
+    const subscription = async () => (await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token })).body;
+    receiver.answer({ status: 500 });
+    try {
+      await createPerson(t.token, 'Failing Fay');
+      await runJobs();
+      // Through the ladder to the sixth attempt (8 h 36 min); the seventh would be at 32 h 36 min.
+      for (const seconds of [60, 300, 1800, 7200, 21_600]) await advanceClock(ctx.service, seconds);
+      assert.equal(receivedFor('/pause-on-time').length, 6);
+      const failingSince = new Date((await subscription()).failing_since as string).getTime();
+      const dayMark = failingSince + 86_400_000;
+
+      await advanceClock(ctx.service, (dayMark - 10_000 - (await clockNow())) / 1000);
+      assert.equal((await subscription()).status, 'active', 'not paused 10 seconds before the 24 hours');
+      assert.equal((await read()).status, 'pending');
+      assert.deepEqual(await outbox(ctx.service, t.opsEmail), []);
+
+      const now = await advanceClock(ctx.service, 20);
+      assert.ok(now.getTime() > dayMark);
+      assert.equal((await subscription()).status, 'paused', 'paused as soon as the streak is 24 hours old');
+      const delivery = await read();
+      assert.deepEqual([delivery.status, delivery.attempt, delivery.last_error, delivery.next_attempt_at], ['failed', 6, 'subscription paused', null]);
+      const mail = await outbox(ctx.service, t.opsEmail);
+      assert.equal(mail.length, 1);
+      assert.match(mail[0]?.body ?? '', /paused/);
+
+      // Past the time the seventh attempt would have been due: nothing more is sent, and no second e-mail.
+      await advanceClock(ctx.service, 30 * 3600);
+      assert.equal(receivedFor('/pause-on-time').length, 6);
+      assert.equal((await outbox(ctx.service, t.opsEmail)).length, 1);
+
+      // A paused subscription receives nothing.
+      await createPerson(t.token, 'Not Sent');
+      await runJobs();
+      assert.equal(receivedFor('/pause-on-time').length, 6);
+      // Resuming clears the streak.
+      receiver.answer({ status: 200 });
+      const resumed = await ctx.service.request<Subscription>('PATCH', `/v1/webhooks/${sub.body.id}`, { token: t.token, body: { status: 'active' } });
+      assert.deepEqual([resumed.body.status, resumed.body.failing_since], ['active', null]);
+    } finally {
+      receiver.answer({ status: 200 });
+    }
+  });
+
+  test('an attempt due after the 24 hours is never sent: a clock that jumps past both pauses first', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/jump'), events: ['person.created'] });
+    receiver.answer({ status: 500 });
+    try {
+      await createPerson(t.token, 'Jumping Jo');
+      await runJobs();
+      assert.equal(receivedFor('/jump').length, 1);
+      // The retry after 1 minute is due, but so is the pause (the streak began more than 24 hours ago).
+      await advanceClock(ctx.service, 25 * 3600);
+      assert.equal(receivedFor('/jump').length, 1);
+      const [delivery] = (await ctx.service.request<Page<Delivery>>('GET', `/v1/webhooks/${sub.body.id}/deliveries`, { token: t.token })).body.data;
+      assert.deepEqual([delivery?.status, delivery?.attempt], ['failed', 1]);
+      assert.equal((await outbox(ctx.service, t.opsEmail)).length, 1);
+    } finally {
+      receiver.answer({ status: 200 });
+    }
+  });
+
+  test('several instances pause a subscription once and send one e-mail', async () => {
+    const other = await startService(await ctx.database.openAnother(), { WEBHOOK_ALLOW_HOSTS: 'localhost' });
+    try {
+      const t = await tenant();
+      const subs = await Promise.all([0, 1, 2].map((i) => subscribe(t.token, { url: receiver.url(`/instances-${i}`), events: ['person.created'] })));
+      receiver.answer({ status: 500 });
+      try {
+        await createPerson(t.token, 'Twice Tam');
+        await runJobs();
+      } finally {
+        receiver.answer({ status: 200 });
+      }
+      // Every streak is 24 hours old at once; both instances then run their due work together.
+      await ctx.database.db.query(
+        `UPDATE webhook_subscriptions SET failing_since = failing_since - interval '25 hours' WHERE id = ANY($1::uuid[])`,
+        [subs.map((s) => s.body.id)],
+      );
+      await Promise.all([advanceClock(ctx.service, 0), advanceClock(other, 0), advanceClock(ctx.service, 0), advanceClock(other, 0)]);
+      for (const sub of subs) {
+        assert.equal((await ctx.service.request<Subscription>('GET', `/v1/webhooks/${sub.body.id}`, { token: t.token })).body.status, 'paused');
+      }
+      await advanceClock(other, 0);
+      assert.equal((await outbox(ctx.service, t.opsEmail)).length, 3, 'one e-mail per subscription');
+    } finally {
+      await other.close();
+    }
   });
 });

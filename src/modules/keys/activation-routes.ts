@@ -67,7 +67,7 @@ export function activationRoutes(app: ApiInstance, keys: KeysService, brand: str
 <p>Hello ${escape(invitation.person_name)}, a phone key has been issued to you.</p>
 <dl>
   <dt>Key</dt><dd>${escape(invitation.name)}</dd>
-  <dt>Opens</dt><dd>${opens.map(escape).join(', ')}</dd>
+  <dt>Opens</dt><dd>${opens.length > 0 ? opens.map(escape).join(', ') : 'no doors yet; they can be added later'}</dd>
   <dt>Valid</dt><dd>from ${day(invitation.starts_at)}${invitation.key_expires_at ? ` until ${day(invitation.key_expires_at)}` : ''}</dd>
   <dt>This link works until</dt><dd>${day(invitation.expires_at)}, once</dd>
 </dl>

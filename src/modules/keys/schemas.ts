@@ -4,7 +4,8 @@ import { ClientTimestamp } from '../../platform/time.ts';
 const Timestamp = Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 const Channel = Type.Union([Type.Literal('sms'), Type.Literal('email'), Type.Literal('both')]);
-const GroupCodes = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 100, uniqueItems: true });
+// No minimum (the spec sets none): a key may be issued without groups and given them later by PATCH.
+const GroupCodes = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100, uniqueItems: true });
 
 export const INVITATION_STATES = ['pending', 'activated', 'expired', 'cancelled'] as const;
 

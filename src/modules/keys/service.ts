@@ -371,7 +371,17 @@ export class KeysService {
       return fresh;
     });
     this.deps.messages.kick();
-    return toInvitation(updated);
+    // The answer shows the sending this call ordered, at once, as POST /keys reports `sent`: each channel
+    // ordered carries the time of the order; the stored times are the provider's acceptances (README).
+    const answer = toInvitation(updated);
+    const orderedAt = now.toISOString();
+    return {
+      ...answer,
+      sent: {
+        email_at: channel !== 'sms' ? orderedAt : answer.sent.email_at,
+        sms_at: channel !== 'email' ? orderedAt : answer.sent.sms_at,
+      },
+    };
   }
 
   // ---- setup links ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import { lookup } from 'node:dns';
 import type { FastifyBaseLogger } from 'fastify';
 import { Agent, request } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { Database } from '../../platform/db/index.ts';
 import { WEBHOOK_DUE_CHANNEL } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
@@ -152,32 +152,37 @@ export class WebhookDispatcher {
     });
   }
 
-  /** Claims and sends what is due; returns how many it handled. */
+  /** Pauses what failed for 24 hours, then claims and sends what is due; returns how much it handled. */
   async dispatch(): Promise<number> {
     if (this.closed) return 0;
     const now = this.clock.now();
+    const streakLimit = new Date(now.getTime() - AUTO_PAUSE_AFTER_MS);
+    const paused = await this.pauseLongFailures(streakLimit);
     // Deliveries of a paused subscription stop: their pending retries fail.
     await this.db.query(
       `UPDATE webhook_deliveries d SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL
          FROM webhook_subscriptions s
         WHERE d.subscription_id = s.id AND s.status = 'paused' AND d.status = 'pending'`,
     );
+    // Only active subscriptions whose streak is under 24 hours are sent to, even if another instance's pause
+    // has not committed yet when this one looks.
     const due = await this.db.query<DeliveryToSend>(
       `WITH claimed AS (
          UPDATE webhook_deliveries SET claimed_until = $2, attempt = attempt + 1
-          WHERE id IN (SELECT id FROM webhook_deliveries
-                        WHERE status = 'pending' AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
-                        ORDER BY next_attempt_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)
+          WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+                        WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)
+                          AND s.status = 'active' AND (s.failing_since IS NULL OR s.failing_since > $3)
+                        ORDER BY d.next_attempt_at LIMIT ${BATCH} FOR UPDATE OF d SKIP LOCKED)
           RETURNING id, subscription_id, event_type, payload, attempt, created_at)
        SELECT c.*, s.url, s.secret_ciphertext FROM claimed c JOIN webhook_subscriptions s ON s.id = c.subscription_id`,
-      [now, new Date(now.getTime() + CLAIM_MS)],
+      [now, new Date(now.getTime() + CLAIM_MS), streakLimit],
     );
     const secrets = new Map<string, string>(); // one decryption per subscription and batch
     const results = await Promise.all(due.map(async (delivery) => ({ delivery, result: await this.attempt(delivery, secrets) })));
     // Successes are recorded together (the common case, one statement for the batch); failures one by one.
     await this.recordSuccesses(results.filter((r) => r.result.ok));
     for (const { delivery, result } of results) if (!result.ok) await this.recordFailure(delivery, result);
-    return due.length;
+    return paused + due.length;
   }
 
   private async recordSuccesses(done: Array<{ delivery: DeliveryToSend; result: AttemptResult }>): Promise<void> {
@@ -212,47 +217,59 @@ export class WebhookDispatcher {
           delay === undefined ? null : new Date(now.getTime() + delay * 1000),
         ],
       );
-      const [subscription] = await tx.query<{ failing_since: Date; status: string }>(
-        `UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2), last_delivery_at = $2
-          WHERE id = $1 RETURNING failing_since, status`,
+      await tx.query(
+        `UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2), last_delivery_at = $2 WHERE id = $1`,
         [delivery.subscription_id, now],
       );
-      if (subscription && subscription.status === 'active' && now.getTime() - subscription.failing_since.getTime() >= AUTO_PAUSE_AFTER_MS) {
-        await this.autoPause(tx, delivery.subscription_id);
-      }
     });
   }
 
-  /** Pauses a subscription that failed for 24 hours, once, and tells the user who made it, when known. */
-  private async autoPause(tx: Queryable, subscriptionId: string): Promise<void> {
-    const paused = await tx.query<{ account_id: number; url: string; email: string | null }>(
-      `UPDATE webhook_subscriptions s SET status = 'paused'
-         FROM (SELECT s2.id, u.email FROM webhook_subscriptions s2
-                 LEFT JOIN api_keys k ON k.id = s2.created_by_key_id
-                 LEFT JOIN dashboard_users u ON u.id = k.created_by_user_id
-                WHERE s2.id = $1) who
-        WHERE s.id = who.id AND s.status = 'active'
-        RETURNING s.account_id, s.url, who.email`,
-      [subscriptionId],
-    );
-    const row = paused[0];
-    if (!row) return;
-    await tx.query(`UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL WHERE subscription_id = $1 AND status = 'pending'`, [
-      subscriptionId,
-    ]);
-    this.log.warn({ subscriptionId }, 'webhook subscription paused after 24 hours of failures');
-    if (row.email) {
-      await this.messages.enqueue(tx, row.account_id, null, {
-        channel: 'email',
-        to: row.email,
-        subject: 'Webhook subscription paused',
-        body: [
-          `Deliveries to ${row.url} have failed for 24 hours, so the subscription ${subscriptionId} is now paused.`,
-          'Fix the endpoint, resume the subscription (PATCH status "active"), and recover the gap with GET /events?since=…',
-        ].join('\n\n'),
-        link: null,
-      });
-    }
+  /**
+   * Auto-pause is a rule of time, not of attempts (README: failure streak and auto-pause): every active
+   * subscription whose streak began at or before `streakLimit` (24 hours ago) is paused, whether or not an
+   * attempt is due. Its pending deliveries fail and the dashboard user who made its API key is e-mailed,
+   * in one transaction. The conditional UPDATE pauses each subscription once even when several instances
+   * run this together: the second waits for the first's row lock and then finds it no longer active.
+   */
+  private async pauseLongFailures(streakLimit: Date): Promise<number> {
+    // A cheap look first (partial index): dispatch runs often, and a transaction each time would be waste.
+    const due = await this.db.query(`SELECT 1 FROM webhook_subscriptions WHERE status = 'active' AND failing_since <= $1 LIMIT 1`, [streakLimit]);
+    if (due.length === 0) return 0;
+    const paused = await this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ id: string; account_id: number; url: string; email: string | null }>(
+        `WITH paused AS (
+           UPDATE webhook_subscriptions SET status = 'paused'
+            WHERE status = 'active' AND failing_since <= $1
+            RETURNING id, account_id, url, created_by_key_id)
+         SELECT p.id, p.account_id, p.url, u.email
+           FROM paused p
+           LEFT JOIN api_keys k ON k.id = p.created_by_key_id
+           LEFT JOIN dashboard_users u ON u.id = k.created_by_user_id`,
+        [streakLimit],
+      );
+      if (rows.length === 0) return rows;
+      await tx.query(
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL
+          WHERE subscription_id = ANY($1::uuid[]) AND status = 'pending'`,
+        [rows.map((r) => r.id)],
+      );
+      for (const row of rows) {
+        if (!row.email) continue;
+        await this.messages.enqueue(tx, row.account_id, null, {
+          channel: 'email',
+          to: row.email,
+          subject: 'Webhook subscription paused',
+          body: [
+            `Deliveries to ${row.url} have failed for 24 hours, so the subscription ${row.id} is now paused.`,
+            'Fix the endpoint, resume the subscription (PATCH status "active"), and recover the gap with GET /events?since=…',
+          ].join('\n\n'),
+          link: null,
+        });
+      }
+      return rows;
+    });
+    for (const { id } of paused) this.log.warn({ subscriptionId: id }, 'webhook subscription paused after 24 hours of failures');
+    return paused.length;
   }
 
   job(): Job {
