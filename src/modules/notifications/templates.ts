@@ -22,12 +22,17 @@ const day = (date: Date) => date.toISOString().slice(0, 10);
 const templates: Record<string, Template> = {
   en: {
     subject: (t) => `${t.brand}: your phone key`,
-    sms: (t) => `${t.brand}: Hello ${t.personName}, your phone key for ${list(t.opens, 'and')} is ready. Activate it before ${day(t.expiresAt)}: ${t.link}`,
+    sms: (t) =>
+      t.opens.length > 0
+        ? `${t.brand}: Hello ${t.personName}, your phone key for ${list(t.opens, 'and')} is ready. Activate it before ${day(t.expiresAt)}: ${t.link}`
+        : `${t.brand}: Hello ${t.personName}, your phone key is ready; the doors it opens will be added later. Activate it before ${day(t.expiresAt)}: ${t.link}`,
     email: (t) =>
       [
         `Hello ${t.personName},`,
         '',
-        `a phone key has been issued to you. It opens ${list(t.opens, 'and')}.`,
+        t.opens.length > 0
+          ? `a phone key has been issued to you. It opens ${list(t.opens, 'and')}.`
+          : 'a phone key has been issued to you. The doors it opens will be added later.',
         '',
         `Open this link on your phone to activate it (valid until ${day(t.expiresAt)}, usable once):`,
         t.link,
@@ -38,12 +43,16 @@ const templates: Record<string, Template> = {
   de: {
     subject: (t) => `${t.brand}: Ihr Handyschlüssel`,
     sms: (t) =>
-      `${t.brand}: Hallo ${t.personName}, Ihr Handyschlüssel für ${list(t.opens, 'und')} ist bereit. Aktivieren Sie ihn bis ${day(t.expiresAt)}: ${t.link}`,
+      t.opens.length > 0
+        ? `${t.brand}: Hallo ${t.personName}, Ihr Handyschlüssel für ${list(t.opens, 'und')} ist bereit. Aktivieren Sie ihn bis ${day(t.expiresAt)}: ${t.link}`
+        : `${t.brand}: Hallo ${t.personName}, Ihr Handyschlüssel ist bereit; die Türen, die er öffnet, werden später hinzugefügt. Aktivieren Sie ihn bis ${day(t.expiresAt)}: ${t.link}`,
     email: (t) =>
       [
         `Hallo ${t.personName},`,
         '',
-        `für Sie wurde ein Handyschlüssel ausgestellt. Er öffnet ${list(t.opens, 'und')}.`,
+        t.opens.length > 0
+          ? `für Sie wurde ein Handyschlüssel ausgestellt. Er öffnet ${list(t.opens, 'und')}.`
+          : 'für Sie wurde ein Handyschlüssel ausgestellt. Die Türen, die er öffnet, werden später hinzugefügt.',
         '',
         `Öffnen Sie diesen Link auf Ihrem Telefon, um ihn zu aktivieren (gültig bis ${day(t.expiresAt)}, einmal verwendbar):`,
         t.link,
