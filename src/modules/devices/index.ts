@@ -24,6 +24,8 @@ export interface Devices {
   /** The embedded broker's URL, when it runs. */
   embeddedUrl: string | null;
   unlock: UnlockService;
+  /** Drops a gateway's live connection to the embedded broker; with MQTT_URL the broker's accounts do that. */
+  disconnectGateway(gatewayId: number): void;
   close(): Promise<void>;
 }
 
@@ -146,6 +148,7 @@ export async function startDevices(
     gatewayUrl,
     embeddedUrl: broker ? gatewayUrl : null,
     unlock,
+    disconnectGateway: (gatewayId) => broker?.disconnectGateway(gatewayId),
     async close() {
       closing = true;
       await link.close();
