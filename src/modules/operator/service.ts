@@ -400,13 +400,21 @@ export class OperatorService {
     }
   }
 
+  /** Where gateways dial, without the user and password MQTT_URL carries: those are the service's own. */
+  private gatewayUrl(): string {
+    const url = new URL(this.deps.gatewayMqttUrl());
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  }
+
   private withPassword(gateway: { id: number; name: string; location_id: number }, password: string): Gateway {
     const username = gatewayUsername(gateway.id);
     return {
       id: gateway.id,
       name: gateway.name,
       location_id: gateway.location_id,
-      mqtt: { url: this.deps.gatewayMqttUrl(), client_id: username, username, password, topic_prefix: MQTT_TOPIC_PREFIX },
+      mqtt: { url: this.gatewayUrl(), client_id: username, username, password, topic_prefix: MQTT_TOPIC_PREFIX },
     };
   }
 
@@ -415,7 +423,7 @@ export class OperatorService {
       id: row.id,
       name: row.name,
       location_id: row.location_id,
-      mqtt: { url: this.deps.gatewayMqttUrl(), client_id: row.mqtt_username, username: row.mqtt_username, topic_prefix: MQTT_TOPIC_PREFIX },
+      mqtt: { url: this.gatewayUrl(), client_id: row.mqtt_username, username: row.mqtt_username, topic_prefix: MQTT_TOPIC_PREFIX },
       online: row.online,
       last_seen_at: row.last_seen_at?.toISOString() ?? null,
       created_at: row.created_at.toISOString(),
