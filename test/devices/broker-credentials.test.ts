@@ -470,16 +470,20 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     await gatewayB.publishAsync(topic(b, 'presence'), '', { qos: 1, retain: true });
   });
 
-  test('rotation locks the old password out and drops the live connection; the new one works', async () => {
+  test('rotation locks the old password out, drops the live connection and marks the gateway offline; the new password works', async () => {
     const account = await createAccount(service);
     const gateway = await createGateway(service, account.rootLocationId);
     const lock = await createLock(service, account.rootLocationId, { gateway_id: gateway.id });
-    const live = await connectGateway(gateway);
+    const online = async () => (await database.db.query<{ online: boolean }>('SELECT online FROM gateways WHERE id = $1', [gateway.id]))[0]?.online;
+    const live = await connectGateway(gateway, { will: { topic: topic(gateway, 'presence'), payload: Buffer.from('{"online":false}'), qos: 1, retain: true } });
+    await live.publishAsync(topic(gateway, 'presence'), '{"online":true}', { qos: 1, retain: true });
+    await waitFor(async () => (await online()) === true, 'online');
     const closed = dropped(live);
 
     const rotated = await service.admin<GatewayCredentials>('POST', `/admin/v1/gateways/${gateway.id}/rotate_password`);
     assert.equal(rotated.status, 200, rotated.text);
     await closed;
+    await waitFor(async () => (await online()) === false, 'it reads offline: Mosquitto sends no will for a client it disconnects');
     await assert.rejects(connectGateway(gateway), /Not authorized/i, 'the old password');
     const again = await connectGateway(rotated.body);
     await again.publishAsync(topic(gateway, 'events'), doorEvent(lock, 'after-rotation'), { qos: 1 });

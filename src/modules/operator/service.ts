@@ -90,7 +90,7 @@ export interface OperatorDeps {
   gatewayMqttUrl: () => string;
   /** The gateways' accounts on the broker in front (Mosquitto dynamic security), or nothing to do. */
   gatewayAccounts: GatewayAccounts;
-  /** Drops a gateway's live connection to the embedded broker after its credentials changed. */
+  /** After a gateway's credentials changed: drops its embedded-broker connection and marks it offline. */
   disconnectGateway: (gatewayId: number) => void;
 }
 
@@ -335,7 +335,8 @@ export class OperatorService {
   /**
    * A new password, shown once. The broker account is replaced first (Mosquitto drops live connections with
    * it), then the stored hash: when the broker cannot be updated, nothing changes and the old password stays
-   * good. From the answer on the old password is refused, and a live connection to the embedded broker drops.
+   * good. From the answer on the old password is refused, a live connection to the embedded broker drops, and
+   * the gateway's locks read offline until it connects with the new password and says `{"online": true}`.
    */
   async rotateGatewayPassword(id: number): Promise<Gateway> {
     const gateway = await this.readGateway(id);
