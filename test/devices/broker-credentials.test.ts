@@ -539,6 +539,31 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     }
   });
 
+  test('a broker that does not answer: 503 after the time-out; a late gateway account is removed, a late password change is mended by rotating again', async () => {
+    const account = await createAccount(service);
+    const kept = await createGateway(service, account.rootLocationId);
+    const gatewayIds = async () => new Set((await database.db.query<{ id: number }>('SELECT id FROM gateways')).map((row) => Number(row.id)));
+    broker.process.kill('SIGSTOP');
+    try {
+      const created = await service.admin<ErrorBody>('POST', '/admin/v1/gateways', { location_id: account.rootLocationId, name: 'gw' });
+      assert.equal(created.status, 503);
+      assert.equal(created.body.error.code, 'broker_unavailable');
+      const rotated = await service.admin<ErrorBody>('POST', `/admin/v1/gateways/${kept.id}/rotate_password`);
+      assert.equal(rotated.status, 503);
+      assert.match(rotated.body.error.message, /rotated again/);
+    } finally {
+      broker.process.kill('SIGCONT');
+    }
+    // The broker now carries out what it was sent, in order: the new account, then its removal.
+    const known = await gatewayIds();
+    await waitFor(async () => [...(await control.provisionedGatewayIds())].every((id) => known.has(id)), 'no broker account without its gateway');
+    // The late password change locked the gateway out, as the answer warned; a rotation mends it.
+    await waitFor(async () => (await connectGateway(kept).then((c) => c.endAsync().then(() => false), () => true)), 'the late change applied');
+    const again = await service.admin<GatewayCredentials>('POST', `/admin/v1/gateways/${kept.id}/rotate_password`);
+    assert.equal(again.status, 200);
+    assert.ok((await connectGateway(again.body)).connected);
+  });
+
   // Last: it stops the broker.
   test('while the broker is away, creating answers 503 broker_unavailable and creates nothing; rotating and deleting change nothing', async () => {
     const account = await createAccount(service);

@@ -41,4 +41,12 @@ export const NO_BROKER_ACCOUNTS: GatewayAccounts = {
 
 export class BrokerUnavailableError extends Error {
   override name = 'BrokerUnavailableError';
+
+  constructor(
+    message: string,
+    /** The broker did not answer in time: it may still have carried the change out. */
+    readonly unanswered = false,
+  ) {
+    super(message);
+  }
 }

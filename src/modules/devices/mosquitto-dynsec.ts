@@ -114,6 +114,7 @@ export class DynsecAccounts implements GatewayAccounts {
           clean: true,
           reconnectPeriod: 1000,
           connectTimeout: COMMAND_TIMEOUT_MS,
+          queueQoSZero: false,
         },
         false,
       );
@@ -134,13 +135,15 @@ export class DynsecAccounts implements GatewayAccounts {
     const answered = new Promise<Response[]>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(requestId);
-        reject(new BrokerUnavailableError('the MQTT broker did not answer the dynamic-security command'));
+        reject(new BrokerUnavailableError('the MQTT broker did not answer the dynamic-security command', true));
       }, COMMAND_TIMEOUT_MS);
       timer.unref();
       this.pending.set(requestId, { resolve, timer });
     });
     try {
-      await this.client.publishAsync(CONTROL_TOPIC, JSON.stringify({ commands: commands.map((c) => ({ ...c, correlationData: requestId })) }), { qos: 1 });
+      // QoS 0, never queued (queueQoSZero: false): a command the broker did not get now must not run later, after
+      // the caller was told it failed. The broker's answer is the acknowledgement.
+      await this.client.publishAsync(CONTROL_TOPIC, JSON.stringify({ commands: commands.map((c) => ({ ...c, correlationData: requestId })) }), { qos: 0 });
     } catch (error) {
       const waiting = this.pending.get(requestId);
       if (waiting) clearTimeout(waiting.timer);

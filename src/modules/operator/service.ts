@@ -391,13 +391,17 @@ export class OperatorService {
     return row;
   }
 
-  /** A broker that cannot be reached or refuses answers 503 broker_unavailable: retry later. */
+  /**
+   * A broker that cannot be reached or refuses answers 503 broker_unavailable: nothing was changed here, retry
+   * later. A broker that did not answer in time may still carry the change out; the message says so.
+   */
   private async onBroker(call: () => Promise<void>): Promise<void> {
     try {
       await call();
     } catch (error) {
       if (!(error instanceof BrokerUnavailableError)) throw error;
-      throw new ApiError(503, 'broker_unavailable', `The MQTT broker could not be updated (${error.message}); nothing was changed. Retry later.`);
+      const late = error.unanswered ? ' If the broker still carries it out, a gateway can be refused until its password is rotated again.' : '';
+      throw new ApiError(503, 'broker_unavailable', `The MQTT broker could not be updated (${error.message}); nothing was changed. Retry later.${late}`);
     }
   }
 
