@@ -408,6 +408,17 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     assert.ok((await control.provisionedGatewayIds()).has(gateway.id));
   });
 
+  test('with wrong admin credentials for the control channel, the service does not start', async () => {
+    await assert.rejects(
+      startService(database.db, {
+        MQTT_URL: broker.url.replace('mqtt://', `mqtt://${serviceUser.username}:${serviceUser.password}@`),
+        MQTT_DYNSEC_USERNAME: broker.admin.username,
+        MQTT_DYNSEC_PASSWORD: `${broker.admin.password}-wrong`,
+      }),
+      /MQTT_DYNSEC_USERNAME: .*not available/,
+    );
+  });
+
   test('a gateway with a wrong password, or another client id, is refused', async () => {
     const account = await createAccount(service);
     const gateway = await createGateway(service, account.rootLocationId);

@@ -102,7 +102,7 @@ export class DynsecAccounts implements GatewayAccounts {
     const url = new URL(mqttUrl);
     url.username = '';
     url.password = '';
-    let client: MqttClient;
+    let client: MqttClient | null = null;
     try {
       client = await mqtt.connectAsync(
         url.toString(),
@@ -120,6 +120,7 @@ export class DynsecAccounts implements GatewayAccounts {
       );
       await client.subscribeAsync(RESPONSE_TOPIC, { qos: 1 });
     } catch (error) {
+      await client?.endAsync(true).catch(() => undefined);
       throw new Error(`MQTT_DYNSEC_USERNAME: the broker's dynamic-security control channel is not available (${(error as Error).message})`);
     }
     return new DynsecAccounts(client, log);
