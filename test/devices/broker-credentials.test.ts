@@ -6,7 +6,7 @@
 // - the configuration variables of both.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect as connectTcp } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
@@ -332,6 +332,18 @@ async function startMosquitto(): Promise<TestBroker> {
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A test run that ends early (the runner's time-out stops it with a signal) must not leave the broker behind.
+  const killOnExit = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const killOnSignal = (signal: NodeJS.Signals) => {
+    killOnExit();
+    process.kill(process.pid, signal); // once() has removed this handler: the signal now ends the process
+  };
+  process.once('exit', killOnExit);
+  process.once('SIGTERM', killOnSignal);
+  process.once('SIGINT', killOnSignal);
   await waitFor(() => portOpen(port), `mosquitto listening:\n${output}`);
   let stopped = false;
   return {
@@ -342,6 +354,9 @@ async function startMosquitto(): Promise<TestBroker> {
     async stop() {
       if (!stopped) {
         stopped = true;
+        process.off('exit', killOnExit);
+        process.off('SIGTERM', killOnSignal);
+        process.off('SIGINT', killOnSignal);
         child.kill('SIGTERM');
         await exited;
       }
