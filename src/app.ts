@@ -21,7 +21,10 @@ import { PeopleService } from './modules/people/service.ts';
 import { peopleRoutes } from './modules/people/routes.ts';
 import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
+import { NO_BROKER_ACCOUNTS } from './modules/devices/broker-accounts.ts';
+import { brokerAuthRoutes } from './modules/devices/broker-auth-routes.ts';
 import { startDevices } from './modules/devices/index.ts';
+import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
 import { AccessLog } from './modules/events/access-log.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
@@ -118,14 +121,17 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
   await dispatcher.start();
   const accessLog = new AccessLog(db, clock, app.log);
+  // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
+  const dynsec = config.mqttUrl && config.mqttDynsec ? await startDynsec(config.mqttUrl, config.mqttDynsec, db, app.log) : null;
   const devices = await startDevices(config, db, clock, jobs, accessLog, app.log);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 
   installHttpPlumbing(app);
+  const limits = new RateLimits(clock, redis, config.redisKeyPrefix);
   installAccessControl(app, {
     authenticator,
-    limits: new RateLimits(clock, redis, config.redisKeyPrefix),
+    limits,
     perMinute: config.apiRateLimitPerMinute,
     adminTokenHash: () => admin.hash,
   });
@@ -177,8 +183,11 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       db,
       clock,
       gatewayMqttUrl: () => devices.gatewayUrl,
+      gatewayAccounts: dynsec ?? NO_BROKER_ACCOUNTS,
+      disconnectGateway: (gatewayId) => devices.disconnectGateway(gatewayId),
     }),
   );
+  if (config.mqttHttpAuthSecret) brokerAuthRoutes(app, { db, limits, secret: config.mqttHttpAuthSecret });
   if (sandboxClock) {
     const sandbox = new SandboxService(db, sandboxClock, jobs);
     await sandbox.start();
@@ -201,6 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       await app.close();
       await jobs.stop();
       await devices.close();
+      await dynsec?.close();
       await requestLog.close();
       await dispatcher.close();
       if (redis) await redis.quit().catch(() => undefined);

@@ -8,6 +8,13 @@ export interface Config {
   dataDir: string; // 'memory' for a throw-away embedded store
   mqttUrl: string | null;
   mqttPort: number;
+  /**
+   * Admin credentials of Mosquitto's dynamic-security control channel (MQTT_DYNSEC_USERNAME/_PASSWORD): with
+   * them the service gives every gateway a broker account of its own. Needs MQTT_URL with the service's user.
+   */
+  mqttDynsec: { username: string; password: string } | null;
+  /** Shared secret of the HTTP authentication and ACL endpoints a broker calls (EMQX); unset: no endpoints. */
+  mqttHttpAuthSecret: string | null;
   redisUrl: string | null;
   /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
   redisKeyPrefix: string;
@@ -91,8 +98,28 @@ function secretKey(env: Env, name: string): string | null {
   return raw;
 }
 
+/** Both variables or neither; only in front of an external broker that names the service's own user. */
+function mqttDynsec(env: Env, mqttUrl: string | null): Config['mqttDynsec'] {
+  const username = text(env, 'MQTT_DYNSEC_USERNAME');
+  const password = text(env, 'MQTT_DYNSEC_PASSWORD');
+  if (username === null && password === null) return null;
+  if (username === null) throw new ConfigError('MQTT_DYNSEC_USERNAME', 'must be set with MQTT_DYNSEC_PASSWORD');
+  if (password === null) throw new ConfigError('MQTT_DYNSEC_PASSWORD', 'must be set with MQTT_DYNSEC_USERNAME');
+  if (mqttUrl === null || new URL(mqttUrl).username === '') {
+    throw new ConfigError('MQTT_DYNSEC_USERNAME', "needs MQTT_URL with the service's own broker user (mqtt://user:password@host:1883)");
+  }
+  return { username, password };
+}
+
+export const MQTT_HTTP_AUTH_SECRET_MIN_LENGTH = 32;
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
+  const mqttUrl = url(env, 'MQTT_URL', ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']);
+  const mqttHttpAuthSecret = text(env, 'MQTT_HTTP_AUTH_SECRET');
+  if (mqttHttpAuthSecret !== null && mqttHttpAuthSecret.length < MQTT_HTTP_AUTH_SECRET_MIN_LENGTH) {
+    throw new ConfigError('MQTT_HTTP_AUTH_SECRET', `must be at least ${MQTT_HTTP_AUTH_SECRET_MIN_LENGTH} characters (openssl rand -hex 32)`);
+  }
   const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
   const adminToken = text(env, 'ADMIN_TOKEN');
   if (adminToken !== null && adminToken.length < 16) {
@@ -109,8 +136,10 @@ export function loadConfig(env: Env = process.env): Config {
     host: text(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: text(env, 'DATA_DIR') ?? './data',
-    mqttUrl: url(env, 'MQTT_URL', ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
+    mqttUrl,
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
+    mqttDynsec: mqttDynsec(env, mqttUrl),
+    mqttHttpAuthSecret,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: text(env, 'REDIS_KEY_PREFIX') ?? 'latchkey',
     publicUrl: publicUrl.replace(/\/+$/, ''),

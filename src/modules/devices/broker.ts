@@ -114,4 +114,11 @@ export class EmbeddedBroker {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.unref();
   }
+
+  /** Drops a gateway's live connection (its password was rotated or it was deleted): it must connect anew. */
+  disconnectGateway(gatewayId: number): void {
+    // Aedes keeps its connected clients by id; its typings do not declare that map.
+    const clients = (this.broker as unknown as { clients?: Record<string, Client | undefined> } | null)?.clients ?? {};
+    for (const [clientId, id] of this.gatewayOf) if (id === gatewayId) clients[clientId]?.close();
+  }
 }

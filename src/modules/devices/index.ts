@@ -24,6 +24,12 @@ export interface Devices {
   /** The embedded broker's URL, when it runs. */
   embeddedUrl: string | null;
   unlock: UnlockService;
+  /**
+   * A gateway's password was rotated or it was deleted: its connection to the embedded broker drops (with
+   * MQTT_URL, the broker's accounts see to that), and it reads offline until it says `{"online": true}` again
+   * (Mosquitto sends no will for a client it disconnects itself).
+   */
+  disconnectGateway(gatewayId: number): void;
   close(): Promise<void>;
 }
 
@@ -146,6 +152,10 @@ export async function startDevices(
     gatewayUrl,
     embeddedUrl: broker ? gatewayUrl : null,
     unlock,
+    disconnectGateway: (gatewayId) => {
+      broker?.disconnectGateway(gatewayId);
+      handle(gatewayId, () => presence.setOnline(gatewayId, false));
+    },
     async close() {
       closing = true;
       await link.close();

@@ -13,6 +13,7 @@ import {
   ApiKeyWithToken,
   Gateway,
   GatewayCreate,
+  GatewaySummary,
   Location,
   LocationCreate,
   LockCreate,
@@ -68,8 +69,33 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
     { config: admin, schema: { ...hidden, body: SecurityGroupCreate, response: { 201: SecurityGroup, ...errorsOf } } },
     async (request, reply) => reply.code(201).send(await operator.createSecurityGroup(request.body)));
 
-  app.post('/admin/v1/gateways', { config: admin, schema: { ...hidden, body: GatewayCreate, response: { 201: Gateway, ...errorsOf } } },
+  app.post('/admin/v1/gateways', { config: admin, schema: { ...hidden, body: GatewayCreate, response: { 201: Gateway, ...errorsOf, 503: ErrorEnvelope } } },
     async (request, reply) => reply.code(201).send(await operator.createGateway(request.body)));
+
+  app.get('/admin/v1/gateways',
+    {
+      config: admin,
+      schema: {
+        ...hidden,
+        querystring: Type.Object({ ...PageQuery, location_id: Type.Optional(Id()) }),
+        response: { 200: Page(GatewaySummary), ...errorsOf },
+      },
+    },
+    async (request) => operator.listGateways(pageRequest(request.query), request.query.location_id));
+
+  app.get('/admin/v1/gateways/:id', { config: admin, schema: { ...hidden, params: IdParams, response: { 200: GatewaySummary, ...errorsOf } } },
+    async (request) => operator.getGateway(request.params.id));
+
+  app.post('/admin/v1/gateways/:id/rotate_password',
+    { config: admin, schema: { ...hidden, params: IdParams, response: { 200: Gateway, ...errorsOf, 503: ErrorEnvelope } } },
+    async (request) => operator.rotateGatewayPassword(request.params.id));
+
+  app.delete('/admin/v1/gateways/:id',
+    { config: admin, schema: { ...hidden, params: IdParams, response: { 204: NoContent, ...errorsOf, 409: ErrorEnvelope, 503: ErrorEnvelope } } },
+    async (request, reply) => {
+      await operator.deleteGateway(request.params.id);
+      return reply.code(204).send(null);
+    });
 
   app.post('/admin/v1/locks', { config: admin, schema: { ...hidden, body: LockCreate, response: { 201: Lock, ...errorsOf } } },
     async (request, reply) => reply.code(201).send(await operator.createLock(request.body)));

@@ -103,19 +103,31 @@ export const SecurityGroupCreate = Type.Object(
 export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
 
 export const GatewayCreate = Type.Object({ location_id: RowId, name: Name }, { additionalProperties: false });
+const GatewayMqttFields = {
+  url: Type.String(),
+  client_id: Type.String(),
+  username: Type.String(),
+  topic_prefix: Type.String(),
+};
+/** A gateway with its MQTT credentials: the answer of create and of rotate_password, the only ones with the password. */
 export const Gateway = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   location_id: Type.Integer(),
-  mqtt: Type.Object({
-    url: Type.String(),
-    client_id: Type.String(),
-    username: Type.String(),
-    password: Type.String({ description: 'shown only in this answer' }),
-    topic_prefix: Type.String(),
-  }),
+  mqtt: Type.Object({ ...GatewayMqttFields, password: Type.String({ description: 'shown only in this answer' }) }),
 });
 export type Gateway = Static<typeof Gateway>;
+/** A gateway as listed: connection state and last contact, never the password. */
+export const GatewaySummary = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  location_id: Type.Integer(),
+  mqtt: Type.Object(GatewayMqttFields),
+  online: Type.Boolean(),
+  last_seen_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export type GatewaySummary = Static<typeof GatewaySummary>;
 
 export const LockCreate = Type.Object(
   {

@@ -3,13 +3,14 @@
 import { AUTH_CHANNEL, API_KEY_TOKEN_PREFIX } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { notify, type Database, type Queryable } from '../../platform/db/index.ts';
-import { errors, type ErrorDetail } from '../../platform/errors.ts';
+import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { CATALOG_CHANNEL, unknownSecurityGroups } from '../catalog/service.ts';
 import { findLock, publicLock } from '../catalog/store.ts';
 import type { Lock } from '../catalog/schemas.ts';
+import { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from '../devices/broker-accounts.ts';
 import type { SecurityGroup } from '../catalog/schemas.ts';
 import type {
   Account,
@@ -18,6 +19,7 @@ import type {
   ApiKey,
   ApiKeyCreate,
   Gateway,
+  GatewaySummary,
   Location,
   LockCreate,
   SecurityGroupCreate,
@@ -56,6 +58,16 @@ interface ApiKeyRow {
   created_by_user_id: number | null;
 }
 
+interface GatewayRow {
+  id: number;
+  name: string;
+  location_id: number;
+  mqtt_username: string;
+  online: boolean;
+  last_seen_at: Date | null;
+  created_at: Date;
+}
+
 function toApiKey(row: ApiKeyRow): ApiKey {
   return {
     id: row.id,
@@ -76,6 +88,10 @@ export interface OperatorDeps {
   clock: Clock;
   /** Where gateways dial: MQTT_URL, or the embedded broker on PUBLIC_URL's host. */
   gatewayMqttUrl: () => string;
+  /** The gateways' accounts on the broker in front (Mosquitto dynamic security), or nothing to do. */
+  gatewayAccounts: GatewayAccounts;
+  /** After a gateway's credentials changed: drops its embedded-broker connection and marks it offline. */
+  disconnectGateway: (gatewayId: number) => void;
 }
 
 export class OperatorService {
@@ -275,25 +291,148 @@ export class OperatorService {
 
   // ---- gateways and locks ---------------------------------------------------------------------
 
+  /**
+   * The gateway's broker account is made first, under an id drawn from the table's sequence, and the gateway
+   * row after it: a gateway the operator is shown can always connect. When the broker cannot be provisioned
+   * the answer is 503 broker_unavailable and nothing is created (docs/brokers.md).
+   */
   async createGateway(body: { location_id: number; name: string }): Promise<Gateway> {
     await this.location(this.db, body.location_id, 'location_id');
+    const [reserved] = await this.db.query<{ id: number | string }>("SELECT nextval(pg_get_serial_sequence('gateways', 'id')) AS id");
+    const id = Number((reserved as { id: number | string }).id);
+    const username = gatewayUsername(id);
     const password = newToken('');
-    return this.db.transaction(async (tx) => {
-      const [row] = await tx.query<{ id: number }>(
-        `INSERT INTO gateways (location_id, name, mqtt_username, password_hash, created_at)
-         VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-        [body.location_id, body.name, `pending-${password.slice(0, 16)}`, hashToken(password), this.now()],
+    try {
+      await this.onBroker(() => this.deps.gatewayAccounts.provision(id, password));
+      await this.db.query(
+        `INSERT INTO gateways (id, location_id, name, mqtt_username, password_hash, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)`,
+        [id, body.location_id, body.name, username, hashToken(password), this.now()],
       );
-      const id = (row as { id: number }).id;
-      const username = `gateway-${id}`;
-      await tx.query('UPDATE gateways SET mqtt_username = $1 WHERE id = $2', [username, id]);
-      return {
-        id,
-        name: body.name,
-        location_id: body.location_id,
-        mqtt: { url: this.deps.gatewayMqttUrl(), client_id: username, username, password, topic_prefix: MQTT_TOPIC_PREFIX },
-      };
-    });
+    } catch (error) {
+      // A half-made account (the broker took the command but its answer was lost) or one whose gateway row
+      // could not be written: removed when the broker lets us. Its password was never shown to anyone.
+      await this.deps.gatewayAccounts.remove(id).catch(() => undefined);
+      throw error;
+    }
+    return this.withPassword({ id, name: body.name, location_id: body.location_id }, password);
+  }
+
+  async listGateways(page: PageRequest, locationId: number | undefined): Promise<PageOf<GatewaySummary>> {
+    const rows = await this.db.query<GatewayRow>(
+      `SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at FROM gateways
+        WHERE ($1::bigint IS NULL OR location_id = $1) AND id > $2
+        ORDER BY id LIMIT $3`,
+      [locationId ?? null, page.afterId ?? 0, page.limit + 1],
+    );
+    return toPage(rows.map((row) => this.toGatewaySummary(row)), page.limit, (g) => g.id);
+  }
+
+  async getGateway(id: number): Promise<GatewaySummary> {
+    return this.toGatewaySummary(await this.readGateway(id));
+  }
+
+  /**
+   * A new password, shown once. The broker account is replaced first (Mosquitto drops live connections with
+   * it), then the stored hash: when the broker cannot be updated, nothing changes and the old password stays
+   * good. From the answer on the old password is refused, a live connection to the embedded broker drops, and
+   * the gateway's locks read offline until it connects with the new password and says `{"online": true}`.
+   */
+  async rotateGatewayPassword(id: number): Promise<Gateway> {
+    const gateway = await this.readGateway(id);
+    const password = newToken('');
+    await this.onBroker(() => this.deps.gatewayAccounts.provision(id, password));
+    const rows = await this.db.query('UPDATE gateways SET password_hash = $2 WHERE id = $1 RETURNING id', [id, hashToken(password)]);
+    if (rows.length === 0) {
+      // Deleted meanwhile: its new account goes too.
+      await this.deps.gatewayAccounts.remove(id).catch(() => undefined);
+      throw errors.notFound('gateway');
+    }
+    this.deps.disconnectGateway(id);
+    return this.withPassword(gateway, password);
+  }
+
+  /**
+   * Deletes a gateway that no lock is on (`409 gateway_in_use` otherwise: its locks would silently stop being
+   * remote). Its broker account goes first, so a gateway that is gone can no longer connect; when the broker
+   * cannot be updated the answer is 503 and the gateway stays.
+   */
+  async deleteGateway(id: number): Promise<void> {
+    await this.readGateway(id);
+    const inUse = () => new ApiError(409, 'gateway_in_use', 'Locks are on this gateway; it cannot be deleted while they are.');
+    if ((await this.db.query('SELECT 1 FROM locks WHERE gateway_id = $1 LIMIT 1', [id])).length > 0) throw inUse();
+    await this.onBroker(() => this.deps.gatewayAccounts.remove(id));
+    let deleted: unknown[];
+    try {
+      deleted = await this.db.query(
+        'DELETE FROM gateways g WHERE g.id = $1 AND NOT EXISTS (SELECT 1 FROM locks k WHERE k.gateway_id = g.id) RETURNING id',
+        [id],
+      );
+    } catch (error) {
+      // Rows that keep its history (events, commands) refer to it.
+      if ((error as { code?: unknown }).code === '23503') throw inUse();
+      throw error;
+    }
+    if (deleted.length === 0) {
+      // A lock was put on it meanwhile (its broker account is already gone: a password rotation restores it),
+      // or another call deleted it.
+      if ((await this.db.query('SELECT 1 FROM gateways WHERE id = $1', [id])).length > 0) throw inUse();
+      throw errors.notFound('gateway');
+    }
+    this.deps.disconnectGateway(id);
+  }
+
+  private async readGateway(id: number): Promise<GatewayRow> {
+    const [row] = await this.db.query<GatewayRow>(
+      'SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at FROM gateways WHERE id = $1',
+      [id],
+    );
+    if (!row) throw errors.notFound('gateway');
+    return row;
+  }
+
+  /**
+   * A broker that cannot be reached or refuses answers 503 broker_unavailable: nothing was changed here, retry
+   * later. A broker that did not answer in time may still carry the change out; the message says so.
+   */
+  private async onBroker(call: () => Promise<void>): Promise<void> {
+    try {
+      await call();
+    } catch (error) {
+      if (!(error instanceof BrokerUnavailableError)) throw error;
+      const late = error.unanswered ? ' If the broker still carries it out, a gateway can be refused until its password is rotated again.' : '';
+      throw new ApiError(503, 'broker_unavailable', `The MQTT broker could not be updated (${error.message}); nothing was changed. Retry later.${late}`);
+    }
+  }
+
+  /** Where gateways dial, without the user and password MQTT_URL carries: those are the service's own. */
+  private gatewayUrl(): string {
+    const url = new URL(this.deps.gatewayMqttUrl());
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  }
+
+  private withPassword(gateway: { id: number; name: string; location_id: number }, password: string): Gateway {
+    const username = gatewayUsername(gateway.id);
+    return {
+      id: gateway.id,
+      name: gateway.name,
+      location_id: gateway.location_id,
+      mqtt: { url: this.gatewayUrl(), client_id: username, username, password, topic_prefix: MQTT_TOPIC_PREFIX },
+    };
+  }
+
+  private toGatewaySummary(row: GatewayRow): GatewaySummary {
+    return {
+      id: row.id,
+      name: row.name,
+      location_id: row.location_id,
+      mqtt: { url: this.gatewayUrl(), client_id: row.mqtt_username, username: row.mqtt_username, topic_prefix: MQTT_TOPIC_PREFIX },
+      online: row.online,
+      last_seen_at: row.last_seen_at?.toISOString() ?? null,
+      created_at: row.created_at.toISOString(),
+    };
   }
 
   async createLock(body: LockCreate): Promise<Lock> {
