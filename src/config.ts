@@ -8,6 +8,8 @@ export interface Config {
   dataDir: string; // 'memory' for a throw-away embedded store
   mqttUrl: string | null;
   mqttPort: number;
+  /** The largest MQTT packet the embedded broker reads, fixed header included; a larger one closes the connection. */
+  mqttMaxPacketBytes: number;
   redisUrl: string | null;
   /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
   redisKeyPrefix: string;
@@ -111,6 +113,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: text(env, 'DATA_DIR') ?? './data',
     mqttUrl: url(env, 'MQTT_URL', ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
+    // 64 KiB: a door event is a few hundred bytes. 268,435,460 is the largest packet MQTT can frame.
+    mqttMaxPacketBytes: integer(env, 'MQTT_MAX_PACKET_BYTES', 65_536, 1024, 268_435_460),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: text(env, 'REDIS_KEY_PREFIX') ?? 'latchkey',
     publicUrl: publicUrl.replace(/\/+$/, ''),
