@@ -36,9 +36,11 @@ export interface GatewayConnections {
 export class EmbeddedBroker {
   private server: Server | null = null;
   private broker: Aedes | null = null;
-  /** The gateway of each authenticated connection. Keyed by connection, not client id: a gateway that
-   * reconnects while its old connection is open has two for a moment, and the old one's end must not
-   * undo the new login. */
+  /**
+   * The gateway of each authenticated connection. Keyed by connection, not client id: a gateway that
+   * reconnects while its old connection is open has two for a moment (until Aedes closes the old one),
+   * and the old one's end must not undo the new login.
+   */
   private readonly gatewayOf = new Map<Client, number>();
   /** The open authenticated connections of each gateway. */
   private readonly connectionsOf = new Map<number, Set<Client>>();
@@ -81,7 +83,7 @@ export class EmbeddedBroker {
     this.server = createServer({ noDelay: true }, (socket) => {
       const client = broker.handle(socket);
       limitPacketSize(socket, this.maxPacketBytes, () =>
-        this.log.warn({ gatewayId: this.gatewayOf.get(client), maxBytes: this.maxPacketBytes }, 'mqtt packet larger than MQTT_MAX_PACKET_BYTES; connection closed'),
+        this.log.warn({ gatewayId: this.gatewayOf.get(client), maxBytes: this.maxPacketBytes }, 'mqtt packet over MQTT_MAX_PACKET_BYTES (or its length malformed); connection closed'),
       );
     });
     await new Promise<void>((resolve, reject) => {
