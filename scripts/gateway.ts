@@ -34,15 +34,28 @@ if (values.help || !values.id || !values.password) {
 const gatewayId = values.id;
 const base = `${values.prefix}/gateways/${gatewayId}`;
 const username = `gateway-${gatewayId}`;
-const client = await mqtt.connectAsync(values.url, {
+const presence = `${base}/presence`;
+const client = mqtt.connect(values.url, {
   clientId: username,
   username,
   password: values.password,
-  will: { topic: `${base}/presence`, payload: Buffer.from('{"online":false}'), qos: 1, retain: true },
+  will: { topic: presence, payload: Buffer.from('{"online":false}'), qos: 1, retain: true },
 });
-(client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true); // answer commands without Nagle's delay
-await client.publishAsync(`${base}/presence`, '{"online":true}', { qos: 1, retain: true });
-console.log(`gateway ${gatewayId} online at ${values.url}`);
+// As the contract says, on every connect, reconnections included: the presence is retained, so the broker
+// holds it for whoever subscribes later (the service after a restart, through an external broker).
+client.on('connect', () => {
+  (client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true); // answer commands without Nagle's delay
+  void client.publishAsync(presence, '{"online":true}', { qos: 1, retain: true }).then(
+    () => console.log(`gateway ${gatewayId} online at ${values.url}`),
+    (error: Error) => console.log(`presence not sent: ${error.message}`),
+  );
+});
+client.on('offline', () => console.log('connection lost; reconnecting'));
+client.on('error', (error) => console.log(`mqtt: ${error.message}`));
+await new Promise<void>((resolve, reject) => {
+  client.once('connect', () => resolve());
+  client.once('error', reject); // the first connection refused (bad credentials): stop, as before
+});
 
 const heartbeat = setInterval(() => void client.publishAsync(`${base}/heartbeat`, '{}', { qos: 0 }), 30_000);
 
@@ -78,7 +91,7 @@ const random =
 async function stop(): Promise<void> {
   clearInterval(heartbeat);
   if (random) clearInterval(random);
-  await client.publishAsync(`${base}/presence`, '{"online":false}', { qos: 1, retain: true });
+  await client.publishAsync(presence, '{"online":false}', { qos: 1, retain: true });
   await client.endAsync();
   process.exit(0);
 }

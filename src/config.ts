@@ -15,6 +15,8 @@ export interface Config {
   mqttDynsec: { username: string; password: string } | null;
   /** Shared secret of the HTTP authentication and ACL endpoints a broker calls (EMQX); unset: no endpoints. */
   mqttHttpAuthSecret: string | null;
+  /** The largest MQTT packet the embedded broker reads, fixed header included; a larger one closes the connection. */
+  mqttMaxPacketBytes: number;
   redisUrl: string | null;
   /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
   redisKeyPrefix: string;
@@ -140,6 +142,8 @@ export function loadConfig(env: Env = process.env): Config {
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
     mqttDynsec: mqttDynsec(env, mqttUrl),
     mqttHttpAuthSecret,
+    // 64 KiB: a door event is a few hundred bytes. 268,435,460 is the largest packet MQTT can frame.
+    mqttMaxPacketBytes: integer(env, 'MQTT_MAX_PACKET_BYTES', 65_536, 1024, 268_435_460),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: text(env, 'REDIS_KEY_PREFIX') ?? 'latchkey',
     publicUrl: publicUrl.replace(/\/+$/, ''),

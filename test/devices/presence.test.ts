@@ -1,9 +1,11 @@
 // Gateway presence over real MQTT: the embedded broker (credentials, confinement, will, disconnect,
-// 45 quiet minutes) and an external Mosquitto (TEST_MQTT_URL).
+// 45 quiet minutes, contact, restarts and crashes, takeover) and an external Mosquitto (TEST_MQTT_URL).
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
 import { advanceClock, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { closedWithin, within } from '../helpers/gateways.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
 
 interface Gateway {
@@ -29,8 +31,8 @@ async function site(service: TestService) {
   return { account, gateway: gateway.body, locks, token };
 }
 
-/** Connects as the gateway, with the contract's will, and announces itself online. */
-async function connectGateway(gateway: Gateway, overrides: Partial<mqtt.IClientOptions> = {}, url = gateway.mqtt.url): Promise<MqttClient> {
+/** Connects as the gateway, with the contract's will, and (unless told not to) announces itself online. */
+async function connectGateway(gateway: Gateway, overrides: Partial<mqtt.IClientOptions> = {}, url = gateway.mqtt.url, announce = true): Promise<MqttClient> {
   const presence = `${gateway.mqtt.topic_prefix}/gateways/${gateway.id}/presence`;
   const client = await mqtt.connectAsync(url.replace('localhost', '127.0.0.1'), {
     clientId: gateway.mqtt.client_id,
@@ -41,7 +43,7 @@ async function connectGateway(gateway: Gateway, overrides: Partial<mqtt.IClientO
     ...overrides,
   });
   clients.push(client);
-  await client.publishAsync(presence, '{"online":true}', { qos: 1, retain: true });
+  if (announce) await client.publishAsync(presence, '{"online":true}', { qos: 1, retain: true });
   return client;
 }
 
@@ -56,6 +58,11 @@ async function eventually(check: () => Promise<boolean>, what: string, ms = 5000
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   assert.fail(`timed out: ${what}`);
+}
+
+async function gatewayOnline(gatewayId: number): Promise<boolean | undefined> {
+  const [row] = await ctx.database.db.query<{ online: boolean }>('SELECT online FROM gateways WHERE id = $1', [gatewayId]);
+  return row?.online;
 }
 
 async function presenceEvents(service: TestService, accountId: number) {
@@ -132,6 +139,98 @@ describe('embedded broker', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(await online(ctx.service, other.token, other.locks[0] as number), false);
   });
+
+  test('any message from an offline gateway is contact: a heartbeat, a door event or a command result brings it back', async () => {
+    const s = await site(ctx.service);
+    const client = await connectGateway(s.gateway);
+    const base = `latchkey/v1/gateways/${s.gateway.id}`;
+    await eventually(async () => (await online(ctx.service, s.token, s.locks[0] as number)) === true, 'online');
+    const messages: Array<[string, string]> = [
+      ['heartbeat', '{}'],
+      ['events', JSON.stringify({ id: randomUUID(), lock_id: s.locks[0], type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null })],
+      ['commands/result', JSON.stringify({ id: randomUUID(), ok: true })],
+    ];
+    for (const [kind, payload] of messages) {
+      await client.publishAsync(`${base}/presence`, '{"online":false}', { qos: 1, retain: true });
+      await eventually(async () => (await online(ctx.service, s.token, s.locks[0] as number)) === false, `offline before the ${kind}`);
+      await client.publishAsync(`${base}/${kind}`, payload, { qos: 1 });
+      await eventually(async () => (await online(ctx.service, s.token, s.locks[0] as number)) === true, `online after the ${kind}`);
+    }
+    await client.publishAsync(`${base}/heartbeat`, '{}', { qos: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const events = await presenceEvents(ctx.service, s.account.id);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['online', 'offline', 'online', 'offline', 'online', 'offline', 'online'].flatMap((state) => [`lock.${state}`, `lock.${state}`]),
+      'one event per lock per change',
+    );
+  });
+
+  test('a gateway that reconnects after a restart of the service is online again without announcing itself', async () => {
+    let first: TestService | null = await startService(ctx.database.db);
+    const firstUrl = first.latchkey.mqttUrl as string;
+    let second: TestService | null = null;
+    try {
+      const s = await site(first);
+      // Announces itself on its first connection only, as the simulator used to; reconnects on its own.
+      await connectGateway(s.gateway, { reconnectPeriod: 200 }, firstUrl);
+      await eventually(async () => (await gatewayOnline(s.gateway.id)) === true, 'online');
+      await first.close();
+      first = null;
+      await eventually(async () => (await gatewayOnline(s.gateway.id)) === false, 'offline while the service is down');
+      second = await startService(ctx.database.db, { MQTT_PORT: new URL(firstUrl).port });
+      await eventually(async () => (await online(second as TestService, s.token, s.locks[0] as number)) === true, 'online after the restart');
+      const events = await presenceEvents(ctx.service, s.account.id);
+      assert.deepEqual(events.map((e) => e.type), ['online', 'offline', 'online'].flatMap((state) => [`lock.${state}`, `lock.${state}`]));
+    } finally {
+      await second?.close();
+      await first?.close();
+    }
+  });
+
+  test('after a crash, gateways left online read offline within seconds of the next start; one that reconnects is online', async () => {
+    const gone = await site(ctx.service);
+    const back = await site(ctx.service);
+    // What a killed service leaves behind: gateways marked online that nobody is connected to any more.
+    await ctx.database.db.query('UPDATE gateways SET online = true, last_seen_at = now() WHERE id = ANY($1::bigint[])', [[gone.gateway.id, back.gateway.id]]);
+    const started = Date.now();
+    const restarted = await startService(ctx.database.db);
+    try {
+      await connectGateway(back.gateway, {}, restarted.latchkey.mqttUrl as string, false); // logs in, announces nothing
+      await eventually(async () => (await online(restarted, gone.token, gone.locks[0] as number)) === false, 'the gone gateway offline');
+      assert.ok(Date.now() - started < 5000, `offline ${Date.now() - started} ms after the start`);
+      assert.deepEqual((await presenceEvents(ctx.service, gone.account.id)).map((e) => [e.type, e.data.lock.id]), gone.locks.map((id) => ['lock.offline', id]));
+      await eventually(async () => (await online(restarted, back.token, back.locks[0] as number)) === true, 'the reconnected gateway online');
+      assert.deepEqual(
+        (await presenceEvents(ctx.service, back.account.id)).map((e) => e.type),
+        ['lock.offline', 'lock.offline', 'lock.online', 'lock.online'],
+        'offline from the crash, then online with its new connection',
+      );
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  test('a gateway that reconnects while its old connection is still open stays authorised and online', async () => {
+    const s = await site(ctx.service);
+    const commandsTopic = `latchkey/v1/gateways/${s.gateway.id}/commands`;
+    const old = await connectGateway(s.gateway);
+    await old.subscribeAsync(commandsTopic, { qos: 1 });
+    await eventually(async () => (await online(ctx.service, s.token, s.locks[0] as number)) === true, 'online');
+    const oldClosed = closedWithin(old, 2000);
+    const fresh = await connectGateway(s.gateway); // same client id: the broker closes the old connection
+    assert.equal(await oldClosed, true, 'the old connection is taken over');
+    const [granted] = await within(fresh.subscribeAsync(commandsTopic, { qos: 1 }), 2000, 'the subscription');
+    assert.equal(granted?.qos, 1, 'the new connection may subscribe');
+    const commands: string[] = [];
+    fresh.on('message', (_topic, payload) => commands.push(payload.toString()));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(await online(ctx.service, s.token, s.locks[0] as number), true);
+    assert.deepEqual((await presenceEvents(ctx.service, s.account.id)).map((e) => e.type), ['lock.online', 'lock.online'], 'no lock.offline');
+    const key = (await createApiKey(ctx.service, s.account.rootLocationId, ['locks:control'], { lock_allowlist: [s.locks[0] as number] })).token;
+    assert.equal((await ctx.service.request('POST', `/v1/locks/${s.locks[0]}/unlock`, { token: key })).status, 202);
+    await eventually(async () => commands.length === 1, 'the command reaches the new connection');
+  });
 });
 
 const externalUrl = process.env.TEST_MQTT_URL;
@@ -152,6 +251,44 @@ describe('external broker (Mosquitto)', { skip: externalUrl ? false : 'set TEST_
       await cleaner.endAsync();
     } finally {
       await service.close();
+    }
+  });
+
+  test('a service that starts takes presence from the retained messages, marks nothing offline on its own; any message is contact', async () => {
+    const s = await site(ctx.service); // created through the embedded service: the gateway is in the shared store
+    const presenceTopic = `latchkey/v1/gateways/${s.gateway.id}/presence`;
+    const clearRetained = async () => {
+      const cleaner = await mqtt.connectAsync(externalUrl as string, { reconnectPeriod: 0 });
+      await cleaner.publishAsync(presenceTopic, '', { qos: 1, retain: true });
+      await cleaner.endAsync();
+    };
+    await clearRetained(); // another run's gateway with the same id may have left one
+    // The gateway is connected to the broker and announced itself while no service listened.
+    const device = await connectGateway(s.gateway, { clientId: `${s.gateway.mqtt.client_id}-${process.pid}` }, externalUrl);
+    assert.equal(await gatewayOnline(s.gateway.id), false);
+    const started: TestService[] = [];
+    try {
+      started.push(await startService(ctx.database.db, { MQTT_URL: externalUrl as string }));
+      await eventually(async () => (await online(started[0] as TestService, s.token, s.locks[0] as number)) === true, 'online from the retained presence');
+      // A second instance starting (or this one restarting) leaves it online: the broker still holds its connection.
+      started.push(await startService(ctx.database.db, { MQTT_URL: externalUrl as string }));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal(await gatewayOnline(s.gateway.id), true);
+      // Live: the gateway says offline, then any message of it is contact.
+      await device.publishAsync(presenceTopic, '{"online":false}', { qos: 1, retain: true });
+      await eventually(async () => (await gatewayOnline(s.gateway.id)) === false, 'offline');
+      await device.publishAsync(`latchkey/v1/gateways/${s.gateway.id}/heartbeat`, '{}', { qos: 1 });
+      await eventually(async () => (await gatewayOnline(s.gateway.id)) === true, 'online after a heartbeat');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.deepEqual(
+        (await presenceEvents(ctx.service, s.account.id)).map((e) => e.type),
+        ['online', 'offline', 'online'].flatMap((state) => [`lock.${state}`, `lock.${state}`]),
+        'once per change, whichever instance handled it',
+      );
+    } finally {
+      await device.endAsync(true);
+      await clearRetained();
+      for (const service of started) await service.close();
     }
   });
 });

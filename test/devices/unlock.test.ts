@@ -2,8 +2,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { createGateway, gatewayClients } from '../helpers/gateways.ts';
-import { useTestService } from '../helpers/service.ts';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createGateway, gatewayClients, waitFor as waitUntil } from '../helpers/gateways.ts';
+import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string } };
 interface Command {
@@ -177,5 +179,32 @@ describe('POST /locks/{id}/unlock', () => {
     assert.equal(limited.status, 429);
     // Another lock has its own budget.
     assert.equal((await ctx.service.request('POST', `/v1/locks/${s.local}/unlock`, { token: s.token })).status, 409);
+  });
+
+  test('a command result whose id is not a UUID is dropped with one warning each, never logged as an error', async () => {
+    const account = await createAccount(ctx.service);
+    const gateway = await createGateway(ctx.service, account.rootLocationId);
+    // A second service on the same store whose log the test reads.
+    const lines: Array<{ level: number; msg: string; gatewayId?: number }> = [];
+    const watched = await buildApp({
+      config: loadConfig({ ADMIN_TOKEN, SANDBOX: 'true', HOST: '127.0.0.1', MQTT_PORT: '0', LOG_LEVEL: 'warn' }),
+      db: ctx.database.db,
+      logger: { stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    });
+    try {
+      const client = await connect({ ...gateway, mqtt: { ...gateway.mqtt, url: watched.mqttUrl as string } });
+      const ids = ['not-a-uuid', '0123456789abcdef0123456789abcdef0123', '------------------------------------', 42];
+      for (const id of ids) await client.publishAsync(`latchkey/v1/gateways/${gateway.id}/commands/result`, JSON.stringify({ id, ok: true }), { qos: 1 });
+      const warnings = () => lines.filter((line) => line.level === 40 && line.gatewayId === gateway.id);
+      await waitUntil(() => warnings().length >= ids.length, 'the warnings');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(
+        warnings().map((line) => line.msg),
+        ids.map(() => 'malformed command result; dropped'),
+      );
+      assert.deepEqual(lines.filter((line) => line.level >= 50), [], 'no error');
+    } finally {
+      await watched.close();
+    }
   });
 });

@@ -36,3 +36,34 @@ export function gatewayClients(): (gateway: GatewayCredentials, options?: mqtt.I
     return client;
   };
 }
+
+/** Resolves once the check passes; fails the test after `ms`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out: ${what}`);
+}
+
+/** The promise's value, or a failure after `ms` (a refused connection can leave an MQTT call pending). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
+}
+
+/** Whether the broker closes the client's connection within `ms` (call before provoking it). */
+export function closedWithin(client: MqttClient, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    client.once('close', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+/** The topic of one kind of gateway message: `latchkey/v1/gateways/{id}/{kind}`. */
+export function gatewayTopic(gateway: GatewayCredentials, kind: string): string {
+  return `${gateway.mqtt.topic_prefix}/gateways/${gateway.id}/${kind}`;
+}

@@ -1,30 +1,55 @@
 // The embedded MQTT broker (Aedes), used when MQTT_URL is unset. Gateways authenticate with the
-// credentials of POST /admin/v1/gateways (password stored hashed) and may publish and subscribe only
-// under `{prefix}/gateways/{id}/`. The service itself is linked in process (no socket, no second parse).
-import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client } from 'aedes';
+// credentials of POST /admin/v1/gateways (password stored hashed) and may use only what the gateway
+// protocol (README "Gateways") gives them under `{prefix}/gateways/{id}/`. The service itself is linked in
+// process (no socket, no second parse).
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client, type PublishPacket } from 'aedes';
 import type { FastifyBaseLogger } from 'fastify';
 import { createServer, type Server } from 'node:net';
 import type { Database } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 import { GATEWAY_TOPIC_FILTERS, routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
+import { limitPacketSize } from './packet-size.ts';
 
 const BAD_CREDENTIALS = 4;
 const NOT_AUTHORIZED = 5;
+/** A connection that has not sent its CONNECT packet by then is closed (Aedes's default is 30 s). */
+export const CONNECT_TIMEOUT_MS = 5000;
+/** What a gateway may publish, under its own prefix; only its presence may be retained. */
+const GATEWAY_PUBLISHES = new Set(['presence', 'heartbeat', 'events', 'commands/result']);
+const RETAINED_GATEWAY_PUBLISH = 'presence';
+/** The one topic a gateway may subscribe to, under its own prefix. */
+const GATEWAY_SUBSCRIBES = 'commands';
 
 function authError(code: number, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode: code }) as AuthenticateError;
 }
 
+/** What the broker tells the device module about gateway connections. */
+export interface GatewayConnections {
+  /** A gateway logged in (contact, even when its previous connection is still open). */
+  connected(gatewayId: number): void;
+  /** The last open connection of a gateway ended. */
+  disconnected(gatewayId: number): void;
+}
+
 export class EmbeddedBroker {
   private server: Server | null = null;
   private broker: Aedes | null = null;
-  /** Gateway id of each connected gateway client. */
-  private readonly gatewayOf = new Map<string, number>();
+  /**
+   * The gateway of each authenticated connection. Keyed by connection, not client id: a gateway that
+   * reconnects while its old connection is open has two for a moment (until Aedes closes the old one),
+   * and the old one's end must not undo the new login.
+   */
+  private readonly gatewayOf = new Map<Client, number>();
+  /** The open authenticated connections of each gateway. */
+  private readonly connectionsOf = new Map<number, Set<Client>>();
 
   constructor(
     private readonly db: Database,
-    private readonly onGatewayDisconnect: (gatewayId: number) => void,
+    private readonly connections: GatewayConnections,
+    private readonly maxPacketBytes: number,
+    private readonly log: FastifyBaseLogger,
   ) {}
 
   async start(port: number, host: string): Promise<number> {
@@ -32,30 +57,35 @@ export class EmbeddedBroker {
       // Messages being delivered at once, across all clients. Held-back door events stay "being delivered"
       // until stored (see link()); with the default of 100, commands to gateways would queue behind them.
       concurrency: 2000,
+      connectTimeout: CONNECT_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         void this.authenticate(client, username, password).then(
           (ok) => done(ok ? null : authError(BAD_CREDENTIALS, 'bad user name or password'), ok),
           () => done(authError(3, 'server unavailable'), false),
         );
       },
+      // MQTT 3.1.1 cannot refuse one publish: Aedes closes the connection, and nothing is stored or forwarded.
       authorizePublish: (client, packet, callback) => {
-        if (!client || packet.topic.startsWith(this.ownPrefix(client))) return callback(null);
-        callback(authError(NOT_AUTHORIZED, 'topic not allowed'));
+        if (!client) return callback(null); // the service's own publishes (commands), in process
+        const refusal = this.publishRefusal(client, packet);
+        callback(refusal ? authError(NOT_AUTHORIZED, refusal) : null);
       },
+      // Refused: a SUBACK failure code (0x80) for that topic; the connection stays.
       authorizeSubscribe: (client, subscription, callback) => {
-        if (subscription.topic.startsWith(this.ownPrefix(client))) return callback(null, subscription);
-        callback(authError(NOT_AUTHORIZED, 'topic not allowed'));
+        const gatewayId = this.gatewayOf.get(client);
+        const allowed = gatewayId !== undefined && subscription.topic === `${gatewayPrefix(gatewayId)}${GATEWAY_SUBSCRIBES}`;
+        if (!allowed) this.log.warn({ gatewayId, topic: subscription.topic }, 'mqtt subscription refused');
+        callback(null, allowed ? subscription : null);
       },
-    });
-    broker.on('clientDisconnect', (client) => {
-      const gatewayId = this.gatewayOf.get(client.id);
-      if (gatewayId === undefined) return;
-      this.gatewayOf.delete(client.id);
-      this.onGatewayDisconnect(gatewayId);
     });
     this.broker = broker;
     // noDelay: without it Nagle's algorithm holds small QoS 1 packets back (measured: 48 ms vs 8–13 ms).
-    this.server = createServer({ noDelay: true }, broker.handle);
+    this.server = createServer({ noDelay: true }, (socket) => {
+      const client = broker.handle(socket);
+      limitPacketSize(socket, this.maxPacketBytes, () =>
+        this.log.warn({ gatewayId: this.gatewayOf.get(client), maxBytes: this.maxPacketBytes }, 'mqtt packet over MQTT_MAX_PACKET_BYTES (or its length malformed); connection closed'),
+      );
+    });
     await new Promise<void>((resolve, reject) => {
       this.server?.once('error', reject);
       this.server?.listen(port, host, () => resolve());
@@ -93,10 +123,21 @@ export class EmbeddedBroker {
     };
   }
 
-  private ownPrefix(client: Client): string {
-    const gatewayId = this.gatewayOf.get(client.id);
-    // A client that is not a known gateway gets a prefix no topic starts with.
-    return gatewayId === undefined ? '\u0000' : `${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/`;
+  /** Why a gateway's publish is refused, or null. */
+  private publishRefusal(client: Client, packet: PublishPacket): string | null {
+    const gatewayId = this.gatewayOf.get(client);
+    if (gatewayId === undefined) return 'not a gateway';
+    // A closed connection publishing is its will. After a takeover the gateway is connected again: its
+    // old will ({"online": false}) would mark it offline while it is there.
+    if (client.closed && (this.connectionsOf.get(gatewayId)?.size ?? 0) > 1) return 'superseded will';
+    const prefix = gatewayPrefix(gatewayId);
+    const kind = packet.topic.startsWith(prefix) ? packet.topic.slice(prefix.length) : null;
+    let refusal: string | null = null;
+    if (kind === null || !GATEWAY_PUBLISHES.has(kind)) refusal = 'topic not allowed';
+    else if (packet.retain && kind !== RETAINED_GATEWAY_PUBLISH) refusal = 'only presence may be retained';
+    else if (packet.qos > 1) refusal = 'QoS 2 is not part of the gateway protocol';
+    if (refusal) this.log.warn({ gatewayId, topic: packet.topic, reason: refusal }, 'mqtt publish refused; connection closed');
+    return refusal;
   }
 
   private async authenticate(client: Client, username: string | undefined, password: Buffer | undefined): Promise<boolean> {
@@ -105,8 +146,25 @@ export class EmbeddedBroker {
     if (client.id !== username) return false;
     const [row] = await this.db.query<{ id: number; password_hash: string }>('SELECT id, password_hash FROM gateways WHERE mqtt_username = $1', [username]);
     if (!row || !sameHash(hashToken(password.toString()), row.password_hash)) return false;
-    this.gatewayOf.set(client.id, row.id);
+    // Gone while the password was checked: its 'close' has been emitted already.
+    if (client.closed) return false;
+    const gatewayId = Number(row.id);
+    this.gatewayOf.set(client, gatewayId);
+    let open = this.connectionsOf.get(gatewayId);
+    if (!open) this.connectionsOf.set(gatewayId, (open = new Set()));
+    open.add(client);
+    client.conn.once('close', () => this.connectionClosed(client, gatewayId));
+    this.connections.connected(gatewayId);
     return true;
+  }
+
+  private connectionClosed(client: Client, gatewayId: number): void {
+    this.gatewayOf.delete(client);
+    const open = this.connectionsOf.get(gatewayId);
+    open?.delete(client);
+    if (open && open.size > 0) return; // a takeover: the gateway is still connected
+    this.connectionsOf.delete(gatewayId);
+    this.connections.disconnected(gatewayId);
   }
 
   async close(): Promise<void> {
@@ -117,8 +175,10 @@ export class EmbeddedBroker {
 
   /** Drops a gateway's live connection (its password was rotated or it was deleted): it must connect anew. */
   disconnectGateway(gatewayId: number): void {
-    // Aedes keeps its connected clients by id; its typings do not declare that map.
-    const clients = (this.broker as unknown as { clients?: Record<string, Client | undefined> } | null)?.clients ?? {};
-    for (const [clientId, id] of this.gatewayOf) if (id === gatewayId) clients[clientId]?.close();
+    for (const client of this.connectionsOf.get(gatewayId) ?? []) client.close();
   }
+}
+
+function gatewayPrefix(gatewayId: number): string {
+  return `${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/`;
 }

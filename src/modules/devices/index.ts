@@ -41,9 +41,6 @@ export async function startDevices(
   accessLog: AccessLog,
   log: FastifyBaseLogger,
 ): Promise<Devices> {
-  const presence = new PresenceService(db, clock, log);
-  jobs.register(presence.quietJob());
-
   // Messages of one gateway are handled in order of arrival (an online followed by an offline must end offline).
   const queues = new Map<number, Promise<void>>();
   const handle = (gatewayId: number, work: () => Promise<unknown>) => {
@@ -56,6 +53,8 @@ export async function startDevices(
       if (queues.get(gatewayId) === next) queues.delete(gatewayId);
     });
   };
+  const presence = new PresenceService(db, clock, log, handle);
+  jobs.register(presence.quietJob());
   // Door events are kept until stored: a database that is away is retried (the gateway's later events wait
   // behind, in order), and a batch the database refuses as data is written event by event, so that the one
   // bad event is all that is lost (logged whole, for replay). Resolves true once every event is stored or
@@ -108,19 +107,16 @@ export async function startDevices(
     return batch.events.length >= WAITING_EVENTS_LIMIT ? batch.stored : undefined;
   };
   const onMessage = (gatewayId: number, topic: GatewayTopic, payload: unknown): Promise<void> | undefined => {
-    void presence.heard(gatewayId).catch((error: unknown) => log.error({ err: error, gatewayId }, 'heartbeat not recorded'));
+    const announced = topic === 'presence' ? (payload as { online?: unknown }).online : undefined;
+    if (announced === false) return void presence.lost(gatewayId);
+    if (announced === true) presence.connected(gatewayId);
+    else presence.heard(gatewayId); // any message from the gateway is contact
     if (topic === 'events') {
       const event = parseGatewayEvent(payload);
       if (!event) return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
       return onEvent(gatewayId, event);
     }
-    handle(gatewayId, async () => {
-      if (topic === 'presence' && typeof (payload as { online?: unknown }).online === 'boolean') {
-        await presence.setOnline(gatewayId, (payload as { online: boolean }).online);
-      } else if (topic === 'commands/result') {
-        await unlock.result(gatewayId, payload);
-      }
-    });
+    if (topic === 'commands/result') handle(gatewayId, () => unlock.result(gatewayId, payload));
     return undefined;
   };
 
@@ -142,7 +138,16 @@ export async function startDevices(
     link = new MqttLink(config.mqttUrl, onMessage, log);
     gatewayUrl = config.mqttUrl;
   } else {
-    broker = new EmbeddedBroker(db, (gatewayId) => handle(gatewayId, () => presence.setOnline(gatewayId, false)));
+    // Nobody is connected to a broker that is starting: what the store still holds online (a crash left
+    // it so) goes offline, each gateway ahead of what its reconnection brings. One instance per embedded
+    // broker: several instances share an external broker (MQTT_URL), whose connections outlive a restart.
+    await presence.startWithNobodyConnected();
+    broker = new EmbeddedBroker(
+      db,
+      { connected: (gatewayId) => presence.connected(gatewayId), disconnected: (gatewayId) => presence.lost(gatewayId) },
+      config.mqttMaxPacketBytes,
+      log,
+    );
     const port = await broker.start(config.mqttPort, config.host);
     link = broker.link(onMessage, log);
     gatewayUrl = `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
@@ -154,7 +159,7 @@ export async function startDevices(
     unlock,
     disconnectGateway: (gatewayId) => {
       broker?.disconnectGateway(gatewayId);
-      handle(gatewayId, () => presence.setOnline(gatewayId, false));
+      presence.lost(gatewayId);
     },
     async close() {
       closing = true;

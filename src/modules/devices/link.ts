@@ -2,7 +2,7 @@
 // MQTT connection to MQTT_URL, where several instances share the gateway topics through an MQTT 5 shared
 // subscription, so that each message is handled once.
 import type { FastifyBaseLogger } from 'fastify';
-import mqtt, { type MqttClient } from 'mqtt';
+import mqtt, { type IPublishPacket, type MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 
@@ -25,6 +25,9 @@ export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, pay
 /** The topics the service listens to, one per kind of gateway message. */
 export const GATEWAY_TOPIC_FILTERS = ['presence', 'heartbeat', 'events', 'commands/result'].map((t) => `${MQTT_TOPIC_PREFIX}/gateways/+/${t}`);
 
+/** The presence topic of every gateway. */
+export const PRESENCE_TOPIC_FILTER = `${MQTT_TOPIC_PREFIX}/gateways/+/presence`;
+
 const TOPIC = new RegExp(`^${MQTT_TOPIC_PREFIX.replace('/', '\\/')}\\/gateways\\/(\\d+)\\/(presence|heartbeat|events|commands\\/result)$`);
 
 /** Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not JSON are dropped. */
@@ -41,9 +44,22 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
   return onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
 }
 
+/** Subscription identifiers (MQTT 5) of the external link: which subscription a message came through. */
+const SHARED_SUBSCRIPTION = 1;
+const PRESENCE_REPLAY_SUBSCRIPTION = 2;
+
+function subscriptionIds(packet: IPublishPacket): number[] {
+  const ids = packet.properties?.subscriptionIdentifier;
+  return ids === undefined ? [] : Array.isArray(ids) ? ids : [ids];
+}
+
 /**
  * The link through an external broker (MQTT_URL; credentials, if any, in the URL). It subscribes through
  * MQTT 5 shared subscriptions (`$share/latchkey/…`), so that among instances each message is handled once.
+ * Shared subscriptions get no retained messages, so a second, plain subscription to the presence topics
+ * is there for the broker's replay of retained presence when it is made (at start and on every reconnect
+ * to the broker): the broker's view of who is online, which a service that was down has missed. Its live
+ * copies are dropped: the shared subscription carries those.
  */
 export class MqttLink implements DeviceLink {
   private client: MqttClient | null = null;
@@ -66,11 +82,17 @@ export class MqttLink implements DeviceLink {
     noDelay();
     client.on('connect', noDelay);
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
-    client.on('message', (topic, payload) => void routeGatewayMessage(topic, payload, this.onMessage, this.log));
+    client.on('message', (topic, payload, packet) => {
+      const ids = subscriptionIds(packet);
+      // Through the replay subscription only, a message that is not retained is a live copy.
+      if (!packet.retain && ids.includes(PRESENCE_REPLAY_SUBSCRIPTION) && !ids.includes(SHARED_SUBSCRIPTION)) return;
+      void routeGatewayMessage(topic, payload, this.onMessage, this.log);
+    });
     await client.subscribeAsync(
       GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`),
-      { qos: 1 },
+      { qos: 1, properties: { subscriptionIdentifier: SHARED_SUBSCRIPTION } },
     );
+    await client.subscribeAsync(PRESENCE_TOPIC_FILTER, { qos: 1, properties: { subscriptionIdentifier: PRESENCE_REPLAY_SUBSCRIPTION } });
     this.client = client;
   }
 

@@ -1,6 +1,10 @@
-// Gateway presence: `{"online": …}` on the presence topic (the will says false), a broker-side disconnect,
-// or 45 minutes without any message on the service clock. One lock.online / lock.offline per lock of the
-// gateway per change; repeated identical states fire nothing, even with several instances.
+// Gateway presence (spec: Lock.online "reflects the device's last contact"). Contact is any message from
+// the gateway, its `{"online": true}` (live, or replayed retained by an external broker to a new
+// subscription) and, with the embedded broker, a login. It is lost on `{"online": false}` (the will), on
+// the end of the gateway's last connection to the embedded broker, after 45 minutes without contact on
+// the service clock, and at start with the embedded broker (nobody is connected to a broker just started).
+// One lock.online / lock.offline per lock of the gateway per change; repeated identical states fire
+// nothing, even with several instances. Each gateway's changes run in its order of messages (inOrder).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import { notify, type Database } from '../../platform/db/index.ts';
@@ -9,31 +13,68 @@ import type { Job } from '../../platform/jobs.ts';
 import { CATALOG_CHANNEL } from '../catalog/service.ts';
 
 export const QUIET_OFFLINE_MS = 45 * 60_000;
-/** last_seen_at is written at most this often per gateway, so heartbeats cost little. */
-const LAST_SEEN_WRITE_MS = 30_000;
+/**
+ * Contact is written (last_seen_at) at most this often per gateway, so heartbeats and door events cost
+ * little. An instance that did not see a gateway go offline (another instance handled the will) may so
+ * take up to this long to notice its next contact.
+ */
+const CONTACT_WRITE_MS = 30_000;
+
+/** Runs work after the gateway's earlier messages are handled. */
+export type InOrder = (gatewayId: number, work: () => Promise<unknown>) => void;
 
 export class PresenceService {
-  private readonly lastWritten = new Map<number, number>();
+  /** When this instance next writes contact of a gateway; absent: at its next message. */
+  private readonly nextContactWrite = new Map<number, number>();
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly log: FastifyBaseLogger,
+    private readonly inOrder: InOrder,
   ) {}
 
-  /** Any message from a gateway counts as a heartbeat. */
-  async heard(gatewayId: number): Promise<void> {
-    const now = this.clock.now();
-    const last = this.lastWritten.get(gatewayId);
-    if (last !== undefined && now.getTime() - last < LAST_SEEN_WRITE_MS) return;
-    this.lastWritten.set(gatewayId, now.getTime());
-    await this.db.query('UPDATE gateways SET last_seen_at = $2 WHERE id = $1', [gatewayId, now]);
+  /** A message from the gateway: contact. Brings an offline gateway online. */
+  heard(gatewayId: number): void {
+    const now = this.clock.now().getTime();
+    const due = this.nextContactWrite.get(gatewayId);
+    if (due !== undefined && now < due) return;
+    this.nextContactWrite.set(gatewayId, now + CONTACT_WRITE_MS);
+    this.inOrder(gatewayId, () => this.recordContact(gatewayId));
+  }
+
+  /** `{"online": true}` or a login: contact, written at once. */
+  connected(gatewayId: number): void {
+    this.nextContactWrite.delete(gatewayId);
+    this.heard(gatewayId);
+  }
+
+  /** `{"online": false}` or the end of its last connection: offline; its next message is contact again. */
+  lost(gatewayId: number): void {
+    this.nextContactWrite.delete(gatewayId);
+    this.inOrder(gatewayId, () => this.setOnline(gatewayId, false));
+  }
+
+  /**
+   * Gateways online in the store from before a start of the embedded broker are no longer connected
+   * (after a crash nothing marked them offline): offline, each ahead of anything its reconnection brings.
+   * Not with an external broker, which keeps its connections while the service restarts.
+   */
+  async startWithNobodyConnected(): Promise<number> {
+    const held = await this.db.query<{ id: number }>('SELECT id FROM gateways WHERE online ORDER BY id');
+    for (const { id } of held) this.lost(Number(id));
+    return held.length;
+  }
+
+  private async recordContact(gatewayId: number): Promise<void> {
+    const [row] = await this.db.query<{ online: boolean }>('UPDATE gateways SET last_seen_at = $2 WHERE id = $1 RETURNING online', [gatewayId, this.clock.now()]);
+    if (row && !row.online) await this.setOnline(gatewayId, true);
   }
 
   /** Records the gateway's state; on a change, every lock on it fires lock.online or lock.offline. */
-  async setOnline(gatewayId: number, online: boolean): Promise<boolean> {
+  private async setOnline(gatewayId: number, online: boolean): Promise<boolean> {
     const now = this.clock.now();
-    if (online) this.lastWritten.set(gatewayId, now.getTime());
+    if (!online) this.nextContactWrite.delete(gatewayId);
     const changed = await this.db.transaction(async (tx) => {
       const rows = await tx.query(
         `UPDATE gateways SET online = $2, last_seen_at = CASE WHEN $2 THEN $3 ELSE last_seen_at END
@@ -67,7 +108,7 @@ export class PresenceService {
     return changed;
   }
 
-  /** Gateways quiet for 45 minutes on the service clock go offline. */
+  /** Gateways without contact for 45 minutes on the service clock go offline. */
   quietJob(): Job {
     return {
       name: 'gateway-presence-timeout',

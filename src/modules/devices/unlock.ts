@@ -43,6 +43,9 @@ interface UnlockLock extends LockRow {
   path: number[];
 }
 
+/** A command id as the service writes it (uuidv7): 8-4-4-4-12 hexadecimal digits. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 function toCommand(row: CommandRow): LockCommand {
@@ -172,10 +175,15 @@ export class UnlockService {
     throw errors.notFound('command');
   }
 
-  /** A gateway's answer: ok confirms (access.granted); an error fails (unlock.failed). Unknown or finished: ignored. */
+  /**
+   * A gateway's answer: ok confirms (access.granted); an error fails (unlock.failed). Unknown or finished:
+   * ignored. Malformed (an id that is not a UUID could not even be looked up): dropped with a warning.
+   */
   async result(gatewayId: number, payload: unknown): Promise<void> {
     const p = payload as { id?: unknown; ok?: unknown; error?: unknown };
-    if (typeof p?.id !== 'string' || typeof p.ok !== 'boolean' || !/^[0-9a-f-]{36}$/i.test(p.id)) return;
+    if (typeof p?.id !== 'string' || typeof p.ok !== 'boolean' || !UUID.test(p.id)) {
+      return void this.deps.log.warn({ gatewayId }, 'malformed command result; dropped');
+    }
     if (p.ok) return this.finish(p.id, gatewayId, 'confirmed', null, null);
     const code = p.error === 'device_missing' ? 'device_missing' : 'device_error';
     return this.finish(p.id, gatewayId, 'failed', { code, message: `The device answered ${code}.` }, code);

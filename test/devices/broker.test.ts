@@ -1,0 +1,184 @@
+// What the embedded broker accepts, attacked over real TCP: the packet size limit (before and after
+// authentication), the CONNECT deadline, and the topics a gateway may publish and subscribe to.
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { CONNECT_TIMEOUT_MS } from '../../src/modules/devices/broker.ts';
+import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { closedWithin, createGateway, gatewayClients, gatewayTopic, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
+import { useTestService } from '../helpers/service.ts';
+
+const ctx = useTestService();
+const connectGateway = gatewayClients();
+/** MQTT_MAX_PACKET_BYTES's default. */
+const MAX_PACKET_BYTES = 64 * 1024;
+
+async function site() {
+  const account = await createAccount(ctx.service);
+  const gateway = await createGateway(ctx.service, account.rootLocationId);
+  const lock = await createLock(ctx.service, account.rootLocationId, { name: 'Gate', gateway_id: gateway.id });
+  return { account, gateway, lock };
+}
+
+function brokerSocket(gateway: GatewayCredentials): Promise<Socket> {
+  const url = new URL(gateway.mqtt.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), '127.0.0.1', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Milliseconds until the broker closes the socket, or null if it stays open for `ms`. */
+function closedAfter(socket: Socket, ms: number): Promise<number | null> {
+  const started = Date.now();
+  socket.on('error', () => undefined); // a reset when the broker cuts us off mid-write
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(null), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(Date.now() - started);
+    });
+  });
+}
+
+/** An MQTT fixed header: the packet type byte and the remaining length, as announced. */
+function fixedHeader(typeByte: number, remainingLength: number): Buffer {
+  const bytes = [typeByte];
+  let left = remainingLength;
+  do {
+    let byte = left % 128;
+    left = Math.floor(left / 128);
+    if (left > 0) byte |= 0x80;
+    bytes.push(byte);
+  } while (left > 0);
+  return Buffer.from(bytes);
+}
+
+function doorEvent(lock: number, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ id: randomUUID(), lock_id: lock, type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null, ...extra });
+}
+
+async function storedEvents(gatewayId: number): Promise<number> {
+  return (await ctx.database.db.query('SELECT id FROM access_events WHERE gateway_id = $1', [gatewayId])).length;
+}
+
+describe('packet size (MQTT_MAX_PACKET_BYTES) and the CONNECT deadline', () => {
+  test('a CONNECT announcing 250 MB gets the socket closed at once, without credentials and without reading it', async () => {
+    const { gateway } = await site();
+    const socket = await brokerSocket(gateway);
+    const closed = closedAfter(socket, 3000);
+    socket.write(fixedHeader(0x10, 250_000_000));
+    // Keep sending, as the attack did: the broker must not be collecting it.
+    const chunk = Buffer.alloc(64 * 1024);
+    for (let i = 0; i < 32 && !socket.destroyed; i++) socket.write(chunk);
+    const after = await closed;
+    assert.ok(after !== null && after < 1000, `closed after ${after} ms`);
+    // The broker still serves gateways.
+    const client = await connectGateway(gateway);
+    assert.ok(client.connected);
+  });
+
+  test('a socket that sends no CONNECT, or trickles one, is closed after the deadline', async () => {
+    const { gateway } = await site();
+    const silent = await brokerSocket(gateway);
+    const slow = await brokerSocket(gateway);
+    const silentClosed = closedAfter(silent, CONNECT_TIMEOUT_MS + 3000);
+    const slowClosed = closedAfter(slow, CONNECT_TIMEOUT_MS + 3000);
+    // A small CONNECT (40 bytes announced), one byte every 300 ms: it never completes in time.
+    slow.write(fixedHeader(0x10, 40));
+    const trickle = setInterval(() => !slow.destroyed && slow.write(Buffer.from([0])), 300);
+    try {
+      const [silentAfter, slowAfter] = await Promise.all([silentClosed, slowClosed]);
+      for (const after of [silentAfter, slowAfter]) {
+        assert.ok(after !== null && after >= CONNECT_TIMEOUT_MS - 200 && after < CONNECT_TIMEOUT_MS + 2000, `closed after ${after} ms`);
+      }
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+
+  test('an authenticated gateway publishing more than the limit is disconnected and nothing is stored', async () => {
+    const { gateway, lock } = await site();
+    const client = await connectGateway(gateway);
+    const closed = closedWithin(client, 2000);
+    client.publish(gatewayTopic(gateway, 'events'), doorEvent(lock, { padding: 'x'.repeat(MAX_PACKET_BYTES) }), { qos: 1 });
+    assert.equal(await closed, true, 'disconnected');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(await storedEvents(gateway.id), 0);
+    // Below the limit, the same event is taken.
+    const again = await connectGateway(gateway);
+    await again.publishAsync(gatewayTopic(gateway, 'events'), doorEvent(lock, { padding: 'x'.repeat(MAX_PACKET_BYTES / 2) }), { qos: 1 });
+    await waitFor(async () => (await storedEvents(gateway.id)) === 1, 'the event under the limit');
+  });
+});
+
+describe('what a gateway may publish and subscribe to', () => {
+  test('a command published on its own commands topic, even retained, is refused and never reaches the gateway', async () => {
+    const { account, gateway, lock } = await site();
+    const commands: string[] = [];
+    const client = await connectGateway(gateway);
+    client.on('message', (_topic, payload) => commands.push(payload.toString()));
+    await client.subscribeAsync(gatewayTopic(gateway, 'commands'), { qos: 1 });
+    const forged = JSON.stringify({ id: randomUUID(), lock_id: lock, action: 'unlock', expires_at: new Date(Date.now() + 60_000).toISOString() });
+    const closed = closedWithin(client, 2000);
+    client.publish(gatewayTopic(gateway, 'commands'), forged, { qos: 1, retain: true });
+    assert.equal(await closed, true, 'disconnected');
+    // The gateway, back, is not handed the forged command (as a retained message) either.
+    const back = await connectGateway(gateway);
+    back.on('message', (_topic, payload) => commands.push(payload.toString()));
+    await back.subscribeAsync(gatewayTopic(gateway, 'commands'), { qos: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(commands, []);
+    // A real unlock still reaches it.
+    const token = (await createApiKey(ctx.service, account.rootLocationId, ['locks:control'], { lock_allowlist: [lock] })).token;
+    assert.equal((await ctx.service.request('POST', `/v1/locks/${lock}/unlock`, { token })).status, 202);
+    await waitFor(() => commands.length === 1, 'the real command');
+  });
+
+  test('topics outside the protocol, retained messages other than presence and QoS 2 are refused; nothing is stored', async () => {
+    const { gateway, lock } = await site();
+    const refused: Array<[string, string, { qos: 0 | 1 | 2; retain: boolean }]> = [
+      ['other topic under its prefix', gatewayTopic(gateway, 'anything'), { qos: 1, retain: false }],
+      ['the commands topic', gatewayTopic(gateway, 'commands'), { qos: 0, retain: false }],
+      ['a retained heartbeat', gatewayTopic(gateway, 'heartbeat'), { qos: 0, retain: true }],
+      ['a retained door event', gatewayTopic(gateway, 'events'), { qos: 1, retain: true }],
+      ['a door event at QoS 2', gatewayTopic(gateway, 'events'), { qos: 2, retain: false }],
+    ];
+    for (const [what, topic, options] of refused) {
+      const client = await connectGateway(gateway);
+      const closed = closedWithin(client, 2000);
+      client.publish(topic, doorEvent(lock), options);
+      assert.equal(await closed, true, `${what}: disconnected`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(await storedEvents(gateway.id), 0);
+    // What the protocol gives it is taken: a retained presence, a heartbeat, a door event at QoS 1.
+    const client = await connectGateway(gateway);
+    const closed = closedWithin(client, 500);
+    await client.publishAsync(gatewayTopic(gateway, 'presence'), '{"online":true}', { qos: 1, retain: true });
+    await client.publishAsync(gatewayTopic(gateway, 'heartbeat'), '{}', { qos: 0 });
+    await client.publishAsync(gatewayTopic(gateway, 'events'), doorEvent(lock), { qos: 1 });
+    assert.equal(await closed, false, 'still connected');
+    await waitFor(async () => (await storedEvents(gateway.id)) === 1, 'the door event');
+  });
+
+  test('a gateway may subscribe only to its own commands topic; refusals leave the connection open', async () => {
+    const { gateway } = await site();
+    const other = await site();
+    const client = await connectGateway(gateway);
+    for (const topic of [
+      gatewayTopic(gateway, '#'),
+      gatewayTopic(gateway, 'events'),
+      gatewayTopic(gateway, 'presence'),
+      gatewayTopic(other.gateway, 'commands'),
+      'latchkey/v1/gateways/+/commands',
+      '#',
+    ]) {
+      await assert.rejects(within(client.subscribeAsync(topic, { qos: 1 }), 2000, topic), /Subscribe error/, topic);
+    }
+    const [granted] = await within(client.subscribeAsync(gatewayTopic(gateway, 'commands'), { qos: 1 }), 2000, 'its commands');
+    assert.equal(granted?.qos, 1);
+    assert.ok(client.connected);
+  });
+});
