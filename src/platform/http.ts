@@ -2,8 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler, RouteOptions } from 'fastify';
-import './access.ts';
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchemaCompiler,
+  RouteOptions,
+} from 'fastify';
+import type { RouteAccess } from './access.ts';
 import { ApiError, errors, type ErrorDetail } from './errors.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
@@ -11,6 +18,7 @@ export const CACHE_CONTROL = 'no-store, private';
 // Bodies are validated strictly (no coercion, every error reported so each unknown field gets its detail);
 // query strings and route parameters arrive as text, so they are coerced to the schema's types.
 // Schema defaults document the API; services apply them, so an update never receives fields it was not sent.
+// strictNumbers: a JSON number that overflows (`1e400`) parses as Infinity, which is no number of any field.
 function newAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({
     allErrors: !coerce,
@@ -18,15 +26,105 @@ function newAjv(coerce: boolean): Ajv {
     removeAdditional: false,
     useDefaults: false,
     strict: false,
+    strictNumbers: true,
   });
   addFormats.default(ajv);
   return ajv;
 }
 
+const NUL = '\u0000';
+
+/** A JSON pointer segment, as ajv writes them in `instancePath`. */
+const pointer = (key: string | number): string => `/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
+
+function ruleError(instancePath: string, keyword: string, message: string): ErrorObject {
+  return { keyword, instancePath, schemaPath: '#', params: {}, message };
+}
+
+/**
+ * Every string (and object key) holding U+0000, wherever it sits in a body, query or path: PostgreSQL text
+ * cannot store it, so it is refused for every field at once here rather than field by field (README: API
+ * notes). Walked without recursion, so no nesting depth can overflow the stack.
+ */
+export function nulCharacterErrors(data: unknown): ErrorObject[] {
+  const found: ErrorObject[] = [];
+  const pending: Array<[string, unknown]> = [['', data]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [path, value] = next;
+    if (typeof value === 'string') {
+      if (value.includes(NUL)) found.push(ruleError(path, 'nulCharacter', 'must not contain the NUL character (U+0000)'));
+    } else if (Array.isArray(value)) {
+      value.forEach((item, index) => pending.push([path + pointer(index), item]));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (key.includes(NUL)) found.push(ruleError(path + pointer(key), 'nulCharacter', 'must not contain the NUL character (U+0000)'));
+        pending.push([path + pointer(key), item]);
+      }
+    }
+  }
+  return found.reverse();
+}
+
+/** Plain decimal digits, optionally negative: no `+`, spaces, `0x`, fractions or exponents. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/** The properties of a query or params schema that are integers (README: API notes, path ids and limits). */
+function integerProperties(schema: unknown): string[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.entries(properties)
+    .filter(([, property]) => property.type === 'integer')
+    .map(([name]) => name);
+}
+
+/**
+ * Text that ajv's coercion would read as an integer although it is not written as one: `0x7`, `7.0`, `7e0`,
+ * `+7`, ` 7` and `Infinity` all became 7 (or Infinity), so a path id had many spellings.
+ */
+function malformedIntegerErrors(data: unknown, integerNames: string[]): ErrorObject[] {
+  if (integerNames.length === 0 || data === null || typeof data !== 'object') return [];
+  const found: ErrorObject[] = [];
+  for (const name of integerNames) {
+    const value = (data as Record<string, unknown>)[name];
+    const texts = Array.isArray(value) ? value : [value];
+    if (texts.some((text) => typeof text === 'string' && !DECIMAL_INTEGER.test(text))) {
+      found.push(ruleError(pointer(name), 'decimalInteger', 'must be a plain decimal integer'));
+    }
+  }
+  return found;
+}
+
+type CheckFunction = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const bodyAjv = newAjv(false);
   const textAjv = newAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object);
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') {
+      const validate = bodyAjv.compile(schema as object);
+      // The NUL rule is reported together with every schema error, so a body gets all its details at once.
+      const check: CheckFunction = (data) => {
+        const nul = nulCharacterErrors(data);
+        const valid = validate(data);
+        check.errors = [...nul, ...(validate.errors ?? [])];
+        return valid && nul.length === 0;
+      };
+      return check;
+    }
+    const validate = textAjv.compile(schema as object);
+    const integers = integerProperties(schema);
+    // Query and path text is checked before ajv coerces it (the first problem is the answer's message).
+    const check: CheckFunction = (data) => {
+      const problems = [...nulCharacterErrors(data), ...malformedIntegerErrors(data, integers)];
+      if (problems.length > 0) {
+        check.errors = problems;
+        return false;
+      }
+      const valid = validate(data);
+      check.errors = validate.errors ?? null;
+      return valid;
+    };
+    return check;
+  };
 }
 
 /** `/security_groups/0` -> `security_groups[0]`; `/a/b` -> `a.b`. */
@@ -115,12 +213,29 @@ export function installHttpPlumbing(app: FastifyInstance): void {
   });
 }
 
+/** A route as a module declared it: the rules common to every route are tested by walking these. */
+export interface DeclaredRoute {
+  methods: string[];
+  url: string;
+  schema: RouteOptions['schema'];
+  access: RouteAccess;
+}
+
+const declaredRoutesOf = new WeakMap<FastifyInstance, DeclaredRoute[]>();
+
+/** Every route the modules declared on `app` (not the 405 answers added by trackRoutes). */
+export function declaredRoutes(app: FastifyInstance): readonly DeclaredRoute[] {
+  return declaredRoutesOf.get(app) ?? [];
+}
+
 /**
  * Records every route's methods as they are added, so that answerUnsupportedMethods() can answer
  * `405 invalid_request` (with `Allow`) for a known path called with another method.
  */
 export function trackRoutes(app: FastifyInstance): () => void {
   const methodsByPath = new Map<string, Set<string>>();
+  const declared: DeclaredRoute[] = [];
+  declaredRoutesOf.set(app, declared);
   app.addHook('onRoute', (route: RouteOptions) => {
     const access = route.config?.access;
     // A route that forgot to say who may call it must not go live open.
@@ -130,11 +245,14 @@ export function trackRoutes(app: FastifyInstance): () => void {
       route.schema = { ...route.schema, security: [{ bearer: access.scopes }] };
     }
     const methods = Array.isArray(route.method) ? route.method : [route.method];
+    declared.push({ methods, url: route.url, schema: route.schema, access });
     const set = methodsByPath.get(route.url) ?? new Set<string>();
     for (const method of methods) set.add(method);
     methodsByPath.set(route.url, set);
   });
   return () => {
+    const frozen = [...declared];
+    declaredRoutesOf.set(app, frozen);
     const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
     for (const [url, methods] of [...methodsByPath]) {
       const missing = all.filter((m) => !methods.has(m));
