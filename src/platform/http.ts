@@ -1,8 +1,13 @@
-// HTTP plumbing shared by every route: validation, the error envelope, Cache-Control, 404 and 405.
+// HTTP plumbing shared by every route: validation, the error envelope, Cache-Control, 404 and 405, and the
+// answers the router and Node's HTTP parser would otherwise give in their own formats.
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type {
+  ConnectionError,
+  FastifyBaseLogger,
   FastifyError,
   FastifyInstance,
   FastifyReply,
@@ -18,7 +23,9 @@ export const CACHE_CONTROL = 'no-store, private';
 // Bodies are validated strictly (no coercion, every error reported so each unknown field gets its detail);
 // query strings and route parameters arrive as text, so they are coerced to the schema's types.
 // Schema defaults document the API; services apply them, so an update never receives fields it was not sent.
-// strictNumbers: a JSON number that overflows (`1e400`) parses as Infinity, which is no number of any field.
+// strictNumbers (bodies): a JSON number that overflows (`1e400`) parses as Infinity, which is no number of any
+// field. Not for text: ajv would skip `maximum` on the Infinity its coercion makes of 400 digits, so there the
+// decimal-digits rule below and each schema's bounds decide (a 400-digit id is over its maximum).
 function newAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({
     allErrors: !coerce,
@@ -26,7 +33,7 @@ function newAjv(coerce: boolean): Ajv {
     removeAdditional: false,
     useDefaults: false,
     strict: false,
-    strictNumbers: true,
+    strictNumbers: !coerce,
   });
   addFormats.default(ajv);
   return ajv;
@@ -185,6 +192,31 @@ function toApiError(error: FastifyError): ApiError | null {
   return null;
 }
 
+/** The one body of a 500: no internals, the request id to find the details in the log. */
+function serverErrorBody(requestId: string): ReturnType<ApiError['toBody']> {
+  return { error: { code: 'server_error', message: `An unexpected error occurred (request ${requestId}).` } };
+}
+
+/**
+ * An error as the log may hold it: what failed and where, never the request. Framework and library errors
+ * carry extra properties with request data (Node's parser errors the raw bytes, URL errors the input, a
+ * query error its parameters), so only these fields are kept.
+ */
+export function loggableError(error: unknown, depth = 0): Record<string, unknown> {
+  if (!(error instanceof Error)) return { type: typeof error };
+  const fields = error as Error & Record<'code' | 'statusCode' | 'constraint' | 'table' | 'column' | 'routine', unknown>;
+  return {
+    type: error.constructor.name,
+    message: error.message,
+    stack: error.stack,
+    ...(fields.code !== undefined ? { code: fields.code } : {}),
+    ...(fields.statusCode !== undefined ? { statusCode: fields.statusCode } : {}),
+    // PostgreSQL's names of where it failed; never `detail`, which quotes the values.
+    ...Object.fromEntries((['constraint', 'table', 'column', 'routine'] as const).filter((k) => typeof fields[k] === 'string').map((k) => [k, fields[k]])),
+    ...(error.cause !== undefined && depth < 3 ? { cause: loggableError(error.cause, depth + 1) } : {}),
+  };
+}
+
 export function installHttpPlumbing(app: FastifyInstance): void {
   app.setValidatorCompiler(validatorCompiler());
 
@@ -194,16 +226,25 @@ export function installHttpPlumbing(app: FastifyInstance): void {
     done();
   });
 
+  // After authentication and rate limits (onRequest), so a path the router could not decode is counted and
+  // refused like any other malformed route parameter.
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (malformedPaths.has(request.raw)) return done(errors.invalidRequest('The path is not valid percent-encoded UTF-8.'));
+    done();
+  });
+
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error);
     if (apiError) {
       if (apiError.headers) reply.headers(apiError.headers);
       return reply.code(apiError.status).send(apiError.toBody());
     }
-    request.log.error({ err: error, requestId: request.id }, 'unexpected error');
-    return reply.code(500).send({
-      error: { code: 'server_error', message: `An unexpected error occurred (request ${request.id}).` },
-    });
+    // The route's pattern, not its URL: the query string may hold e-mail or phone.
+    request.log.error(
+      { err: loggableError(error), requestId: request.id, method: request.method, route: request.routeOptions.url },
+      'unexpected error',
+    );
+    return reply.code(500).send(serverErrorBody(request.id));
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -211,6 +252,84 @@ export function installHttpPlumbing(app: FastifyInstance): void {
     const body = errors.notFound('route').toBody();
     return reply.code(404).send(body);
   });
+}
+
+/** Requests whose path is not valid percent-encoding; refused with 400 once authenticated and counted. */
+const malformedPaths = new WeakSet<IncomingMessage>();
+
+/**
+ * Fastify's `rewriteUrl`: a path that does not percent-decode (`/v1/locks/%ff`) would make the router answer
+ * in its own format, before authentication and rate limits. Its `%` are escaped so that it routes like any
+ * path, and it is flagged for the preValidation hook above.
+ */
+export function escapeMalformedPath(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const end = url.search(/[?#]/);
+  const path = end === -1 ? url : url.slice(0, end);
+  if (!path.includes('%')) return url;
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    malformedPaths.add(req);
+    return path.replace(/%/g, '%25') + url.slice(path.length);
+  }
+}
+
+/**
+ * The router's parameter length limit: longer than any request line Node's parser accepts (16 KiB of
+ * headers), so an over-long parameter reaches its schema and answers 400 invalid_request, counted, rather
+ * than the router's own 414.
+ */
+export const ROUTER_MAX_PARAM_LENGTH = 16 * 1024;
+
+/**
+ * Fastify's `frameworkErrors`: what the router still answers itself (a URL it cannot decode despite the
+ * rewrite above, a parameter beyond ROUTER_MAX_PARAM_LENGTH), in the envelope with the usual headers.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('cache-control', CACHE_CONTROL);
+  reply.header('x-request-id', request.id);
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The path is not a valid URL path.';
+    void reply.code(status).send(new ApiError(status, 'invalid_request', message).toBody());
+    return;
+  }
+  request.log.error({ err: loggableError(error), requestId: request.id }, 'unexpected router error');
+  void reply.code(500).send(serverErrorBody(request.id));
+}
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large.'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request was not received in time.'],
+};
+
+/**
+ * The answer to a request Node's HTTP parser refused before Fastify saw it (headers over 16 KiB, a line
+ * that is not HTTP, a request too slow to arrive): the envelope, written to the socket directly as Node
+ * requires, with Cache-Control and a request id. Not counted against any budget: no header was read, so
+ * neither the API key nor (behind a proxy) the client IP is known.
+ */
+export function answerClientError(this: { log: FastifyBaseLogger }, error: ConnectionError, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // Only the code: the error's rawPacket holds the request's bytes, its headers and token among them.
+  this.log.debug({ code: error.code }, 'client error');
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, message] = CLIENT_ERRORS[error.code] ?? [400, 'The request is not valid HTTP.'];
+  const body = JSON.stringify(new ApiError(status, 'invalid_request', message).toBody());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Cache-Control: ${CACHE_CONTROL}\r\n` +
+      `X-Request-Id: ${genReqId()}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }
 
 /** A route as a module declared it: the rules common to every route are tested by walking these. */

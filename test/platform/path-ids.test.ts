@@ -38,6 +38,14 @@ describe('path ids', () => {
     }
   });
 
+  test('an id of more digits than a number holds answers 400, not a database error', async () => {
+    for (const digits of [400, 5000]) {
+      const res = await ctx.service.request<ErrorBody>('GET', `/v1/locks/${'1'.repeat(digits)}`, { token });
+      assert.equal(res.status, 400, `${digits} digits: ${res.text}`);
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+  });
+
   test('the plain decimal spelling works, leading zeros included', async () => {
     assert.equal((await ctx.service.request('GET', `/v1/locks/${lockId}`, { token })).status, 200);
     assert.equal((await ctx.service.request('GET', `/v1/locks/00${lockId}`, { token })).status, 200);
