@@ -97,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     rewriteUrl: escapeMalformedPath,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError, // Fastify calls it with `this` bound to the instance
+    return503OnClosing: false, // installHttpPlumbing answers them in the envelope
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const jobs = new JobRunner(app.log);

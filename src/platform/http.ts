@@ -220,9 +220,18 @@ export function loggableError(error: unknown, depth = 0): Record<string, unknown
 export function installHttpPlumbing(app: FastifyInstance): void {
   app.setValidatorCompiler(validatorCompiler());
 
+  // Requests that arrive on an open connection while the app closes (app.ts sets return503OnClosing: false,
+  // whose 503 had Fastify's own body) are refused here, in the envelope; Fastify adds Connection: close.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('cache-control', CACHE_CONTROL);
     reply.header('x-request-id', request.id);
+    if (closing) return done(new ApiError(503, 'not_available', 'The service is shutting down; retry the request.'));
     done();
   });
 

@@ -4,8 +4,9 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, test } from 'node:test';
+import { createTestDatabase } from '../helpers/database.ts';
 import { alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { freshIp, useTestService } from '../helpers/service.ts';
+import { freshIp, startService, useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: unknown } };
 
@@ -116,6 +117,42 @@ describe('requests Node\'s HTTP parser refuses', () => {
   test('a request line that is not HTTP answers 400 in the envelope', async () => {
     for (const text of ['HELLO\r\n\r\n', `GET /v1/locks/ ${lockId} HTTP/1.1\r\nHost: x\r\n\r\n`, 'GET /v1/locks HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n']) {
       assertEnvelope(await raw(text), 400, 'invalid_request');
+    }
+  });
+});
+
+describe('a request that arrives while the service shuts down', () => {
+  test('answers 503 in the envelope with Cache-Control, not Fastify\'s own body', async () => {
+    const database = await createTestDatabase();
+    const service = await startService(database.db);
+    try {
+      // A slow first request (the simulated locking system waits 1.5 s) keeps its connection open during close.
+      const account = await createAccount(service, { locking_system: 'sandbox' });
+      await service.admin('PUT', '/admin/v1/sandbox/locking_system', { account_id: account.id, mode: 'accept', delay_ms: 1500 });
+      const slowToken = (await createApiKey(service, account.rootLocationId, ['people:write'])).token;
+      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk) => (received += chunk.toString('utf8')));
+      const closed = new Promise((resolve) => socket.on('close', resolve));
+      const body = JSON.stringify({ name: 'Slow' });
+      socket.write(`POST /v1/people HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slowToken}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const closing = service.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      socket.write(`GET /v1/people HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slowToken}\r\n\r\n`);
+      await closing;
+      await closed;
+      const second = received.slice(received.indexOf('HTTP/1.1', 1));
+      assert.match(received, /^HTTP\/1\.1 201 /);
+      assert.match(second, /^HTTP\/1\.1 503 /);
+      assert.match(second, /\r\ncache-control: no-store, private\r\n/i);
+      assert.match(second, /\r\nx-request-id: [0-9a-f-]{36}\r\n/i);
+      assert.deepEqual(JSON.parse(second.slice(second.indexOf('\r\n\r\n') + 4)), {
+        error: { code: 'not_available', message: 'The service is shutting down; retry the request.' },
+      });
+    } finally {
+      await service.close().catch(() => undefined);
+      await database.close();
     }
   });
 });

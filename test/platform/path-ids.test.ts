@@ -59,8 +59,10 @@ describe('limit and other integers of the query string', () => {
       assert.equal(res.status, 400, `limit=${limit.slice(0, 20)}: ${res.text}`);
       assert.equal(res.body.error.code, 'invalid_request');
     }
-    const location = await ctx.service.request<ErrorBody>('GET', '/v1/locks?location_id=0x1', { token });
-    assert.equal(location.status, 400);
+    for (const locationId of ['0x1', '1'.repeat(400)]) {
+      const location = await ctx.service.request<ErrorBody>('GET', `/v1/locks?location_id=${locationId}`, { token });
+      assert.equal(location.status, 400, `location_id=${locationId.slice(0, 20)}`);
+    }
   });
 
   test('integer limits out of range are still clamped', async () => {
