@@ -98,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError, // Fastify calls it with `this` bound to the instance
     return503OnClosing: false, // installHttpPlumbing answers them in the envelope
+    http: { requireHostHeader: false }, // installHttpPlumbing refuses a missing Host in the envelope
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const jobs = new JobRunner(app.log);

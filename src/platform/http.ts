@@ -235,12 +235,20 @@ export function installHttpPlumbing(app: FastifyInstance): void {
     done();
   });
 
-  // After authentication and rate limits (onRequest), so a path the router could not decode is counted and
-  // refused like any other malformed route parameter.
+  // After authentication and rate limits (onRequest), so a path the router could not decode, or an HTTP/1.1
+  // request without Host (which Node would refuse with an empty 400, app.ts turns that off), is counted and
+  // refused like any other malformed request.
   app.addHook('preValidation', (request, _reply, done) => {
     if (malformedPaths.has(request.raw)) return done(errors.invalidRequest('The path is not valid percent-encoded UTF-8.'));
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      return done(errors.invalidRequest('An HTTP/1.1 request needs a Host header.'));
+    }
     done();
   });
+
+  // An Expect header other than 100-continue made Node answer an empty 417 itself. RFC 9110 lets a server
+  // ignore it (417 is a MAY), so such a request is served like any other.
+  app.server.on('checkExpectation', (req, res) => app.routing(req, res));
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error);

@@ -121,6 +121,21 @@ describe('requests Node\'s HTTP parser refuses', () => {
   });
 });
 
+describe('requests Node would answer itself without a body', () => {
+  test('an HTTP/1.1 request without Host answers 400 invalid_request in the envelope, counted against the key', async () => {
+    const res = await raw(`GET /v1/locks/${lockId} HTTP/1.1\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+    assertEnvelope(res, 400, 'invalid_request');
+    assert.ok(res.headers.get('x-ratelimit-remaining'), 'counted against the key');
+  });
+
+  test('an Expect header other than 100-continue is ignored, not an empty 417', async () => {
+    const res = await raw(`GET /v1/locks/${lockId}x HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+    assertEnvelope(res, 400, 'invalid_request');
+    const ok = await raw(`GET /v1/locks/${lockId} HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+    assert.equal(ok.status, 200);
+  });
+});
+
 describe('a request that arrives while the service shuts down', () => {
   test('answers 503 in the envelope with Cache-Control, not Fastify\'s own body', async () => {
     const database = await createTestDatabase();
