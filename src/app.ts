@@ -36,7 +36,16 @@ import { ensureAdminToken } from './platform/admin-token.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/index.ts';
-import { genReqId, installHttpPlumbing, safePath, trackRoutes } from './platform/http.ts';
+import {
+  ROUTER_MAX_PARAM_LENGTH,
+  answerClientError,
+  answerFrameworkError,
+  escapeMalformedPath,
+  genReqId,
+  installHttpPlumbing,
+  safePath,
+  trackRoutes,
+} from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits } from './platform/rate-limit.ts';
@@ -86,7 +95,13 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     trustProxy: config.trustProxy,
     genReqId,
     bodyLimit: 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: ROUTER_MAX_PARAM_LENGTH },
+    // Every answer in the envelope with Cache-Control, also those the router and Node's parser give.
+    rewriteUrl: escapeMalformedPath,
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError, // Fastify calls it with `this` bound to the instance
+    return503OnClosing: false, // installHttpPlumbing answers them in the envelope
+    http: { requireHostHeader: false }, // installHttpPlumbing refuses a missing Host in the envelope
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const jobs = new JobRunner(app.log);

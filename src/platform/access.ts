@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyAuthenticator, Caller } from './auth.ts';
 import { errors } from './errors.ts';
-import { FAILED_AUTH_PER_MINUTE, routeLimits, type LimitState, type RateLimits } from './rate-limit.ts';
+import { FAILED_AUTH_PER_MINUTE, routeLimitKey, routeLimits, type LimitState, type RateLimits } from './rate-limit.ts';
 import { sameHash, hashToken } from './secrets.ts';
 import type { Scope } from './scopes.ts';
 
@@ -46,6 +46,17 @@ function setLimitHeaders(reply: FastifyReply, states: LimitState[]): LimitState 
   reply.header('x-ratelimit-limit', String(tightest.limit));
   reply.header('x-ratelimit-remaining', String(tightest.remaining));
   return tightest;
+}
+
+/**
+ * The path parameters as the route's schema reads them (coerced, e.g. `007` -> 7), or null when they fail
+ * it. Rate limits are counted before validation (onRequest), so they validate a copy themselves.
+ */
+function validatedParams(request: FastifyRequest): Record<string, unknown> | null {
+  const params = { ...(request.params as Record<string, unknown>) };
+  const validate = request.getValidationFunction('params');
+  if (!validate) return params;
+  return validate(params) === true ? params : null;
 }
 
 /** The caller of a public route; routes behind `kind: 'public'` always have one. */
@@ -90,11 +101,8 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
 
     const states = [await limits.consume('api-key', String(caller.apiKeyId), perMinute)];
     const routeLimit = routeLimits[`${request.method} ${request.routeOptions.url}`];
-    if (routeLimit) {
-      const params = request.params as Record<string, string>;
-      const key = routeLimit.perParam ? `${caller.apiKeyId}:${params[routeLimit.perParam]}` : String(caller.apiKeyId);
-      states.push(await limits.consume(routeLimit.bucket, key, routeLimit.perMinute));
-    }
+    const routeKey = routeLimit ? routeLimitKey(routeLimit, caller.apiKeyId, validatedParams(request)) : null;
+    if (routeLimit && routeKey !== null) states.push(await limits.consume(routeLimit.bucket, routeKey, routeLimit.perMinute));
     setLimitHeaders(reply, states);
     const exceeded = states.find((s) => s.exceeded);
     if (exceeded) throw errors.rateLimited(exceeded.retryAfterSeconds);

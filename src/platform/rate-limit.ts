@@ -15,8 +15,15 @@ export interface LimitState {
   exceeded: boolean;
 }
 
+export interface RouteLimit {
+  bucket: string;
+  perMinute: number;
+  /** A path parameter that gets a budget of its own per value (the lock of an unlock). */
+  perParam?: string;
+}
+
 /** Per-route limits, in one table. Keyed by `METHOD route-pattern`; routes with one bucket share a budget. */
-export const routeLimits: Record<string, { bucket: string; perMinute: number; perParam?: string }> = {
+export const routeLimits: Record<string, RouteLimit> = {
   'POST /v1/keys': { bucket: 'keys-issue', perMinute: 30 },
   'POST /v1/invitations/:id/resend': { bucket: 'keys-issue', perMinute: 30 },
   'POST /v1/locks/:id/unlock': { bucket: 'unlock', perMinute: 10, perParam: 'id' },
@@ -25,6 +32,18 @@ export const routeLimits: Record<string, { bucket: string; perMinute: number; pe
 };
 
 export const FAILED_AUTH_PER_MINUTE = 30;
+
+/**
+ * The counter of a route limit for one API key: per key, or per key and the parameter's validated value
+ * (the number 7, whether the path said `7` or `007`), so that no spelling of an id buys a second budget.
+ * `validatedParams` is null when the path parameters fail their schema: such a request answers 400 and
+ * names no lock, so it has no per-parameter counter (it still counts against the key's own budget).
+ */
+export function routeLimitKey(limit: RouteLimit, apiKeyId: number, validatedParams: Record<string, unknown> | null): string | null {
+  if (!limit.perParam) return String(apiKeyId);
+  if (validatedParams === null) return null;
+  return `${apiKeyId}:${String(validatedParams[limit.perParam])}`;
+}
 
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
