@@ -1,5 +1,6 @@
 // Every environment variable the service reads, typed and validated in one place.
 // An invalid value stops start-up with a message naming the variable.
+import { hostname } from 'node:os';
 
 export interface Config {
   port: number;
@@ -8,6 +9,13 @@ export interface Config {
   dataDir: string; // 'memory' for a throw-away embedded store
   mqttUrl: string | null;
   mqttPort: number;
+  /**
+   * The service's MQTT client id at MQTT_URL: its session there keeps what the service has not acknowledged
+   * yet, to be delivered again when the same id reconnects. Stable and different for every instance.
+   */
+  mqttClientId: string;
+  /** How long MQTT_URL's broker keeps the service's session (and what it queued for it) while it is away. */
+  mqttSessionExpirySeconds: number;
   /**
    * Admin credentials of Mosquitto's dynamic-security control channel (MQTT_DYNSEC_USERNAME/_PASSWORD): with
    * them the service gives every gateway a broker account of its own. Needs MQTT_URL with the service's user.
@@ -140,6 +148,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: text(env, 'DATA_DIR') ?? './data',
     mqttUrl,
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
+    mqttClientId: text(env, 'MQTT_CLIENT_ID') ?? `latchkey-${hostname()}`,
+    mqttSessionExpirySeconds: integer(env, 'MQTT_SESSION_EXPIRY_SECONDS', 3600, 0, 4_294_967_295),
     mqttDynsec: mqttDynsec(env, mqttUrl),
     mqttHttpAuthSecret,
     // 64 KiB: a door event is a few hundred bytes. 268,435,460 is the largest packet MQTT can frame.

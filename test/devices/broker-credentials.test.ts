@@ -5,14 +5,7 @@
 // - the HTTP authentication and ACL endpoints a broker such as EMQX calls, behind a shared secret;
 // - the configuration variables of both.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, connect as connectTcp } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import mqtt, { type MqttClient } from 'mqtt';
 import pino from 'pino';
 import { buildApp, type Latchkey } from '../../src/app.ts';
@@ -23,6 +16,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { createGateway, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, freshIp, startService, useTestService, type TestService } from '../helpers/service.ts';
+import { mosquittoAvailable, startMosquitto, type TestBroker } from '../helpers/mosquitto.ts';
 
 type ErrorBody = { error: { code: string; message: string } };
 const SECRET = 'broker-secret-0123456789abcdef-0123456789';
@@ -262,108 +256,8 @@ describe('HTTP authentication endpoints for brokers', () => {
 
 // ---- Mosquitto with the dynamic-security plugin -----------------------------------------------------
 
-function findExecutable(name: string): string | null {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
-  for (const dir of dirs) if (dir && existsSync(path.join(dir, name))) return path.join(dir, name);
-  return null;
-}
-
-const SHIPPED_CONFIG = readFileSync('deploy/mosquitto/mosquitto.conf', 'utf8');
-const mosquittoBinary = findExecutable('mosquitto');
-const mosquittoCtrl = findExecutable('mosquitto_ctrl');
-const skipMosquitto = mosquittoBinary ? false : 'mosquitto is not installed';
-
-/** The plugin where the shipped configuration says, or where other distributions put it. */
-function dynsecPlugin(): string {
-  const shipped = /^plugin\s+(\S+)/m.exec(SHIPPED_CONFIG)?.[1];
-  const candidates = [shipped, '/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so', '/usr/lib/aarch64-linux-gnu/mosquitto_dynamic_security.so',
-    '/usr/lib/mosquitto_dynamic_security.so', '/usr/local/lib/mosquitto_dynamic_security.so'];
-  const found = candidates.find((candidate) => candidate && existsSync(candidate));
-  if (!found) throw new Error('mosquitto is installed but its dynamic-security plugin was not found');
-  return found;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connectTcp(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
-
-interface TestBroker {
-  url: string;
-  admin: { username: string; password: string };
-  process: ChildProcess;
-  output: () => string;
-  stop(): Promise<void>;
-}
-
-/** This test's own Mosquitto: the shipped configuration with its port, paths and user replaced. */
-async function startMosquitto(): Promise<TestBroker> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'latchkey-mosquitto-'));
-  const admin = { username: 'dynsec-admin', password: `admin-${process.pid}-${Date.now()}` };
-  const dynsecFile = path.join(dir, 'dynamic-security.json');
-  await promisify(execFile)(mosquittoCtrl ?? 'mosquitto_ctrl', ['dynsec', 'init', dynsecFile, admin.username, admin.password]);
-  const port = await freePort();
-  const replaced = /^(listener|plugin|plugin_opt_config_file|persistence|persistence_location|user|log_dest)\b/;
-  const config = [
-    ...SHIPPED_CONFIG.split('\n').filter((line) => !replaced.test(line.trim())),
-    `listener ${port} 127.0.0.1`,
-    `plugin ${dynsecPlugin()}`,
-    `plugin_opt_config_file ${dynsecFile}`,
-    'persistence false',
-    // As whoever runs the tests: started as root, Mosquitto would switch to a user that cannot read the temp dir.
-    `user ${userInfo().username}`,
-    'log_dest stderr',
-  ].join('\n');
-  await writeFile(path.join(dir, 'mosquitto.conf'), `${config}\n`);
-  const child = spawn(mosquittoBinary as string, ['-c', path.join(dir, 'mosquitto.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  // A test run that ends early (the runner's time-out stops it with a signal) must not leave the broker behind.
-  const killOnExit = () => {
-    child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const killOnSignal = (signal: NodeJS.Signals) => {
-    killOnExit();
-    process.kill(process.pid, signal); // once() has removed this handler: the signal now ends the process
-  };
-  process.once('exit', killOnExit);
-  process.once('SIGTERM', killOnSignal);
-  process.once('SIGINT', killOnSignal);
-  await waitFor(() => portOpen(port), `mosquitto listening:\n${output}`);
-  let stopped = false;
-  return {
-    url: `mqtt://127.0.0.1:${port}`,
-    admin,
-    process: child,
-    output: () => output,
-    async stop() {
-      if (!stopped) {
-        stopped = true;
-        process.off('exit', killOnExit);
-        process.off('SIGTERM', killOnSignal);
-        process.off('SIGINT', killOnSignal);
-        child.kill('SIGTERM');
-        await exited;
-      }
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
+const skipMosquitto = mosquittoAvailable() ? false : 'mosquitto is not installed';
+let admin: { username: string; password: string };
 
 describe('with Mosquitto and its dynamic-security plugin in front', { skip: skipMosquitto }, () => {
   let broker: TestBroker;
@@ -374,14 +268,15 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
   const serviceUser = { username: 'latchkey-svc', password: `svc-${process.pid}` };
 
   before(async () => {
-    broker = await startMosquitto();
+    broker = await startMosquitto({ dynsec: true });
+    admin = broker.admin as { username: string; password: string };
     database = await createTestDatabase();
     service = await startService(database.db, {
       MQTT_URL: broker.url.replace('mqtt://', `mqtt://${serviceUser.username}:${serviceUser.password}@`),
-      MQTT_DYNSEC_USERNAME: broker.admin.username,
-      MQTT_DYNSEC_PASSWORD: broker.admin.password,
+      MQTT_DYNSEC_USERNAME: admin.username,
+      MQTT_DYNSEC_PASSWORD: admin.password,
     });
-    control = await DynsecAccounts.connect(broker.url, broker.admin, silent);
+    control = await DynsecAccounts.connect(broker.url, admin, silent);
   });
   after(async () => {
     for (const client of clients) await client.endAsync(true).catch(() => undefined);
@@ -427,8 +322,8 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     await assert.rejects(
       startService(database.db, {
         MQTT_URL: broker.url.replace('mqtt://', `mqtt://${serviceUser.username}:${serviceUser.password}@`),
-        MQTT_DYNSEC_USERNAME: broker.admin.username,
-        MQTT_DYNSEC_PASSWORD: `${broker.admin.password}-wrong`,
+        MQTT_DYNSEC_USERNAME: admin.username,
+        MQTT_DYNSEC_PASSWORD: `${admin.password}-wrong`,
       }),
       /MQTT_DYNSEC_USERNAME: .*not available/,
     );
@@ -548,8 +443,8 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
 
     const second = await startLoggedService(await database.openAnother(), {
       MQTT_URL: broker.url.replace('mqtt://', `mqtt://${serviceUser.username}:${serviceUser.password}@`),
-      MQTT_DYNSEC_USERNAME: broker.admin.username,
-      MQTT_DYNSEC_PASSWORD: broker.admin.password,
+      MQTT_DYNSEC_USERNAME: admin.username,
+      MQTT_DYNSEC_PASSWORD: admin.password,
     });
     try {
       const warning = second.lines.map((line) => JSON.parse(line) as { msg: string; gatewayIds?: number[] }).find((line) => line.gatewayIds);
@@ -559,7 +454,7 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
       assert.equal(rotated.status, 200);
       assert.ok((await connectGateway(rotated.body)).connected);
       const log = second.lines.join('');
-      for (const secret of [rotated.body.mqtt.password, broker.admin.password, serviceUser.password]) assert.ok(!log.includes(secret), 'a password in the log');
+      for (const secret of [rotated.body.mqtt.password, admin.password, serviceUser.password]) assert.ok(!log.includes(secret), 'a password in the log');
     } finally {
       await second.latchkey.close();
     }
@@ -569,7 +464,7 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     const account = await createAccount(service);
     const kept = await createGateway(service, account.rootLocationId);
     const gatewayIds = async () => new Set((await database.db.query<{ id: number }>('SELECT id FROM gateways')).map((row) => Number(row.id)));
-    broker.process.kill('SIGSTOP');
+    broker.process().kill('SIGSTOP');
     try {
       const created = await service.admin<ErrorBody>('POST', '/admin/v1/gateways', { location_id: account.rootLocationId, name: 'gw' });
       assert.equal(created.status, 503);
@@ -578,7 +473,7 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
       assert.equal(rotated.status, 503);
       assert.match(rotated.body.error.message, /rotated again/);
     } finally {
-      broker.process.kill('SIGCONT');
+      broker.process().kill('SIGCONT');
     }
     // The broker now carries out what it was sent, in order: the new account, then its removal.
     const known = await gatewayIds();

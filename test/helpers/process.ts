@@ -1,5 +1,6 @@
 // The service as its own process (npm start's entry point), and storage that outlives one process.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,7 +19,9 @@ export interface ServiceProcess {
 export async function startServiceProcess(env: Record<string, string>, entry = 'src/main.ts'): Promise<ServiceProcess> {
   // The same Node flags as `npm start` (package.json).
   const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', entry], {
-    env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    // With an external broker, no session is left behind unless the test asks for one (a persistent session
+    // would keep a share of the gateway topics queued for a process that is gone).
+    env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', MQTT_CLIENT_ID: `latchkey-test-${randomBytes(6).toString('hex')}`, MQTT_SESSION_EXPIRY_SECONDS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -47,6 +47,10 @@ export async function startService(
     PORT: '0',
     HOST: '127.0.0.1',
     MQTT_PORT: '0',
+    // With an external broker: a client id of its own, and no session left behind (a persistent one would
+    // keep a share of the gateway topics queued for a service that is gone, away from the next test's).
+    MQTT_CLIENT_ID: `latchkey-test-${randomBytes(6).toString('hex')}`,
+    MQTT_SESSION_EXPIRY_SECONDS: '0',
     ...env,
   });
   const latchkey = await buildApp({ config, db, logger: logger ?? false, ...(clock ? { clock } : {}) });

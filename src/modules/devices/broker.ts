@@ -1,14 +1,15 @@
 // The embedded MQTT broker (Aedes), used when MQTT_URL is unset. Gateways authenticate with the
 // credentials of POST /admin/v1/gateways (password stored hashed) and may use only what the gateway
 // protocol (README "Gateways") gives them under `{prefix}/gateways/{id}/`. The service itself is linked in
-// process (no socket, no second parse).
-import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client, type PublishPacket } from 'aedes';
+// process (no socket, no second parse): it handles each gateway message as Aedes authorises it, so that a
+// QoS 1 message is acknowledged only once it is committed (Aedes writes PUBACK after authorizePublish).
+import { Aedes, type AuthenticateError, type Client, type PublishPacket } from 'aedes';
 import type { FastifyBaseLogger } from 'fastify';
 import { createServer, type Server } from 'node:net';
 import type { Database } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
-import { GATEWAY_TOPIC_FILTERS, routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
+import { routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { limitPacketSize } from './packet-size.ts';
 
 const BAD_CREDENTIALS = 4;
@@ -48,15 +49,13 @@ export class EmbeddedBroker {
   constructor(
     private readonly db: Database,
     private readonly connections: GatewayConnections,
+    private readonly onMessage: GatewayMessageHandler,
     private readonly maxPacketBytes: number,
     private readonly log: FastifyBaseLogger,
   ) {}
 
   async start(port: number, host: string): Promise<number> {
     const broker = await Aedes.createBroker({
-      // Messages being delivered at once, across all clients. Held-back door events stay "being delivered"
-      // until stored (see link()); with the default of 100, commands to gateways would queue behind them.
-      concurrency: 2000,
       connectTimeout: CONNECT_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         void this.authenticate(client, username, password).then(
@@ -65,10 +64,17 @@ export class EmbeddedBroker {
         );
       },
       // MQTT 3.1.1 cannot refuse one publish: Aedes closes the connection, and nothing is stored or forwarded.
+      // An allowed gateway message is handled here; Aedes acknowledges it (PUBACK) once this calls back, and
+      // reads the gateway's next packets only once every packet of its last read is done: so a door event or
+      // command result is acknowledged when committed, and a gateway's backlog stays in the gateway and TCP.
+      // Nothing subscribes to what gateways publish, so Aedes forwards it nowhere.
       authorizePublish: (client, packet, callback) => {
         if (!client) return callback(null); // the service's own publishes (commands), in process
         const refusal = this.publishRefusal(client, packet);
-        callback(refusal ? authError(NOT_AUTHORIZED, refusal) : null);
+        if (refusal) return callback(authError(NOT_AUTHORIZED, refusal));
+        const handled = routeGatewayMessage(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), this.onMessage, this.log);
+        if (handled) void handled.then(() => callback(null));
+        else callback(null);
       },
       // Refused: a SUBACK failure code (0x80) for that topic; the connection stays.
       authorizeSubscribe: (client, subscription, callback) => {
@@ -94,32 +100,19 @@ export class EmbeddedBroker {
     return typeof address === 'object' && address ? address.port : port;
   }
 
-  /**
-   * The service's side of the broker, in process: subscriptions and publishes go straight through Aedes.
-   * The broker starts with the service, so there are no retained messages to replay. A message whose
-   * handling returns a promise (a door event beyond the waiting limit) counts as delivered only once it
-   * settles: Aedes acknowledges a QoS 1 publish on receipt, but reads a gateway's next packets only when
-   * those of the last read are delivered, so a backlog stays in the gateway and TCP, not here.
-   */
-  link(onMessage: GatewayMessageHandler, log: FastifyBaseLogger): DeviceLink {
+  /** The service's side of the broker, in process: commands are published straight through Aedes. */
+  link(): DeviceLink {
     const broker = this.broker;
     if (!broker) throw new Error('the embedded broker is not started');
-    const deliver = (packet: AedesPublishPacket, done: () => void) => {
-      const handled = routeGatewayMessage(packet.topic, Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload), onMessage, log);
-      if (handled) void handled.then(done);
-      else done();
-    };
-    const each = (act: (topic: string, callback: () => void) => void) =>
-      Promise.all(GATEWAY_TOPIC_FILTERS.map((topic) => new Promise<void>((resolve) => act(topic, resolve))));
     return {
-      start: async () => void (await each((topic, callback) => broker.subscribe(topic, deliver, callback))),
+      start: async () => undefined,
       publish: (topic, payload) =>
         new Promise<void>((resolve, reject) =>
           broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(payload)), qos: 1, retain: false, dup: false }, (error) =>
             error ? reject(error) : resolve(),
           ),
         ),
-      close: async () => void (await each((topic, callback) => broker.unsubscribe(topic, deliver, callback))),
+      close: async () => undefined,
     };
   }
 

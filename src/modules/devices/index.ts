@@ -13,10 +13,13 @@ import { UnlockService } from './unlock.ts';
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the rows, not the database. */
 const REFUSED_AS_DATA = /^2[23]/;
-/** Door events of one gateway waiting to be written beyond which its next packets are not read. */
-const WAITING_EVENTS_LIMIT = 1000;
-/** The longest wait between two attempts to store door events while the database is away. */
+/** The longest wait between two attempts to write a gateway's message while the database is away. */
 const STORE_RETRY_MAX_MS = 5000;
+
+function refusedAsData(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && REFUSED_AS_DATA.test(code);
+}
 
 export interface Devices {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */
@@ -55,56 +58,81 @@ export async function startDevices(
   };
   const presence = new PresenceService(db, clock, log, handle);
   jobs.register(presence.quietJob());
-  // Door events are kept until stored: a database that is away is retried (the gateway's later events wait
-  // behind, in order), and a batch the database refuses as data is written event by event, so that the one
-  // bad event is all that is lost (logged whole, for replay). Resolves true once every event is stored or
-  // refused, false when the service shut down first.
+  // A door event or command result is acknowledged to the gateway only once it is committed (README
+  // "Gateways"), so nothing a gateway was told is stored can vanish in a crash. Until then it is retried
+  // while the database is away (the gateway's later messages wait behind, in order); what the database
+  // refuses as data is dropped and logged, since sending it again cannot help. Resolves true once written
+  // or refused, false when the service shut down first: then it stays unacknowledged and the gateway (or
+  // the external broker's session) sends it again.
   let closing = false;
-  const storeEvents = async (gatewayId: number, events: GatewayEvent[]): Promise<boolean> => {
+  const untilWritten = async (gatewayId: number, write: () => Promise<void>, refused: (error: unknown) => Promise<boolean> | boolean): Promise<boolean> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        await accessLog.ingestBatch(gatewayId, events);
+        await write();
         return true;
       } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        if (typeof code === 'string' && REFUSED_AS_DATA.test(code)) {
-          if (events.length === 1) {
-            log.error({ err: error, gatewayId, event: events[0] }, 'door event refused by the database; dropped');
-            return true;
-          }
-          let settled = true;
-          for (const event of events) settled = (await storeEvents(gatewayId, [event])) && settled;
-          return settled;
-        }
-        if (closing) {
-          log.error({ err: error, gatewayId, events }, 'door events not stored before shutdown');
-          return false;
-        }
-        log.warn({ err: error, gatewayId, attempt }, 'door events not stored yet; retrying');
+        if (refusedAsData(error)) return refused(error);
+        if (closing) return false;
+        log.warn({ err: error, gatewayId, attempt }, 'gateway message not stored yet; retrying');
         await new Promise((resolve) => setTimeout(resolve, Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt)));
       }
     }
   };
+  // A batch the database refuses as data is written event by event, so that the one bad event is all that
+  // is lost (logged whole: ids, types and times, nothing personal).
+  const storeEvents = (gatewayId: number, events: GatewayEvent[]): Promise<boolean> =>
+    untilWritten(
+      gatewayId,
+      async () => void (await accessLog.ingestBatch(gatewayId, events)),
+      async (error) => {
+        if (events.length === 1) {
+          log.error({ err: error, gatewayId, event: events[0] }, 'door event refused by the database; dropped');
+          return true;
+        }
+        let settled = true;
+        for (const event of events) settled = (await storeEvents(gatewayId, [event])) && settled;
+        return settled;
+      },
+    );
+  /** Resolves when `written` resolves true; never when the service shut down first (no acknowledgement). */
+  const acknowledgeWhen = (written: Promise<boolean>): Promise<void> => new Promise<void>((resolve) => void written.then((ok) => ok && resolve()));
   // Door events that arrive while earlier work of the gateway is still being written wait in one batch,
-  // stored in one write when its turn comes: in order, and far fewer statements under load. Once a
-  // gateway has WAITING_EVENTS_LIMIT events waiting (the database slow or away), onEvent hands back a
-  // promise that settles when they are stored: the embedded broker then reads that gateway's next packets
-  // only after, so the backlog stays in the gateway and TCP instead of growing here.
+  // stored in one write when its turn comes: in order, and far fewer statements under load. Each is
+  // acknowledged when its batch is committed. What waits is bounded by the broker: the embedded one reads a
+  // gateway's next packets only once those of its last read are acknowledged; an external one sends at
+  // most MQTT_RECEIVE_MAXIMUM unacknowledged messages.
   const waiting = new Map<number, { events: GatewayEvent[]; stored: Promise<void> }>();
-  const onEvent = (gatewayId: number, event: GatewayEvent): Promise<void> | undefined => {
+  const onEvent = (gatewayId: number, event: GatewayEvent): Promise<void> => {
     let batch = waiting.get(gatewayId);
     if (!batch) {
-      let settle: () => void = () => undefined;
       const events: GatewayEvent[] = [];
-      batch = { events, stored: new Promise<void>((resolve) => (settle = resolve)) };
+      let written: (ok: boolean) => void = () => undefined;
+      batch = { events, stored: acknowledgeWhen(new Promise<boolean>((resolve) => (written = resolve))) };
       waiting.set(gatewayId, batch);
       handle(gatewayId, async () => {
         waiting.delete(gatewayId);
-        if (await storeEvents(gatewayId, events)) settle();
+        written(await storeEvents(gatewayId, events));
       });
     }
     batch.events.push(event);
-    return batch.events.length >= WAITING_EVENTS_LIMIT ? batch.stored : undefined;
+    return batch.stored;
+  };
+  const onResult = (gatewayId: number, payload: unknown): Promise<void> => {
+    let written: (ok: boolean) => void = () => undefined;
+    const acknowledged = acknowledgeWhen(new Promise<boolean>((resolve) => (written = resolve)));
+    handle(gatewayId, async () =>
+      written(
+        await untilWritten(
+          gatewayId,
+          () => unlock.result(gatewayId, payload),
+          (error) => {
+            log.error({ err: error, gatewayId }, 'command result refused by the database; dropped');
+            return true;
+          },
+        ),
+      ),
+    );
+    return acknowledged;
   };
   const onMessage = (gatewayId: number, topic: GatewayTopic, payload: unknown): Promise<void> | undefined => {
     const announced = topic === 'presence' ? (payload as { online?: unknown }).online : undefined;
@@ -116,7 +144,7 @@ export async function startDevices(
       if (!event) return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
       return onEvent(gatewayId, event);
     }
-    if (topic === 'commands/result') handle(gatewayId, () => unlock.result(gatewayId, payload));
+    if (topic === 'commands/result') return onResult(gatewayId, payload);
     return undefined;
   };
 
@@ -135,7 +163,7 @@ export async function startDevices(
   jobs.register(unlock.timeoutJob());
   let gatewayUrl: string;
   if (config.mqttUrl) {
-    link = new MqttLink(config.mqttUrl, onMessage, log);
+    link = new MqttLink(config, onMessage, log);
     gatewayUrl = config.mqttUrl;
   } else {
     // Nobody is connected to a broker that is starting: what the store still holds online (a crash left
@@ -145,11 +173,12 @@ export async function startDevices(
     broker = new EmbeddedBroker(
       db,
       { connected: (gatewayId) => presence.connected(gatewayId), disconnected: (gatewayId) => presence.lost(gatewayId) },
+      onMessage,
       config.mqttMaxPacketBytes,
       log,
     );
     const port = await broker.start(config.mqttPort, config.host);
-    link = broker.link(onMessage, log);
+    link = broker.link();
     gatewayUrl = `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
   }
   await link.start();

@@ -2,8 +2,8 @@
 // MQTT connection to MQTT_URL, where several instances share the gateway topics through an MQTT 5 shared
 // subscription, so that each message is handled once.
 import type { FastifyBaseLogger } from 'fastify';
-import mqtt, { type IPublishPacket, type MqttClient } from 'mqtt';
-import { randomBytes } from 'node:crypto';
+import mqtt, { type IPublishPacket, type MqttClient, type Packet } from 'mqtt';
+import type { Config } from '../../config.ts';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 
 export type GatewayTopic = 'presence' | 'heartbeat' | 'events' | 'commands/result';
@@ -17,8 +17,9 @@ export interface DeviceLink {
 }
 
 /**
- * Handles one gateway message; a promise means "delivered once it settles" (door events, once stored),
- * which the embedded broker uses as back-pressure on the gateway (EmbeddedBroker.link).
+ * Handles one gateway message; a promise means "acknowledge it once this resolves" (door events and command
+ * results, once committed). It never resolves when the service shuts down first: the message stays
+ * unacknowledged and is sent again.
  */
 export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, payload: unknown) => Promise<void> | undefined;
 
@@ -53,6 +54,13 @@ function subscriptionIds(packet: IPublishPacket): number[] {
   return ids === undefined ? [] : Array.isArray(ids) ? ids : [ids];
 }
 
+/** How many unacknowledged messages the external broker may send the service at once (MQTT 5 Receive Maximum). */
+const RECEIVE_MAXIMUM = 1000;
+/** At shutdown, how long messages being written may take to be acknowledged. */
+const CLOSE_WAIT_MS = 5000;
+
+type SendPacket = (packet: Packet, callback?: (error?: Error) => void, ...rest: unknown[]) => void;
+
 /**
  * The link through an external broker (MQTT_URL; credentials, if any, in the URL). It subscribes through
  * MQTT 5 shared subscriptions (`$share/latchkey/…`), so that among instances each message is handled once.
@@ -60,33 +68,65 @@ function subscriptionIds(packet: IPublishPacket): number[] {
  * is there for the broker's replay of retained presence when it is made (at start and on every reconnect
  * to the broker): the broker's view of who is online, which a service that was down has missed. Its live
  * copies are dropped: the shared subscription carries those.
+ *
+ * Door events and command results are acknowledged to the broker only once committed. The session is
+ * persistent (MQTT_CLIENT_ID, MQTT_SESSION_EXPIRY_SECONDS): what the service had not acknowledged when it
+ * died, and what arrived while it was away, is delivered again when it reconnects. mqtt.js sends a PUBACK as
+ * soon as the message handler is done and reads the next packet only then, so waiting there would handle
+ * one message per commit; instead the PUBACK itself is held back (see holdAcknowledgements) while the
+ * connection reads on, the broker sending at most RECEIVE_MAXIMUM unacknowledged messages.
  */
 export class MqttLink implements DeviceLink {
   private client: MqttClient | null = null;
+  /** Acknowledgements waiting for their message to be committed, by message id, on the current connection. */
+  private pending = new Map<number, Promise<void>>();
 
   constructor(
-    private readonly url: string,
+    private readonly config: Pick<Config, 'mqttUrl' | 'mqttClientId' | 'mqttSessionExpirySeconds'>,
     private readonly onMessage: GatewayMessageHandler,
     private readonly log: FastifyBaseLogger,
   ) {}
 
   async start(): Promise<void> {
-    const client = await mqtt.connectAsync(this.url, {
+    // Every handler is in place before the connection is: a resumed session delivers what it kept right
+    // after CONNACK, and a message without its handler would be acknowledged unhandled.
+    const client = mqtt.connect(this.config.mqttUrl ?? '', {
       protocolVersion: 5,
-      clientId: `latchkey-${randomBytes(6).toString('hex')}`,
-      clean: true,
+      clientId: this.config.mqttClientId,
+      clean: false,
+      properties: { sessionExpiryInterval: this.config.mqttSessionExpirySeconds, receiveMaximum: RECEIVE_MAXIMUM },
       reconnectPeriod: 1000,
     });
+    this.holdAcknowledgements(client);
     // Small QoS 1 packets must not wait for Nagle's algorithm (a 40 ms stall per round trip otherwise).
     const noDelay = () => (client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
     noDelay();
     client.on('connect', noDelay);
+    // A new connection: acknowledgements still held belong to the old one; the broker sends those messages
+    // again (the repeats are dropped by (gateway, id)) and they are acknowledged then.
+    client.on('connect', () => (this.pending = new Map()));
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
+    client.on('disconnect', (packet) => {
+      // 0x8E: another connection took the session over, i.e. another process uses the same MQTT_CLIENT_ID.
+      if (packet.reasonCode === 0x8e) this.log.error({ clientId: this.config.mqttClientId }, 'another process connected with this MQTT_CLIENT_ID; every instance needs its own');
+    });
     client.on('message', (topic, payload, packet) => {
       const ids = subscriptionIds(packet);
       // Through the replay subscription only, a message that is not retained is a live copy.
       if (!packet.retain && ids.includes(PRESENCE_REPLAY_SUBSCRIPTION) && !ids.includes(SHARED_SUBSCRIPTION)) return;
-      void routeGatewayMessage(topic, payload, this.onMessage, this.log);
+      const handled = routeGatewayMessage(topic, payload, this.onMessage, this.log);
+      if (handled && packet.qos === 1 && packet.messageId !== undefined) this.pending.set(packet.messageId, handled);
+    });
+    await new Promise<void>((resolve, reject) => {
+      const failed = (error: Error) => {
+        client.end(true);
+        reject(error);
+      };
+      client.once('error', failed);
+      client.once('connect', () => {
+        client.off('error', failed);
+        resolve();
+      });
     });
     await client.subscribeAsync(
       GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`),
@@ -94,6 +134,28 @@ export class MqttLink implements DeviceLink {
     );
     await client.subscribeAsync(PRESENCE_TOPIC_FILTER, { qos: 1, properties: { subscriptionIdentifier: PRESENCE_REPLAY_SUBSCRIPTION } });
     this.client = client;
+  }
+
+  /**
+   * Holds each PUBACK until its message is committed, letting the connection read on meanwhile. mqtt.js has
+   * no public hook for this (handleMessage delays the next packet as well), so its packet writer is wrapped;
+   * test/devices/crash-*.test.ts fail if an upgrade changes that writer.
+   */
+  private holdAcknowledgements(client: MqttClient): void {
+    const target = client as unknown as { _sendPacket: SendPacket };
+    const send: SendPacket = target._sendPacket.bind(client);
+    target._sendPacket = (packet, callback, ...rest) => {
+      if (packet.cmd !== 'puback' || packet.messageId === undefined) return send(packet, callback, ...rest);
+      const committed = this.pending.get(packet.messageId);
+      if (!committed) return send(packet, callback, ...rest);
+      const pending = this.pending;
+      pending.delete(packet.messageId);
+      callback?.(); // the connection goes on reading
+      void committed.then(() => {
+        // Not on a later connection: the broker delivers the message again there.
+        if (this.pending === pending && client.connected) send(packet, undefined, ...rest);
+      });
+    };
   }
 
   async publish(topic: string, payload: unknown): Promise<void> {
@@ -105,8 +167,21 @@ export class MqttLink implements DeviceLink {
     ]);
   }
 
+  /**
+   * Leaves the shared subscription first, so that the broker hands new messages to the other instances
+   * instead of queueing them for this one while it is away; then lets what is being written be acknowledged.
+   */
   async close(): Promise<void> {
-    await this.client?.endAsync();
+    const client = this.client;
     this.client = null;
+    if (!client) return;
+    if (client.connected) {
+      await client.unsubscribeAsync(GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`)).catch(() => undefined);
+      const settled = Promise.allSettled([...this.pending.values()]);
+      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+      // The last acknowledgements are on their way out once their commit resolved.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await client.endAsync();
   }
 }
