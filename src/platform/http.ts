@@ -17,6 +17,7 @@ import type {
 } from 'fastify';
 import type { RouteAccess } from './access.ts';
 import { ApiError, errors, type ErrorDetail } from './errors.ts';
+import { ErrorEnvelope } from './schemas.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
 
@@ -364,6 +365,9 @@ export function declaredRoutes(app: FastifyInstance): readonly DeclaredRoute[] {
   return declaredRoutesOf.get(app) ?? [];
 }
 
+/** Methods whose requests carry a body that the service parses. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
 /**
  * Records every route's methods as they are added, so that answerUnsupportedMethods() can answer
  * `405 invalid_request` (with `Allow`) for a known path called with another method.
@@ -376,11 +380,14 @@ export function trackRoutes(app: FastifyInstance): () => void {
     const access = route.config?.access;
     // A route that forgot to say who may call it must not go live open.
     if (!access) throw new Error(`route ${String(route.method)} ${route.url} declares no access`);
-    if (access.kind === 'public') {
-      // The OpenAPI document names the scopes each operation accepts (any one of them).
-      route.schema = { ...route.schema, security: [{ bearer: access.scopes }] };
-    }
     const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (access.kind === 'public') {
+      // The OpenAPI document names the scopes each operation accepts (any one of them), and, where a body
+      // can be sent, the answers to one too large (413) or not JSON (415).
+      const bodyErrors = methods.some((m) => BODY_METHODS.has(m)) ? { 413: ErrorEnvelope, 415: ErrorEnvelope } : {};
+      const response = route.schema?.response ? { ...bodyErrors, ...(route.schema.response as object) } : undefined;
+      route.schema = { ...route.schema, security: [{ bearer: access.scopes }], ...(response ? { response } : {}) };
+    }
     declared.push({ methods, url: route.url, schema: route.schema, access });
     const set = methodsByPath.get(route.url) ?? new Set<string>();
     for (const method of methods) set.add(method);
