@@ -43,6 +43,7 @@ import {
   escapeMalformedPath,
   genReqId,
   installHttpPlumbing,
+  loggableError,
   safePath,
   trackRoutes,
 } from './platform/http.ts';
@@ -89,6 +90,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
             serializers: {
               // Never bodies, query strings or tokens in the log.
               req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: safePath(req.url) }),
+              // Every logged error, wherever it is logged: its type, message, stack and codes, never the data
+              // a driver or a library attached to it (README: Security).
+              err: (error) => loggableError(error),
             },
             ...(typeof deps.logger === 'object' ? deps.logger : {}),
           },

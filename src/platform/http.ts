@@ -203,13 +203,13 @@ function serverErrorBody(requestId: string): ReturnType<ApiError['toBody']> {
  * carry extra properties with request data (Node's parser errors the raw bytes, URL errors the input, a
  * query error its parameters), so only these fields are kept.
  */
-export function loggableError(error: unknown, depth = 0): Record<string, unknown> {
-  if (!(error instanceof Error)) return { type: typeof error };
+export function loggableError(error: unknown, depth = 0): { type: string; message: string; stack: string; [key: string]: unknown } {
+  if (!(error instanceof Error)) return { type: typeof error, message: '', stack: '' };
   const fields = error as Error & Record<'code' | 'statusCode' | 'constraint' | 'table' | 'column' | 'routine', unknown>;
   return {
     type: error.constructor.name,
     message: error.message,
-    stack: error.stack,
+    stack: error.stack ?? '',
     ...(fields.code !== undefined ? { code: fields.code } : {}),
     ...(fields.statusCode !== undefined ? { statusCode: fields.statusCode } : {}),
     // PostgreSQL's names of where it failed; never `detail`, which quotes the values.
@@ -259,7 +259,7 @@ export function installHttpPlumbing(app: FastifyInstance): void {
     }
     // The route's pattern, not its URL: the query string may hold e-mail or phone.
     request.log.error(
-      { err: loggableError(error), requestId: request.id, method: request.method, route: request.routeOptions.url },
+      { err: error, requestId: request.id, method: request.method, route: request.routeOptions.url },
       'unexpected error',
     );
     return reply.code(500).send(serverErrorBody(request.id));
@@ -314,7 +314,7 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
     void reply.code(status).send(new ApiError(status, 'invalid_request', message).toBody());
     return;
   }
-  request.log.error({ err: loggableError(error), requestId: request.id }, 'unexpected router error');
+  request.log.error({ err: error, requestId: request.id }, 'unexpected router error');
   void reply.code(500).send(serverErrorBody(request.id));
 }
 
