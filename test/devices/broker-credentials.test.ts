@@ -181,6 +181,21 @@ describe('HTTP authentication endpoints for brokers', () => {
       assert.equal(res.status, 200);
       assert.deepEqual(res.body, { result }, `${action} ${topic}`);
     }
+    // The flags a broker like EMQX sends: QoS 2 is refused, and only presence may be retained.
+    const flags: Array<[string, Record<string, unknown>, string]> = [
+      [`${own}/presence`, { qos: 1, retain: true }, 'allow'],
+      [`${own}/presence`, { qos: '1', retain: 'true' }, 'allow'],
+      [`${own}/events`, { qos: 1, retain: false }, 'allow'],
+      [`${own}/events`, { qos: '0', retain: 'false' }, 'allow'],
+      [`${own}/events`, { qos: 1, retain: true }, 'deny'],
+      [`${own}/heartbeat`, { retain: 'true' }, 'deny'],
+      [`${own}/events`, { qos: 2 }, 'deny'],
+      [`${own}/commands/result`, { qos: '2', retain: false }, 'deny'],
+    ];
+    for (const [topic, extra, result] of flags) {
+      const res = await authorize({ username, clientid: username, topic, action: 'publish', ...extra });
+      assert.deepEqual(res.body, { result }, `${topic} ${JSON.stringify(extra)}`);
+    }
     const service = await authorize({ username: 'latchkey', clientid: 'latchkey-1', topic: `${own}/commands`, action: 'publish' });
     assert.deepEqual(service.body, { result: 'ignore' }, "another user is the broker's other sources' to judge");
     const malformed = await authorize({ username: 'gateway-01', clientid: 'gateway-01', topic: 'latchkey/v1/gateways/01/events', action: 'publish' });

@@ -182,3 +182,18 @@ describe('what a gateway may publish and subscribe to', () => {
     assert.ok(client.connected);
   });
 });
+
+describe('payloads that are not what the protocol says', () => {
+  test('JSON that is not an object (null, a number, a list, a string) on any topic is dropped and acknowledged; the service carries on', async () => {
+    const { gateway, lock } = await site();
+    const client = await connectGateway(gateway);
+    for (const topic of ['presence', 'heartbeat', 'events', 'commands/result']) {
+      for (const payload of ['null', '42', '[]', '"online"', 'true']) {
+        await within(client.publishAsync(gatewayTopic(gateway, topic), payload, { qos: 1, retain: topic === 'presence' }), 2000, `${topic} ${payload} acknowledged`);
+      }
+    }
+    // The process is alive and the gateway's next door event is stored.
+    await client.publishAsync(gatewayTopic(gateway, 'events'), doorEvent(lock), { qos: 1 });
+    await waitFor(async () => (await storedEvents(gateway.id)) === 1, 'the door event after the junk');
+  });
+});

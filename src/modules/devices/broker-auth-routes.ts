@@ -15,7 +15,7 @@ import { FAILED_AUTH_PER_MINUTE, type RateLimits } from '../../platform/rate-lim
 import { ErrorEnvelope } from '../../platform/schemas.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { gatewayIdOf } from './broker-accounts.ts';
-import { gatewayCredentialsValid, gatewayExists, mayPublish, maySubscribe } from './gateway-access.ts';
+import { gatewayCredentialsValid, gatewayTopicPrefix, gatewayExists, mayPublish, maySubscribe } from './gateway-access.ts';
 
 export const BROKER_AUTHENTICATE_PATH = '/broker/v1/authenticate';
 export const BROKER_AUTHORIZE_PATH = '/broker/v1/authorize';
@@ -35,6 +35,10 @@ const AuthorizeBody = Type.Object(
     clientid: ClientId,
     topic: Type.String({ minLength: 1, maxLength: 65_535 }),
     action: Type.Union([Type.Literal('publish'), Type.Literal('subscribe')]),
+    // Sent by brokers that can (EMQX's ${qos} and ${retain}): the protocol's QoS and retain rules then hold
+    // on that broker as they do on the embedded one. EMQX's body template sends them as text.
+    qos: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 2 }), Type.Union([Type.Literal('0'), Type.Literal('1'), Type.Literal('2')])])),
+    retain: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')])),
   },
   { additionalProperties: false },
 );
@@ -75,16 +79,22 @@ export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits:
     BROKER_AUTHORIZE_PATH,
     { ...options, schema: { hide: true, body: AuthorizeBody, response: { 200: Type.Object({ result: Result }), ...errorsOf } } },
     async (request) => {
-      const { username, clientid, topic, action } = request.body;
+      const { username, clientid, topic, action, qos, retain } = request.body;
       const gatewayId = gatewayIdOf(username);
       if (gatewayId === undefined) return { result: 'ignore' as const };
       const allowed =
         gatewayId !== null &&
         clientid === username &&
-        (action === 'publish' ? mayPublish(gatewayId, topic) : maySubscribe(gatewayId, topic)) &&
+        (action === 'publish' ? mayPublish(gatewayId, topic) && publishFlagsAllowed(gatewayId, topic, qos, retain) : maySubscribe(gatewayId, topic)) &&
         // A deleted gateway's connection may outlive it on the broker: it may do nothing more.
         (await gatewayExists(db, gatewayId));
       return { result: allowed ? ('allow' as const) : ('deny' as const) };
     },
   );
+}
+
+/** QoS 2 is not part of the gateway protocol, and only a gateway's presence may be retained. */
+function publishFlagsAllowed(gatewayId: number, topic: string, qos: number | string | undefined, retain: boolean | string | undefined): boolean {
+  if (qos !== undefined && Number(qos) > 1) return false;
+  return !(retain === true || retain === 'true') || topic === `${gatewayTopicPrefix(gatewayId)}presence`;
 }

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { createServer, type Server } from 'node:net';
 import type { Database } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
-import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
+import { gatewayTopicPrefix, mayPublish, maySubscribe } from './gateway-access.ts';
 import { routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { limitPacketSize } from './packet-size.ts';
 
@@ -16,11 +16,8 @@ const BAD_CREDENTIALS = 4;
 const NOT_AUTHORIZED = 5;
 /** A connection that has not sent its CONNECT packet by then is closed (Aedes's default is 30 s). */
 export const CONNECT_TIMEOUT_MS = 5000;
-/** What a gateway may publish, under its own prefix; only its presence may be retained. */
-const GATEWAY_PUBLISHES = new Set(['presence', 'heartbeat', 'events', 'commands/result']);
+/** The one kind of gateway message that may be retained (its last presence, for services that start later). */
 const RETAINED_GATEWAY_PUBLISH = 'presence';
-/** The one topic a gateway may subscribe to, under its own prefix. */
-const GATEWAY_SUBSCRIBES = 'commands';
 
 function authError(code: number, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode: code }) as AuthenticateError;
@@ -79,7 +76,7 @@ export class EmbeddedBroker {
       // Refused: a SUBACK failure code (0x80) for that topic; the connection stays.
       authorizeSubscribe: (client, subscription, callback) => {
         const gatewayId = this.gatewayOf.get(client);
-        const allowed = gatewayId !== undefined && subscription.topic === `${gatewayPrefix(gatewayId)}${GATEWAY_SUBSCRIBES}`;
+        const allowed = gatewayId !== undefined && maySubscribe(gatewayId, subscription.topic);
         if (!allowed) this.log.warn({ gatewayId, topic: subscription.topic }, 'mqtt subscription refused');
         callback(null, allowed ? subscription : null);
       },
@@ -123,11 +120,9 @@ export class EmbeddedBroker {
     // A closed connection publishing is its will. After a takeover the gateway is connected again: its
     // old will ({"online": false}) would mark it offline while it is there.
     if (client.closed && (this.connectionsOf.get(gatewayId)?.size ?? 0) > 1) return 'superseded will';
-    const prefix = gatewayPrefix(gatewayId);
-    const kind = packet.topic.startsWith(prefix) ? packet.topic.slice(prefix.length) : null;
     let refusal: string | null = null;
-    if (kind === null || !GATEWAY_PUBLISHES.has(kind)) refusal = 'topic not allowed';
-    else if (packet.retain && kind !== RETAINED_GATEWAY_PUBLISH) refusal = 'only presence may be retained';
+    if (!mayPublish(gatewayId, packet.topic)) refusal = 'topic not allowed';
+    else if (packet.retain && packet.topic !== gatewayTopicPrefix(gatewayId) + RETAINED_GATEWAY_PUBLISH) refusal = 'only presence may be retained';
     else if (packet.qos > 1) refusal = 'QoS 2 is not part of the gateway protocol';
     if (refusal) this.log.warn({ gatewayId, topic: packet.topic, reason: refusal }, 'mqtt publish refused; connection closed');
     return refusal;
@@ -170,8 +165,4 @@ export class EmbeddedBroker {
   disconnectGateway(gatewayId: number): void {
     for (const client of this.connectionsOf.get(gatewayId) ?? []) client.close();
   }
-}
-
-function gatewayPrefix(gatewayId: number): string {
-  return `${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/`;
 }

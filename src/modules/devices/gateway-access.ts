@@ -1,6 +1,7 @@
-// What a gateway may do on a broker, in one place: the Mosquitto dynamic-security roles
-// (mosquitto-dynsec.ts) and the HTTP authentication and ACL endpoints (broker-auth-routes.ts) both read it
-// (contracts/gateway-mqtt.md: a gateway publishes and subscribes only under `{p}/gateways/{g}/`).
+// What a gateway may do on a broker, in one place: the embedded broker (broker.ts), the Mosquitto
+// dynamic-security roles (mosquitto-dynsec.ts) and the HTTP authentication and ACL endpoints
+// (broker-auth-routes.ts) all read it (the gateway protocol: a gateway publishes and subscribes only under
+// `{p}/gateways/{g}/`, README "Gateways").
 import type { Queryable } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';

@@ -56,8 +56,6 @@ export async function startDevices(
       if (queues.get(gatewayId) === next) queues.delete(gatewayId);
     });
   };
-  const presence = new PresenceService(db, clock, log, handle);
-  jobs.register(presence.quietJob());
   // A door event or command result is acknowledged to the gateway only once it is committed (README
   // "Gateways"), so nothing a gateway was told is stored can vanish in a crash. Until then it is retried
   // while the database is away (the gateway's later messages wait behind, in order); what the database
@@ -78,6 +76,21 @@ export async function startDevices(
       }
     }
   };
+  // Presence changes are retried like the rest, so a will that arrives while the database is away still
+  // marks the gateway offline once it is back.
+  const presence = new PresenceService(db, clock, log, (gatewayId, work) =>
+    handle(gatewayId, () =>
+      untilWritten(
+        gatewayId,
+        async () => void (await work()),
+        (error) => {
+          log.error({ err: error, gatewayId }, 'presence change refused by the database; dropped');
+          return true;
+        },
+      ),
+    ),
+  );
+  jobs.register(presence.quietJob());
   // A batch the database refuses as data is written event by event, so that the one bad event is all that
   // is lost (logged whole: ids, types and times, nothing personal).
   const storeEvents = (gatewayId: number, events: GatewayEvent[]): Promise<boolean> =>
@@ -98,23 +111,25 @@ export async function startDevices(
   const acknowledgeWhen = (written: Promise<boolean>): Promise<void> => new Promise<void>((resolve) => void written.then((ok) => ok && resolve()));
   // Door events that arrive while earlier work of the gateway is still being written wait in one batch,
   // stored in one write when its turn comes: in order, and far fewer statements under load. Each is
-  // acknowledged when its batch is committed. What waits is bounded by the broker: the embedded one reads a
-  // gateway's next packets only once those of its last read are acknowledged; an external one sends at
-  // most MQTT_RECEIVE_MAXIMUM unacknowledged messages.
-  const waiting = new Map<number, { events: GatewayEvent[]; stored: Promise<void> }>();
+  // acknowledged when its batch is committed. The broker limits what arrives unacknowledged: the embedded
+  // one reads a gateway's next packets only once those of its last read are acknowledged; an external one
+  // sends at most RECEIVE_MAXIMUM (link.ts) unacknowledged messages per connection.
+  // A copy of an event already waiting (a gateway that reconnected and sent again what was not acknowledged
+  // yet) joins it instead of growing the batch: what waits stays bounded by the distinct events in flight.
+  const waiting = new Map<number, { events: Map<string, GatewayEvent>; stored: Promise<void> }>();
   const onEvent = (gatewayId: number, event: GatewayEvent): Promise<void> => {
     let batch = waiting.get(gatewayId);
     if (!batch) {
-      const events: GatewayEvent[] = [];
+      const events = new Map<string, GatewayEvent>();
       let written: (ok: boolean) => void = () => undefined;
       batch = { events, stored: acknowledgeWhen(new Promise<boolean>((resolve) => (written = resolve))) };
       waiting.set(gatewayId, batch);
       handle(gatewayId, async () => {
         waiting.delete(gatewayId);
-        written(await storeEvents(gatewayId, events));
+        written(await storeEvents(gatewayId, [...events.values()]));
       });
     }
-    batch.events.push(event);
+    if (!batch.events.has(event.id)) batch.events.set(event.id, event);
     return batch.stored;
   };
   const onResult = (gatewayId: number, payload: unknown): Promise<void> => {

@@ -31,7 +31,11 @@ export const PRESENCE_TOPIC_FILTER = `${MQTT_TOPIC_PREFIX}/gateways/+/presence`;
 
 const TOPIC = new RegExp(`^${MQTT_TOPIC_PREFIX.replace('/', '\\/')}\\/gateways\\/(\\d+)\\/(presence|heartbeat|events|commands\\/result)$`);
 
-/** Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not JSON are dropped. */
+/**
+ * Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not a JSON
+ * object are dropped (and so acknowledged: sending them again cannot help). It never throws: it runs inside
+ * the broker's and the MQTT client's callbacks, where an exception would end the process.
+ */
 export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: GatewayMessageHandler, log: FastifyBaseLogger): Promise<void> | undefined {
   const match = TOPIC.exec(topic);
   if (!match) return undefined;
@@ -42,7 +46,16 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
     log.warn({ topic }, 'mqtt payload is not JSON; dropped');
     return undefined;
   }
-  return onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    log.warn({ topic }, 'mqtt payload is not a JSON object; dropped');
+    return undefined;
+  }
+  try {
+    return onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
+  } catch (error) {
+    log.error({ err: error, topic }, 'gateway message failed; dropped');
+    return undefined;
+  }
 }
 
 /** Subscription identifiers (MQTT 5) of the external link: which subscription a message came through. */
@@ -105,6 +118,12 @@ export class MqttLink implements DeviceLink {
     // A new connection: acknowledgements still held belong to the old one; the broker sends those messages
     // again (the repeats are dropped by (gateway, id)) and they are acknowledged then.
     client.on('connect', () => (this.pending = new Map()));
+    // mqtt.js does not subscribe again on a resumed session, so the broker would not replay the retained
+    // presence it holds: on every reconnect the replay subscription is made anew (the first one is below).
+    let connections = 0;
+    client.on('connect', () => {
+      if (++connections > 1) client.subscribe(PRESENCE_TOPIC_FILTER, { qos: 1, properties: { subscriptionIdentifier: PRESENCE_REPLAY_SUBSCRIPTION } });
+    });
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
     client.on('disconnect', (packet) => {
       // 0x8E: another connection took the session over, i.e. another process uses the same MQTT_CLIENT_ID.
@@ -142,7 +161,9 @@ export class MqttLink implements DeviceLink {
    * test/devices/crash-*.test.ts fail if an upgrade changes that writer.
    */
   private holdAcknowledgements(client: MqttClient): void {
-    const target = client as unknown as { _sendPacket: SendPacket };
+    const target = client as unknown as { _sendPacket?: SendPacket };
+    // package.json pins mqtt's exact version; an upgrade that renamed the writer must not start silently.
+    if (typeof target._sendPacket !== 'function') throw new Error('mqtt.js has no _sendPacket: acknowledgements cannot wait for commits');
     const send: SendPacket = target._sendPacket.bind(client);
     target._sendPacket = (packet, callback, ...rest) => {
       if (packet.cmd !== 'puback' || packet.messageId === undefined) return send(packet, callback, ...rest);
@@ -161,10 +182,15 @@ export class MqttLink implements DeviceLink {
   async publish(topic: string, payload: unknown): Promise<void> {
     const client = this.client;
     if (!client || !client.connected) throw new Error('not connected to the MQTT broker');
-    await Promise.race([
-      client.publishAsync(topic, JSON.stringify(payload), { qos: 1 }),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('the MQTT broker did not acknowledge the publish')), 5000).unref()),
-    ]);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client.publishAsync(topic, JSON.stringify(payload), { qos: 1 }),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the MQTT broker did not acknowledge the publish')), 5000))),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
