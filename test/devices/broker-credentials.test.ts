@@ -442,6 +442,20 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     await createLock(service, account.rootLocationId, { gateway_id: busy.id });
     assert.equal((await service.admin('DELETE', `/admin/v1/gateways/${busy.id}`)).status, 409);
     assert.ok((await control.provisionedGatewayIds()).has(busy.id));
+
+    // A gateway with history (the access log refers to it) is kept, and keeps its broker account.
+    const lockless = await createGateway(service, account.rootLocationId);
+    const plainLock = await createLock(service, account.rootLocationId);
+    await database.db.query(
+      `INSERT INTO access_events (account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, data)
+       VALUES ($1, $2, $3, $4, 'e1', 'access.denied', now(), '{}')`,
+      [account.id, account.rootLocationId, plainLock, lockless.id],
+    );
+    const kept = await service.admin<ErrorBody>('DELETE', `/admin/v1/gateways/${lockless.id}`);
+    assert.equal(kept.status, 409);
+    assert.equal(kept.body.error.code, 'gateway_in_use');
+    assert.ok((await control.provisionedGatewayIds()).has(lockless.id), 'its broker account stays');
+    assert.ok((await connectGateway(lockless)).connected, 'and it can still connect');
   });
 
   test('gateways without a broker account are named at start-up, and a rotation provisions them; no password is logged', async () => {

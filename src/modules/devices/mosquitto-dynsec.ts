@@ -141,6 +141,8 @@ export class DynsecAccounts implements GatewayAccounts {
       timer.unref();
       this.pending.set(requestId, { resolve, timer });
     });
+    // Its time-out may fire while the publish below still waits: handled here, awaited (and thrown) below.
+    answered.catch(() => undefined);
     try {
       // QoS 0, never queued (queueQoSZero: false): a command the broker did not get now must not run later, after
       // the caller was told it failed. The broker's answer is the acknowledgement.

@@ -94,6 +94,8 @@ export interface OperatorDeps {
   disconnectGateway: (gatewayId: number) => void;
 }
 
+const GATEWAY_COLUMNS = 'SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at FROM gateways';
+
 export class OperatorService {
   constructor(private readonly deps: OperatorDeps) {}
 
@@ -339,54 +341,47 @@ export class OperatorService {
    * the gateway's locks read offline until it connects with the new password and says `{"online": true}`.
    */
   async rotateGatewayPassword(id: number): Promise<Gateway> {
-    const gateway = await this.readGateway(id);
     const password = newToken('');
-    await this.onBroker(() => this.deps.gatewayAccounts.provision(id, password));
-    const rows = await this.db.query('UPDATE gateways SET password_hash = $2 WHERE id = $1 RETURNING id', [id, hashToken(password)]);
-    if (rows.length === 0) {
-      // Deleted meanwhile: its new account goes too.
-      await this.deps.gatewayAccounts.remove(id).catch(() => undefined);
-      throw errors.notFound('gateway');
-    }
+    // One rotation of a gateway at a time (the row stays locked while the broker is updated), so the broker
+    // and the store never end up holding the passwords of two different calls.
+    const gateway = await this.db.transaction(async (tx) => {
+      const [row] = await tx.query<GatewayRow>(`${GATEWAY_COLUMNS} WHERE id = $1 FOR UPDATE`, [id]);
+      if (!row) throw errors.notFound('gateway');
+      await this.onBroker(() => this.deps.gatewayAccounts.provision(id, password));
+      await tx.query('UPDATE gateways SET password_hash = $2 WHERE id = $1', [id, hashToken(password)]);
+      return row;
+    });
     this.deps.disconnectGateway(id);
     return this.withPassword(gateway, password);
   }
 
   /**
-   * Deletes a gateway that no lock is on (`409 gateway_in_use` otherwise: its locks would silently stop being
-   * remote). Its broker account goes first, so a gateway that is gone can no longer connect; when the broker
-   * cannot be updated the answer is 503 and the gateway stays.
+   * Deletes a gateway that no lock is on and that has no history (`409 gateway_in_use` otherwise: its locks
+   * would silently stop being remote, and the access log and lock commands keep referring to it; rotate its
+   * password to cut such a gateway off). The row is deleted and its broker account removed in one
+   * transaction, the account last: when the broker cannot be updated the answer is 503 and the gateway stays.
    */
   async deleteGateway(id: number): Promise<void> {
-    await this.readGateway(id);
-    const inUse = () => new ApiError(409, 'gateway_in_use', 'Locks are on this gateway; it cannot be deleted while they are.');
-    if ((await this.db.query('SELECT 1 FROM locks WHERE gateway_id = $1 LIMIT 1', [id])).length > 0) throw inUse();
-    await this.onBroker(() => this.deps.gatewayAccounts.remove(id));
-    let deleted: unknown[];
-    try {
-      deleted = await this.db.query(
-        'DELETE FROM gateways g WHERE g.id = $1 AND NOT EXISTS (SELECT 1 FROM locks k WHERE k.gateway_id = g.id) RETURNING id',
+    await this.db.transaction(async (tx) => {
+      const [row] = await tx.query<GatewayRow>(`${GATEWAY_COLUMNS} WHERE id = $1 FOR UPDATE`, [id]);
+      if (!row) throw errors.notFound('gateway');
+      const [use] = await tx.query<{ locks: boolean; history: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM locks WHERE gateway_id = $1) AS locks,
+                EXISTS (SELECT 1 FROM access_events WHERE gateway_id = $1) OR EXISTS (SELECT 1 FROM lock_commands WHERE gateway_id = $1) AS history`,
         [id],
       );
-    } catch (error) {
-      // Rows that keep its history (events, commands) refer to it.
-      if ((error as { code?: unknown }).code === '23503') throw inUse();
-      throw error;
-    }
-    if (deleted.length === 0) {
-      // A lock was put on it meanwhile (its broker account is already gone: a password rotation restores it),
-      // or another call deleted it.
-      if ((await this.db.query('SELECT 1 FROM gateways WHERE id = $1', [id])).length > 0) throw inUse();
-      throw errors.notFound('gateway');
-    }
+      if (use?.locks) throw new ApiError(409, 'gateway_in_use', 'Locks are on this gateway; it cannot be deleted while they are.');
+      if (use?.history) {
+        throw new ApiError(409, 'gateway_in_use', 'The access log refers to this gateway, so it is kept; rotate its password to cut it off.');
+      }
+      await tx.query('DELETE FROM gateways WHERE id = $1', [id]);
+      await this.onBroker(() => this.deps.gatewayAccounts.remove(id));
+    });
     this.deps.disconnectGateway(id);
   }
 
   private async readGateway(id: number): Promise<GatewayRow> {
-    const [row] = await this.db.query<GatewayRow>(
-      'SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at FROM gateways WHERE id = $1',
-      [id],
-    );
+    const [row] = await this.db.query<GatewayRow>(`${GATEWAY_COLUMNS} WHERE id = $1`, [id]);
     if (!row) throw errors.notFound('gateway');
     return row;
   }
