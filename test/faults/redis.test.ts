@@ -37,6 +37,18 @@ async function startRedis(port: number): Promise<ChildProcess> {
   return child;
 }
 
+/** The service's log lines, as Fastify's logger writes them to `stream`. */
+function capturedLog(): { log: Array<{ level: number; msg: string }>; stream: Writable } {
+  const log: Array<{ level: number; msg: string }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) log.push(JSON.parse(line) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { log, stream };
+}
+
 async function stop(child: ChildProcess | null): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -59,13 +71,7 @@ test('Redis away: limits fail open per instance, with one warning; shared again 
     await stop(redis);
   });
 
-  const log: Array<{ level: number; msg: string }> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) log.push(JSON.parse(line) as { level: number; msg: string });
-      done();
-    },
-  });
+  const { log, stream } = capturedLog();
   const prefix = `lkfault-${process.pid}`;
   database = await createTestDatabase();
   service = await startService(database.db, { REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, API_RATE_LIMIT_PER_MINUTE: String(PER_MINUTE) }, undefined, { level: 'info', stream });
@@ -119,4 +125,24 @@ test('Redis away: limits fail open per instance, with one warning; shared again 
   assert.ok(stalled.every((r) => r.ms < 2500), `no request waits for a silent Redis: ${stalled.map((r) => r.ms).join(', ')} ms`);
   assert.equal(warnings(), 2, 'the second outage is told once too');
   redis.kill('SIGCONT');
+});
+
+test('a service started while Redis is down serves at once, counting in memory, and says so once', { skip: REDIS_SERVER ? false : 'redis-server is not installed', timeout: 60_000 }, async () => {
+  const port = await freePort(); // nothing listens there
+  const { log, stream } = capturedLog();
+  const database = await createTestDatabase();
+  const service = await startService(database.db, { REDIS_URL: `redis://127.0.0.1:${port}`, API_RATE_LIMIT_PER_MINUTE: '3' }, undefined, { level: 'info', stream });
+  try {
+    const { rootLocationId } = await createAccount(service);
+    const { token } = await createApiKey(service, rootLocationId, ['catalog:read']);
+    await alignToMinuteStart(service);
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await service.request('GET', '/v1/locks', { token })).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a few more attempts to dial Redis
+    assert.equal(log.filter((l) => l.level === 40 && l.msg.startsWith('redis unavailable')).length, 1);
+  } finally {
+    await service.close();
+    await database.close();
+  }
 });
