@@ -8,7 +8,7 @@ import type { Clock } from './clock.ts';
 import { loggableError } from './http.ts';
 
 /** A Redis that has not answered for this long is dropped and dialled again; meanwhile the limits count in memory. */
-export const REDIS_SOCKET_TIMEOUT_MS = 1000;
+const REDIS_SOCKET_TIMEOUT_MS = 1000;
 
 /**
  * The Redis client of the shared limits (REDIS_URL). While Redis is away the limits fail open per instance

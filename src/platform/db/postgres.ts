@@ -29,7 +29,7 @@ const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIP
 const DRIVER_CONNECTION_ERRORS = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed)/;
 
 /** Whether a driver error means the database is away or too slow (a request answers 503), not a wrong statement. */
-export function connectionLost(error: unknown): boolean {
+function meansUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (error instanceof pg.DatabaseError) return typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code);
@@ -42,7 +42,7 @@ async function run<T extends object>(on: pg.Pool | pg.PoolClient, sql: Sql, para
   try {
     return (await on.query(config)).rows as T[];
   } catch (error) {
-    throw databaseError(error, config.text, connectionLost(error));
+    throw databaseError(error, config.text, meansUnavailable(error));
   }
 }
 
@@ -154,7 +154,7 @@ export class PostgresDatabase implements Database {
     if (this.listener) {
       // If the connection is failing right now, its reconnection LISTENs on every channel, this one included.
       await this.listener.query(`LISTEN "${name}"`).catch((error: unknown) => {
-        if (!connectionLost(error)) throw databaseError(error, 'LISTEN');
+        if (!meansUnavailable(error)) throw databaseError(error, 'LISTEN');
       });
     } else if (this.listenerConnecting) {
       await this.listenerConnecting;
@@ -183,7 +183,7 @@ export class PostgresDatabase implements Database {
       }
     } catch (error) {
       await client.end().catch(() => undefined);
-      throw databaseError(error, 'LISTEN', connectionLost(error));
+      throw databaseError(error, 'LISTEN', meansUnavailable(error));
     }
     if (this.closed) {
       await client.end().catch(() => undefined);
