@@ -2,7 +2,6 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
 import type { Config } from './config.ts';
 import { CatalogService } from './modules/catalog/service.ts';
 import { catalogRoutes } from './modules/catalog/routes.ts';
@@ -49,7 +48,7 @@ import {
 } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
 import { JobRunner } from './platform/jobs.ts';
-import { RateLimits } from './platform/rate-limit.ts';
+import { RateLimits, connectRedis } from './platform/rate-limit.ts';
 import { RequestLog } from './platform/request-log.ts';
 import { SecretBox } from './platform/secret-box.ts';
 
@@ -109,8 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const jobs = new JobRunner(app.log);
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : null;
-  redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, app.log) : null;
   const admin = await ensureAdminToken(db, config.adminToken);
 
   const authenticator = new ApiKeyAuthenticator(db, clock);
@@ -147,7 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   jobs.register(dispatcher.retentionJob());
 
   installHttpPlumbing(app);
-  const limits = new RateLimits(clock, redis, config.redisKeyPrefix);
+  const limits = new RateLimits(clock, redis?.client ?? null, config.redisKeyPrefix);
   installAccessControl(app, {
     authenticator,
     limits,
@@ -232,7 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       await dynsec?.close();
       await requestLog.close();
       await dispatcher.close();
-      if (redis) await redis.quit().catch(() => undefined);
+      await redis?.close();
     },
   };
 }

@@ -6,6 +6,11 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string | null;
+  /**
+   * With DATABASE_URL: the longest wait for a database connection, and the longest a statement may run. Past
+   * it the statement fails as "database unavailable" and a request answers 503 not_available (README: Faults).
+   */
+  databaseTimeoutSeconds: number;
   dataDir: string; // 'memory' for a throw-away embedded store
   mqttUrl: string | null;
   mqttPort: number;
@@ -145,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host: text(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseTimeoutSeconds: integer(env, 'DATABASE_TIMEOUT_SECONDS', 10, 1, 3600),
     dataDir: text(env, 'DATA_DIR') ?? './data',
     mqttUrl,
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),

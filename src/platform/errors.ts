@@ -30,6 +30,9 @@ export class ApiError extends Error {
   }
 }
 
+/** Retry-After of a 503 during a database outage: about the longest wait before a lost connection is made again. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 export const errors = {
   invalidRequest: (message: string) => new ApiError(400, 'invalid_request', message),
   unauthenticated: () => new ApiError(401, 'unauthenticated', 'A valid API key is required.'),
@@ -46,6 +49,11 @@ export const errors = {
     new ApiError(422, 'validation_failed', 'The request body failed validation.', details),
   invalidField: (field: string, message: string) =>
     new ApiError(422, 'validation_failed', 'The request body failed validation.', [{ field, code: 'invalid', message }]),
+  /** Server PostgreSQL is away or did not answer in time (README: Faults); the spec's one 503 code. */
+  databaseUnavailable: () =>
+    new ApiError(503, 'not_available', 'The service cannot reach its database; retry after the time in Retry-After.', undefined, {
+      'retry-after': String(DATABASE_RETRY_AFTER_SECONDS),
+    }),
   rateLimited: (retryAfterSeconds: number) =>
     new ApiError(429, 'rate_limited', 'Rate limit exceeded; retry after the time in Retry-After.', undefined, {
       'retry-after': String(retryAfterSeconds),

@@ -16,6 +16,7 @@ import type {
   RouteOptions,
 } from 'fastify';
 import type { RouteAccess } from './access.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
 import { ApiError, errors, type ErrorDetail } from './errors.ts';
 import { ErrorEnvelope } from './schemas.ts';
 
@@ -252,6 +253,13 @@ export function installHttpPlumbing(app: FastifyInstance): void {
   app.server.on('checkExpectation', (req, res) => app.routing(req, res));
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (isDatabaseUnavailable(error)) {
+      // Server PostgreSQL away or too slow (README: Faults): the client may retry; nothing of it is stored
+      // under an Idempotency-Key (5xx never are).
+      request.log.warn({ err: loggableError(error), requestId: request.id, route: request.routeOptions.url }, 'database unavailable');
+      const unavailable = errors.databaseUnavailable();
+      return reply.code(unavailable.status).headers(unavailable.headers ?? {}).send(unavailable.toBody());
+    }
     const apiError = toApiError(error);
     if (apiError) {
       if (apiError.headers) reply.headers(apiError.headers);

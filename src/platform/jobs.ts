@@ -1,6 +1,7 @@
 // Background work: one registry of jobs, run by the same loop in every instance. Each run handles what is
 // due on the service clock and says how much it did; the sandbox clock's advance drives runUntilIdle().
 import type { FastifyBaseLogger } from 'fastify';
+import { isDatabaseUnavailable } from './db/errors.ts';
 
 export interface Job {
   name: string;
@@ -31,19 +32,35 @@ export class JobRunner {
   start(): void {
     this.stopped = false;
     for (const job of this.jobs) {
-      const timer = setInterval(() => void this.runOnce(job), job.everySeconds * 1000);
+      // A run still going when the next is due (the database is slow or away) is not joined by another:
+      // runs piling up would hold every connection of the pool once it is back.
+      let busy = false;
+      const timer = setInterval(() => {
+        if (busy) return;
+        busy = true;
+        void this.runOnce(job).finally(() => (busy = false));
+      }, job.everySeconds * 1000);
       timer.unref();
       this.timers.push(timer);
     }
   }
 
+  /** Jobs whose last run found the database away: told once per outage, not at every run. */
+  private readonly waitingForDatabase = new Set<string>();
+
   private async runOnce(job: Job): Promise<number> {
     const run = job.run();
     this.running.add(run);
     try {
-      return await run;
+      const handled = await run;
+      if (this.waitingForDatabase.delete(job.name)) this.log.info({ job: job.name }, 'job runs again: the database is back');
+      return handled;
     } catch (error) {
-      this.log.error({ err: error, job: job.name }, 'job failed');
+      if (!isDatabaseUnavailable(error)) this.log.error({ err: error, job: job.name }, 'job failed');
+      else if (!this.waitingForDatabase.has(job.name)) {
+        this.waitingForDatabase.add(job.name);
+        this.log.warn({ err: error, job: job.name }, 'job waits: the database is unavailable');
+      }
       return 0;
     } finally {
       this.running.delete(run);

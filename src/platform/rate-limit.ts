@@ -1,9 +1,54 @@
 // Rate limits of the public API. Counting is done by rate-limiter-flexible (in process, or in Redis so that
 // several instances share one budget); the one-minute windows are cut from the service clock, so the
 // sandbox clock rolls them like every other time rule.
-import type { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from './clock.ts';
+import { loggableError } from './http.ts';
+
+/** A Redis that has not answered for this long is dropped and dialled again; meanwhile the limits count in memory. */
+const REDIS_SOCKET_TIMEOUT_MS = 1000;
+
+/**
+ * The Redis client of the shared limits (REDIS_URL). While Redis is away the limits fail open per instance
+ * (README: Faults): every limiter has an in-memory insurance limiter (rate-limiter-flexible's
+ * `insuranceLimiter`) that counts whenever Redis cannot, so a request never waits for Redis and the API
+ * stays up, each instance keeping its own budget (several instances together allow more). One warning
+ * when Redis goes away, one line when it is back; ioredis dials again by itself.
+ */
+export function connectRedis(url: string, log: FastifyBaseLogger): { client: Redis; close(): Promise<void> } {
+  const client = new Redis(url, {
+    // A command fails at once while Redis is disconnected, instead of waiting in a queue for it: the
+    // insurance limiter answers. Nothing is sent again after a reconnection (it would count twice).
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    // A Redis that stops answering without closing the connection (stopped, its host gone silent).
+    socketTimeout: REDIS_SOCKET_TIMEOUT_MS,
+    connectTimeout: 2000,
+  });
+  let away = false;
+  let closing = false;
+  client.on('ready', () => {
+    if (away) log.info('redis is back: rate limits are shared again');
+    away = false;
+  });
+  const lost = (error?: Error) => {
+    if (away || closing) return;
+    away = true;
+    log.warn({ ...(error ? { err: loggableError(error) } : {}) }, 'redis unavailable: rate limits are counted by each instance in memory until it is back');
+  };
+  client.on('error', lost); // every failed attempt to dial again lands here too: one warning per outage
+  client.on('close', () => lost());
+  return {
+    client,
+    async close() {
+      closing = true;
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
 
 const WINDOW_MS = 60_000;
 
@@ -61,7 +106,13 @@ export class RateLimits {
       // Stored counters outlive their window by a minute of real time; the window itself is in the key.
       const options = { keyPrefix: `${this.keyPrefix}:rl:${bucket}`, points, duration: 120 };
       limiter = this.redis
-        ? new RateLimiterRedis({ ...options, storeClient: this.redis, insuranceLimiter: new RateLimiterMemory(options) })
+        ? new RateLimiterRedis({
+            ...options,
+            storeClient: this.redis,
+            // Not even tried while the connection is not ready: the insurance limiter counts (see connectRedis).
+            rejectIfRedisNotReady: true,
+            insuranceLimiter: new RateLimiterMemory(options),
+          })
         : new RateLimiterMemory(options);
       this.limiters.set(name, limiter);
     }

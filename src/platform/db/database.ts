@@ -29,6 +29,8 @@ export interface Database extends Queryable {
   /**
    * Subscribes to a NOTIFY channel (used to invalidate caches across instances).
    * The channel name is namespaced per database schema so that test runs never hear each other.
+   * When the listening connection was lost and is back, onMessage is called once with an empty payload:
+   * what was notified meanwhile was missed, so a cache must be dropped (README: Faults).
    */
   listen(channel: string, onMessage: (payload: string) => void): Promise<void>;
   /**

@@ -22,7 +22,15 @@ export class DatabaseError extends Error implements Partial<Record<KeptField, st
   readonly dataType?: string;
   readonly routine?: string;
 
-  constructor(message: string, fields: Partial<Record<KeptField, string>>) {
+  constructor(
+    message: string,
+    fields: Partial<Record<KeptField, string>>,
+    /**
+     * The database could not be reached or did not answer in time (server PostgreSQL only: PGlite is in
+     * process): not this statement's fault, a later attempt may succeed. Requests answer 503 (README: Faults).
+     */
+    readonly unavailable = false,
+  ) {
     super(message);
     Object.assign(this, fields);
   }
@@ -33,7 +41,7 @@ DatabaseError.prototype.name = 'DatabaseError';
  * The safe form of an error thrown by a driver while running `sql` (its text with placeholders, never
  * values). Its stack is the caller's, not the driver's: the driver's first stack line repeats the message.
  */
-export function databaseError(error: unknown, sql: string): DatabaseError {
+export function databaseError(error: unknown, sql: string, unavailable = false): DatabaseError {
   if (error instanceof DatabaseError) return error;
   const source = (typeof error === 'object' && error !== null ? error : {}) as Record<string, unknown>;
   const fields: Partial<Record<KeptField, string>> = {};
@@ -46,5 +54,10 @@ export function databaseError(error: unknown, sql: string): DatabaseError {
   const redacted = message.replace(QUOTED, (quoted, inner: string) =>
     IDENTIFIER.test(inner) && (known.has(inner) || sql.includes(inner)) ? quoted : '"[redacted]"',
   );
-  return new DatabaseError(redacted, fields);
+  return new DatabaseError(redacted, fields, unavailable);
+}
+
+/** Whether `error` says the database is away (or too slow) rather than that the statement was wrong. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return error instanceof DatabaseError && error.unavailable;
 }

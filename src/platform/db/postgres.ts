@@ -1,7 +1,7 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
 import pg from 'pg';
 import type { Database, Queryable, Row, Sql } from './database.ts';
-import { databaseError } from './errors.ts';
+import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
 const INT8_OID = 20;
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
@@ -16,27 +16,75 @@ function toConfig(sql: Sql, params: readonly unknown[]): pg.QueryConfig {
     : { name: sql.name, text: sql.text, values: params as unknown[] };
 }
 
+/**
+ * SQLSTATEs that say the server cannot serve now rather than that the statement is wrong: connection
+ * exceptions (class 08, but not 08P01, a protocol violation such as a wrong parameter count), too many
+ * connections, a server shutting down, crashed or starting up (57P01-57P03), and a statement cancelled by
+ * statement_timeout (57014, which pg_cancel_backend also gives).
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['08000', '08001', '08003', '08004', '08006', '53300', '57P01', '57P02', '57P03', '57014']);
+/** Socket errors on the way to the server. */
+const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/** node-postgres's own errors for a connection that is gone, could not be made in time, or did not answer in time. */
+const DRIVER_CONNECTION_ERRORS = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed)/;
+
+/** Whether a driver error means the database is away or too slow (a request answers 503), not a wrong statement. */
+function meansUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (error instanceof pg.DatabaseError) return typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code);
+  return (typeof code === 'string' && NETWORK_ERRORS.has(code)) || DRIVER_CONNECTION_ERRORS.test(error.message);
+}
+
 /** Runs one statement on the pool or a client; a failure leaves as a DatabaseError (no row values). */
 async function run<T extends object>(on: pg.Pool | pg.PoolClient, sql: Sql, params: readonly unknown[]): Promise<T[]> {
   const config = toConfig(sql, params);
   try {
     return (await on.query(config)).rows as T[];
   } catch (error) {
-    throw databaseError(error, config.text);
+    throw databaseError(error, config.text, meansUnavailable(error));
   }
 }
+
+/**
+ * A statement the server does not cancel itself (it does not answer at all: stopped, or its host gone
+ * silent) fails on the client this much later than statement_timeout, so that the server's own
+ * cancellation, which keeps the connection, normally comes first.
+ */
+const CLIENT_TIMEOUT_MARGIN_MS = 500;
+/** The LISTEN connection is made again after a loss: first after this long, doubling up to the maximum. */
+const LISTEN_RETRY_FIRST_MS = 100;
+const LISTEN_RETRY_MAX_MS = 5000;
 
 export interface PostgresOptions {
   connectionString: string;
   /** Run every statement in this schema (tests use one schema per run). */
   schema?: string;
   maxConnections?: number;
+  /**
+   * The longest wait for a connection (from the pool or a new one) and the longest a statement may run
+   * (statement_timeout on the server, and on the client for a server that does not answer at all). Past it
+   * the statement fails with `unavailable` set, and a request answers 503 (README: Faults). Unset: no limit
+   * (migrations, which may build an index on a large table).
+   */
+  timeoutMs?: number;
+}
+
+/** Connection settings shared by the pool and the LISTEN connection. */
+function clientConfig(options: PostgresOptions): pg.ClientConfig {
+  const timeoutMs = options.timeoutMs;
+  return {
+    connectionString: options.connectionString,
+    // A connection whose server vanished without closing it is found out by TCP keepalive.
+    keepAlive: true,
+    ...(timeoutMs ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + CLIENT_TIMEOUT_MARGIN_MS } : {}),
+  };
 }
 
 export async function openPostgres(options: PostgresOptions): Promise<PostgresDatabase> {
   const searchPath = options.schema ? { options: `-c search_path=${options.schema}` } : {};
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    ...clientConfig(options),
     max: options.maxConnections ?? 10,
     types: typeParsers,
     ...searchPath,
@@ -50,6 +98,9 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresDa
 export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const;
   private listener: pg.Client | null = null;
+  /** Making the LISTEN connection, at the first listen() or after a loss. */
+  private listenerConnecting: Promise<void> | null = null;
+  private closed = false;
   private readonly handlers = new Map<string, Array<(payload: string) => void>>();
 
   constructor(
@@ -65,8 +116,12 @@ export class PostgresDatabase implements Database {
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect().catch((error: unknown) => {
-      throw databaseError(error, '');
+      // No connection to be had: refused, not made in time, or refused by a server starting or stopping.
+      throw databaseError(error, '', true);
     });
+    // A connection that failed or did not answer is closed rather than reused (the server rolls back what
+    // it held); ROLLBACK on it would only wait for the timeout once more.
+    let broken: unknown = undefined;
     try {
       await run(client, 'BEGIN', []);
       const result = await fn({
@@ -75,31 +130,89 @@ export class PostgresDatabase implements Database {
       await run(client, 'COMMIT', []);
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (isDatabaseUnavailable(error)) broken = error;
+      else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
       throw error;
     } finally {
-      client.release();
+      client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
     }
   }
 
+  /**
+   * LISTENs on one connection of its own, made at the first call. When it is lost (the server restarted,
+   * the network dropped it) it is made again with backoff, LISTENing every channel again; notifications sent
+   * meanwhile are lost, so every handler is then called with an empty payload (see Database.listen).
+   */
   async listen(channel: string, onMessage: (payload: string) => void): Promise<void> {
     const name = this.channel(channel);
-    if (!this.listener) {
-      const client = new pg.Client({ connectionString: this.options.connectionString });
-      client.on('notification', (message) => {
-        for (const handler of this.handlers.get(message.channel) ?? []) handler(message.payload ?? '');
-      });
-      client.on('error', () => undefined);
-      await client.connect();
-      this.listener = client;
-    }
     const existing = this.handlers.get(name);
     if (existing) {
       existing.push(onMessage);
       return;
     }
     this.handlers.set(name, [onMessage]);
-    await this.listener.query(`LISTEN "${name}"`);
+    if (this.listener) {
+      // If the connection is failing right now, its reconnection LISTENs on every channel, this one included.
+      await this.listener.query(`LISTEN "${name}"`).catch((error: unknown) => {
+        if (!meansUnavailable(error)) throw databaseError(error, 'LISTEN');
+      });
+    } else if (this.listenerConnecting) {
+      await this.listenerConnecting;
+    } else {
+      // The first call: start-up needs the database, so a failure here is the caller's.
+      this.listenerConnecting = this.connectListener().finally(() => (this.listenerConnecting = null));
+      await this.listenerConnecting;
+    }
+  }
+
+  /** Connects the LISTEN connection and LISTENs on every channel that has handlers, including any added meanwhile. */
+  private async connectListener(): Promise<void> {
+    const client = new pg.Client(clientConfig(this.options));
+    client.on('notification', (message) => {
+      for (const handler of this.handlers.get(message.channel) ?? []) handler(message.payload ?? '');
+    });
+    client.on('error', () => undefined); // followed by 'end'
+    try {
+      await client.connect();
+      const listening = new Set<string>();
+      for (let next = [...this.handlers.keys()]; next.length > 0; next = [...this.handlers.keys()].filter((n) => !listening.has(n))) {
+        for (const name of next) {
+          await client.query(`LISTEN "${name}"`);
+          listening.add(name);
+        }
+      }
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw databaseError(error, 'LISTEN', meansUnavailable(error));
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.listener = client;
+    client.once('end', () => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      this.reconnectListener();
+    });
+  }
+
+  private reconnectListener(): void {
+    if (this.closed || this.listenerConnecting) return;
+    this.listenerConnecting = (async () => {
+      for (let attempt = 0; !this.closed; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, Math.min(LISTEN_RETRY_MAX_MS, LISTEN_RETRY_FIRST_MS * 2 ** attempt)).unref());
+        if (this.closed) return;
+        try {
+          await this.connectListener();
+        } catch {
+          continue; // still away
+        }
+        // Whatever was notified while the connection was away was missed: caches drop, the dispatcher looks.
+        for (const handlers of this.handlers.values()) for (const handler of handlers) handler('');
+        return;
+      }
+    })().finally(() => (this.listenerConnecting = null));
   }
 
   channel(name: string): string {
@@ -107,6 +220,7 @@ export class PostgresDatabase implements Database {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.listener?.end().catch(() => undefined);
     this.listener = null;
     await this.pool.end();

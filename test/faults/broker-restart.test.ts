@@ -1,0 +1,169 @@
+// The external broker restarts (README: Faults), here a Mosquitto of the test's own without persistence,
+// so that it forgets every session, subscription and retained message: an unlock while it is down answers
+// 502 publish_failed in the envelope; the service links again by itself and subscribes again; gateways
+// reconnect and say they are online, and presence follows; a door event published after the restart is
+// stored, unlocks work again, and a command published before the restart and never answered ends
+// timed_out rather than staying `published`.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import mqtt, { type MqttClient } from 'mqtt';
+import { waitFor } from '../helpers/gateways.ts';
+import { mosquittoAvailable, startMosquitto, type TestBroker } from '../helpers/mosquitto.ts';
+import { processStorage, startServiceProcess, type ServiceProcess } from '../helpers/process.ts';
+
+const ADMIN = 'broker-restart-admin-token-0123';
+const UNLOCK_TIMEOUT_SECONDS = 4;
+
+interface Answer<T> {
+  status: number;
+  body: T;
+  ms: number;
+}
+
+type Command = { id: string; status: string; error: { code: string } | null };
+
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+});
+
+/**
+ * A gateway as the contract describes it: a will `{"online": false}`, `{"online": true}` on every
+ * connection, subscribed to its commands; it answers each unlock unless told not to.
+ */
+async function connectGateway(
+  brokerUrl: string,
+  gateway: { id: number; mqtt: { client_id: string; username: string; password: string } },
+): Promise<{ client: MqttClient; answering: { on: boolean }; publish: (kind: string, payload: unknown, retain?: boolean) => Promise<unknown> }> {
+  const presence = `latchkey/v1/gateways/${gateway.id}/presence`;
+  const client = mqtt.connect(brokerUrl, {
+    clientId: gateway.mqtt.client_id,
+    username: gateway.mqtt.username,
+    password: gateway.mqtt.password,
+    reconnectPeriod: 250,
+    connectTimeout: 2000,
+    will: { topic: presence, payload: Buffer.from(JSON.stringify({ online: false })), qos: 1, retain: true },
+  });
+  client.on('error', () => undefined);
+  client.on('connect', () => void client.publishAsync(presence, JSON.stringify({ online: true }), { qos: 1, retain: true }).catch(() => undefined));
+  const answering = { on: true };
+  client.on('message', (_topic, payload) => {
+    if (!answering.on) return;
+    const command = JSON.parse(payload.toString()) as { id: string };
+    void client.publishAsync(`latchkey/v1/gateways/${gateway.id}/commands/result`, JSON.stringify({ id: command.id, ok: true }), { qos: 1 }).catch(() => undefined);
+  });
+  await new Promise((resolve) => client.once('connect', resolve));
+  await client.subscribeAsync(`latchkey/v1/gateways/${gateway.id}/commands`, { qos: 1 });
+  cleanups.push(() => client.endAsync(true));
+  const publish = (kind: string, payload: unknown, retain = false) =>
+    client.publishAsync(`latchkey/v1/gateways/${gateway.id}/${kind}`, JSON.stringify(payload), { qos: 1, retain });
+  return { client, answering, publish };
+}
+
+test('the external broker restarts: 502 while it is down, then the service links again, presence follows, events and unlocks flow, nothing stays published', { skip: mosquittoAvailable() ? false : 'mosquitto is not installed', timeout: 90_000 }, async () => {
+  const broker: TestBroker = await startMosquitto();
+  cleanups.push(() => broker.stop());
+  const storage = await processStorage('brokerrestart');
+  cleanups.push(storage.cleanup);
+  const service: ServiceProcess = await startServiceProcess({
+    ...storage.env,
+    ADMIN_TOKEN: ADMIN,
+    MQTT_URL: broker.url,
+    // A persistent session, as in production (the broker here forgets it anyway when it restarts).
+    MQTT_SESSION_EXPIRY_SECONDS: '600',
+    UNLOCK_TIMEOUT_SECONDS: String(UNLOCK_TIMEOUT_SECONDS),
+    LOG_LEVEL: 'error',
+  });
+  cleanups.push(async () => {
+    service.child.kill('SIGKILL');
+    await service.exited;
+  });
+  const call = async <T = Record<string, unknown>>(method: string, path: string, token: string, body?: unknown): Promise<Answer<T>> => {
+    const started = Date.now();
+    const res = await fetch(service.url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as T, ms: Date.now() - started };
+  };
+
+  const account = await call<{ root_location: { id: number } }>('POST', '/admin/v1/accounts', ADMIN, { name: 'Broker restart' });
+  const locationId = account.body.root_location.id;
+  type Gateway = { id: number; mqtt: { client_id: string; username: string; password: string } };
+  const g1 = (await call<Gateway>('POST', '/admin/v1/gateways', ADMIN, { location_id: locationId, name: 'g1' })).body;
+  const g2 = (await call<Gateway>('POST', '/admin/v1/gateways', ADMIN, { location_id: locationId, name: 'g2' })).body;
+  const lock = async (name: string, gatewayId: number) => (await call<{ id: number }>('POST', '/admin/v1/locks', ADMIN, { location_id: locationId, name, gateway_id: gatewayId })).body.id;
+  const front = await lock('Front', g1.id);
+  const back = await lock('Back', g1.id);
+  const side = await lock('Side', g2.id);
+  const key = await call<{ token: string }>('POST', '/admin/v1/api_keys', ADMIN, {
+    location_id: locationId,
+    name: 'k',
+    scopes: ['catalog:read', 'events:read', 'locks:control'],
+    lock_allowlist: [front, back, side],
+  });
+  const token = key.body.token;
+  const online = async (lockId: number) => (await call<{ online: boolean }>('GET', `/v1/locks/${lockId}`, token)).body.online;
+  const command = async (lockId: number, id: string) => (await call<Command>('GET', `/v1/locks/${lockId}/commands/${id}`, token)).body;
+  const unlock = (lockId: number) => call<Command & { error?: { code: string } }>('POST', `/v1/locks/${lockId}/unlock`, token);
+  const first = await connectGateway(broker.url, g1);
+  const second = await connectGateway(broker.url, g2);
+  await waitFor(async () => (await online(front)) && (await online(side)), 'both gateways online');
+  /** A door event published now is stored, and an unlock is confirmed. */
+  const doorEvents = async () => (await call<{ data: unknown[] }>('GET', '/v1/events?limit=200', token)).body.data.length;
+  const flows = async (eventId: string) => {
+    const before = await doorEvents();
+    await first.publish('events', { id: eventId, lock_id: front, type: 'access.denied', occurred_at: new Date().toISOString(), key_id: null, reason: 'unknown_key' });
+    await waitFor(async () => (await doorEvents()) === before + 1, `the door event ${eventId} stored`);
+    const opened = await unlock(front);
+    assert.equal(opened.status, 202, JSON.stringify(opened.body));
+    await waitFor(async () => (await command(front, opened.body.id)).status === 'confirmed', `an unlock ${eventId} confirmed`);
+  };
+
+  // Before: an unlock is confirmed; another one is left unanswered.
+  const confirmed = await unlock(front);
+  assert.equal(confirmed.status, 202);
+  await waitFor(async () => (await command(front, confirmed.body.id)).status === 'confirmed', 'the first unlock confirmed');
+  first.answering.on = false;
+  const unanswered = await unlock(back);
+  assert.equal(unanswered.status, 202);
+  assert.equal(unanswered.body.status, 'published');
+  // The second gateway says it goes offline (as its will would), so that only its return can bring it back.
+  await second.publish('presence', { online: false }, true);
+  await waitFor(async () => !(await online(side)), 'the second gateway offline');
+
+  // The broker crashes: no will reaches the service, the gateways still read online.
+  const crashed = broker.process();
+  crashed.kill('SIGKILL');
+  await new Promise((resolve) => crashed.once('exit', resolve));
+  const refused = await unlock(front);
+  assert.equal(refused.status, 502, JSON.stringify(refused.body));
+  assert.deepEqual(refused.body, { error: { code: 'publish_failed', message: 'The command could not be handed to the device.' } });
+  assert.ok(refused.ms < 6000, `${refused.ms} ms`);
+
+  await broker.start();
+  first.answering.on = true;
+  // Nobody restarts the service or the gateways: they all dial again. The second gateway's "online" can
+  // reach the service only once the service has linked and subscribed again.
+  await waitFor(async () => await online(side), 'the second gateway online again', 20_000);
+  assert.equal(await online(front), true);
+  await flows('after-crash');
+
+  // The command published before the crash was never answered: it ends, it does not stay published.
+  await waitFor(async () => (await command(back, unanswered.body.id)).status === 'timed_out', 'the unanswered command timed out', (UNLOCK_TIMEOUT_SECONDS + 5) * 1000);
+  assert.equal((await command(back, unanswered.body.id)).error?.code, 'timed_out');
+
+  // A graceful restart: Mosquitto may hand the gateways' wills to the service as it stops, so an unlock
+  // meanwhile answers 409 lock_offline, or 502 publish_failed; either way in the envelope, and at once.
+  await broker.pause();
+  const meanwhile = await unlock(front);
+  assert.ok(
+    (meanwhile.status === 409 && meanwhile.body.error?.code === 'lock_offline') || (meanwhile.status === 502 && meanwhile.body.error?.code === 'publish_failed'),
+    JSON.stringify(meanwhile),
+  );
+  assert.ok(meanwhile.ms < 6000, `${meanwhile.ms} ms`);
+  await broker.start();
+  await waitFor(async () => (await online(front)) && (await online(side)), 'both gateways online after the graceful restart', 20_000);
+  await flows('after-graceful-restart');
+});
