@@ -69,6 +69,8 @@ function subscriptionIds(packet: IPublishPacket): number[] {
 
 /** How many unacknowledged messages the external broker may send the service at once (MQTT 5 Receive Maximum). */
 const RECEIVE_MAXIMUM = 1000;
+/** How long the external broker has to acknowledge a command before the unlock answers 502. */
+const PUBLISH_TIMEOUT_MS = 5000;
 /** At shutdown, how long messages being written may take to be acknowledged. */
 const CLOSE_WAIT_MS = 5000;
 
@@ -179,17 +181,33 @@ export class MqttLink implements DeviceLink {
     };
   }
 
+  /**
+   * A publish the broker does not acknowledge in time counts as refused (the unlock answers 502), so it is
+   * also taken out of mqtt.js's outgoing store: sent again after a reconnect, it would open the door after
+   * the caller was told it failed. (A packet already on the wire to a broker that is only stalled can still
+   * arrive; the command's `expires_at` is the gateway's guard then.)
+   */
   async publish(topic: string, payload: unknown): Promise<void> {
     const client = this.client;
     if (!client || !client.connected) throw new Error('not connected to the MQTT broker');
+    const body = JSON.stringify(payload);
+    let messageId: number | undefined;
+    const noteId = (packet: Packet) => {
+      if (packet.cmd === 'publish' && packet.payload === body) messageId = packet.messageId;
+    };
+    client.on('packetsend', noteId);
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        client.publishAsync(topic, JSON.stringify(payload), { qos: 1 }),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the MQTT broker did not acknowledge the publish')), 5000))),
+        client.publishAsync(topic, body, { qos: 1 }),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the MQTT broker did not acknowledge the publish')), PUBLISH_TIMEOUT_MS))),
       ]);
+    } catch (error) {
+      if (messageId !== undefined) client.removeOutgoingMessage(messageId);
+      throw error;
     } finally {
       clearTimeout(timer);
+      client.off('packetsend', noteId);
     }
   }
 
