@@ -205,6 +205,8 @@ function serverErrorBody(requestId: string): ReturnType<ApiError['toBody']> {
  * query error its parameters), so only these fields are kept.
  */
 export function loggableError(error: unknown, depth = 0): { type: string; message: string; stack: string; [key: string]: unknown } {
+  // A text our own code logged as the error (already stripped of personal data where it needs to be).
+  if (typeof error === 'string') return { type: 'string', message: error, stack: '' };
   if (!(error instanceof Error)) return { type: typeof error, message: '', stack: '' };
   const fields = error as Error & Record<'code' | 'statusCode' | 'constraint' | 'table' | 'column' | 'routine', unknown>;
   return {

@@ -7,8 +7,12 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Clock } from './clock.ts';
 import { loggableError } from './http.ts';
 
-/** A Redis that has not answered for this long is dropped and dialled again; meanwhile the limits count in memory. */
-const REDIS_SOCKET_TIMEOUT_MS = 1000;
+/**
+ * A Redis that has not answered for this long is dropped and dialled again; meanwhile the limits count in
+ * memory. Not shorter: a busy event loop can hold back Redis's answer past a second, and each false alarm
+ * splits the shared budget for a moment.
+ */
+const REDIS_SOCKET_TIMEOUT_MS = 3000;
 
 /**
  * The Redis client of the shared limits (REDIS_URL). While Redis is away the limits fail open per instance

@@ -1,7 +1,7 @@
 // Redis goes away with REDIS_URL set (README: Faults): the rate limits fail open per instance. Requests
 // keep answering at once, counted by the instance in memory (so a key still meets its limit), with one
 // warning per outage; once Redis is back the counting is shared in it again. A Redis that stops answering
-// without closing the connection costs a request at most about a second. Uses a redis-server of the
+// without closing the connection costs a request at most about three seconds. Uses a redis-server of the
 // test's own on a free port (never the machine's Redis); skipped where redis-server is not installed.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -56,7 +56,7 @@ async function stop(child: ChildProcess | null): Promise<void> {
   await exited;
 }
 
-test('Redis away: limits fail open per instance, with one warning; shared again once it is back; a silent Redis costs about a second', { skip: REDIS_SERVER ? false : 'redis-server is not installed', timeout: 60_000 }, async () => {
+test('Redis away: limits fail open per instance, with one warning; shared again once it is back; a silent Redis costs at most about three seconds', { skip: REDIS_SERVER ? false : 'redis-server is not installed', timeout: 60_000 }, async () => {
   const port = await freePort();
   let redis: ChildProcess | null = await startRedis(port);
   let database: TestDatabase | null = null;
@@ -116,13 +116,13 @@ test('Redis away: limits fail open per instance, with one warning; shared again 
   assert.equal((await timed()).status, 200);
   await waitFor(async () => (await counted()) === 1, 'counted in Redis again');
 
-  // Redis stops answering but keeps its connection open: a request waits at most about a second for it.
+  // Redis stops answering but keeps its connection open: a request waits at most about three seconds for it.
   const other = await createApiKey(target, rootLocationId, ['catalog:read']);
   redis.kill('SIGSTOP');
   const stalled = [];
   for (let i = 0; i < 5; i++) stalled.push(await timed(other.token));
   assert.deepEqual(stalled.map((r) => r.status), Array(5).fill(200));
-  assert.ok(stalled.every((r) => r.ms < 2500), `no request waits for a silent Redis: ${stalled.map((r) => r.ms).join(', ')} ms`);
+  assert.ok(stalled.every((r) => r.ms < 4500), `no request waits for a silent Redis: ${stalled.map((r) => r.ms).join(', ')} ms`);
   assert.equal(warnings(), 2, 'the second outage is told once too');
   redis.kill('SIGCONT');
 });
