@@ -14,7 +14,7 @@ import { DynsecAccounts, SERVICE_ROLE } from '../../src/modules/devices/mosquitt
 import { hashToken } from '../../src/platform/secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { createGateway, type GatewayCredentials } from '../helpers/gateways.ts';
+import { createGateway, dropped, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, freshIp, startService, useTestService, type TestService } from '../helpers/service.ts';
 import { mosquittoAvailable, startMosquitto, type TestBroker } from '../helpers/mosquitto.ts';
 
@@ -22,25 +22,7 @@ type ErrorBody = { error: { code: string; message: string } };
 const SECRET = 'broker-secret-0123456789abcdef-0123456789';
 const silent = pino({ level: 'silent' });
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`timed out: ${what}`);
-}
 
-/** Resolves when the broker closes the client's connection; fails after 5 seconds. */
-function dropped(client: MqttClient): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (!client.connected) return resolve();
-    const timer = setTimeout(() => reject(new Error('the connection was not dropped')), 5000);
-    client.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 /** A service whose log lines are kept, to show what never reaches them. */
 async function startLoggedService(db: TestDatabase['db'], env: Record<string, string>): Promise<{ latchkey: Latchkey; url: string; lines: string[] }> {

@@ -67,3 +67,15 @@ export function closedWithin(client: MqttClient, ms: number): Promise<boolean> {
 export function gatewayTopic(gateway: GatewayCredentials, kind: string): string {
   return `${gateway.mqtt.topic_prefix}/gateways/${gateway.id}/${kind}`;
 }
+
+/** Resolves when the broker closes the client's connection; fails after 5 seconds. */
+export function dropped(client: MqttClient): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (!client.connected) return resolve();
+    const timer = setTimeout(() => reject(new Error('the connection was not dropped')), 5000);
+    client.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -2,10 +2,9 @@
 // password rotation (the old password refused, the live connection dropped) and deletion.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { MqttClient } from 'mqtt';
 import { hashToken } from '../../src/platform/secrets.ts';
 import { createAccount, createLock } from '../helpers/fixtures.ts';
-import { createGateway, gatewayClients, type GatewayCredentials } from '../helpers/gateways.ts';
+import { createGateway, dropped, gatewayClients, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
 
 type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
@@ -22,25 +21,7 @@ interface GatewaySummary {
 const ctx = useTestService();
 const connect = gatewayClients();
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`timed out: ${what}`);
-}
 
-/** Resolves when the broker closes the client's connection; fails after 5 seconds. */
-function closed(client: MqttClient): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (!client.connected) return resolve();
-    const timer = setTimeout(() => reject(new Error('the connection was not dropped')), 5000);
-    client.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 describe('listing gateways', () => {
   test('lists gateways with connection state and last contact, filtered by location, never the password', async () => {
@@ -90,7 +71,7 @@ describe('rotating a gateway password', () => {
     const account = await createAccount(ctx.service);
     const gateway = await createGateway(ctx.service, account.rootLocationId);
     const live = await connect(gateway);
-    const dropped = closed(live);
+    const gone = dropped(live);
 
     const res = await ctx.service.admin<GatewayCredentials & { name: string; location_id: number }>('POST', `/admin/v1/gateways/${gateway.id}/rotate_password`);
     assert.equal(res.status, 200, res.text);
@@ -101,7 +82,7 @@ describe('rotating a gateway password', () => {
     const [row] = await ctx.database.db.query<{ password_hash: string }>('SELECT password_hash FROM gateways WHERE id = $1', [gateway.id]);
     assert.equal(row?.password_hash, hashToken(res.body.mqtt.password));
 
-    await dropped;
+    await gone;
     await assert.rejects(connect(gateway), 'the old password is refused');
     const again = await connect(res.body);
     assert.ok(again.connected);
@@ -130,12 +111,12 @@ describe('deleting a gateway', () => {
     const account = await createAccount(ctx.service);
     const gateway = await createGateway(ctx.service, account.rootLocationId);
     const live = await connect(gateway);
-    const dropped = closed(live);
+    const gone = dropped(live);
 
     const res = await ctx.service.admin('DELETE', `/admin/v1/gateways/${gateway.id}`);
     assert.equal(res.status, 204);
     assert.equal(res.text, '');
-    await dropped;
+    await gone;
     await assert.rejects(connect(gateway), 'its credentials are refused');
     assert.equal((await ctx.service.admin('GET', `/admin/v1/gateways/${gateway.id}`)).status, 404);
     assert.equal((await ctx.service.admin('DELETE', `/admin/v1/gateways/${gateway.id}`)).status, 404);
