@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { CONNECT_TIMEOUT_MS } from '../../src/modules/devices/broker.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { closedWithin, createGateway, gatewayClients, gatewayTopic, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
+import { closedWithin, fixedHeader, createGateway, gatewayClients, gatewayTopic, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
 
 const ctx = useTestService();
@@ -42,18 +42,6 @@ function closedAfter(socket: Socket, ms: number): Promise<number | null> {
   });
 }
 
-/** An MQTT fixed header: the packet type byte and the remaining length, as announced. */
-function fixedHeader(typeByte: number, remainingLength: number): Buffer {
-  const bytes = [typeByte];
-  let left = remainingLength;
-  do {
-    let byte = left % 128;
-    left = Math.floor(left / 128);
-    if (left > 0) byte |= 0x80;
-    bytes.push(byte);
-  } while (left > 0);
-  return Buffer.from(bytes);
-}
 
 function doorEvent(lock: number, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({ id: randomUUID(), lock_id: lock, type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null, ...extra });

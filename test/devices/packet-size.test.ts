@@ -3,18 +3,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PacketSizeGuard } from '../../src/modules/devices/packet-size.ts';
+import { fixedHeader } from '../helpers/gateways.ts';
 
 /** A packet of `bodyBytes` after its fixed header (type byte, remaining length in 1–4 bytes). */
 function packet(typeByte: number, bodyBytes: number): Buffer {
-  const header = [typeByte];
-  let left = bodyBytes;
-  do {
-    let byte = left % 128;
-    left = Math.floor(left / 128);
-    if (left > 0) byte |= 0x80;
-    header.push(byte);
-  } while (left > 0);
-  return Buffer.concat([Buffer.from(header), Buffer.alloc(bodyBytes, 7)]);
+  return Buffer.concat([fixedHeader(typeByte, bodyBytes), Buffer.alloc(bodyBytes, 7)]);
 }
 
 function feed(guard: PacketSizeGuard, bytes: Buffer, cuts: number[]): boolean {

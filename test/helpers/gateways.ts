@@ -79,3 +79,16 @@ export function dropped(client: MqttClient): Promise<void> {
     });
   });
 }
+
+/** An MQTT fixed header: the packet type byte and the remaining length, as announced. */
+export function fixedHeader(typeByte: number, remainingLength: number): Buffer {
+  const bytes = [typeByte];
+  let left = remainingLength;
+  do {
+    let byte = left % 128;
+    left = Math.floor(left / 128);
+    if (left > 0) byte |= 0x80;
+    bytes.push(byte);
+  } while (left > 0);
+  return Buffer.from(bytes);
+}
