@@ -12,4 +12,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
     },
   },
+  {
+    // One error catalogue: errors are built by the named factories in src/platform/errors.ts only.
+    files: ['src/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
+    ignores: ['src/platform/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='ApiError']", message: 'Throw a named factory of `errors` (src/platform/errors.ts); add one there for a new case.' },
+      ],
+    },
+  },
 );

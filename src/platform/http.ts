@@ -17,7 +17,7 @@ import type {
 } from 'fastify';
 import type { RouteAccess } from './access.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
-import { ApiError, errors, type ErrorDetail } from './errors.ts';
+import { ApiError, errors, type ErrorBody, type ErrorDetail } from './errors.ts';
 import { ErrorEnvelope } from './schemas.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
@@ -189,15 +189,13 @@ function toApiError(error: FastifyError): ApiError | null {
       error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
         ? 'The request body is not valid JSON.'
         : error.message;
-    return new ApiError(status, 'invalid_request', message);
+    return errors.badRequest(status, message);
   }
   return null;
 }
 
 /** The one body of a 500: no internals, the request id to find the details in the log. */
-function serverErrorBody(requestId: string): ReturnType<ApiError['toBody']> {
-  return { error: { code: 'server_error', message: `An unexpected error occurred (request ${requestId}).` } };
-}
+const serverErrorBody = (requestId: string): ErrorBody => errors.serverError(requestId).toBody();
 
 /**
  * An error as the log may hold it: what failed and where, never the request. Framework and library errors
@@ -235,7 +233,7 @@ export function installHttpPlumbing(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('cache-control', CACHE_CONTROL);
     reply.header('x-request-id', request.id);
-    if (closing) return done(new ApiError(503, 'not_available', 'The service is shutting down; retry the request.'));
+    if (closing) return done(errors.shuttingDown());
     done();
   });
 
@@ -321,7 +319,7 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The path is not a valid URL path.';
-    void reply.code(status).send(new ApiError(status, 'invalid_request', message).toBody());
+    void reply.code(status).send(errors.badRequest(status, message).toBody());
     return;
   }
   request.log.error({ err: error, requestId: request.id }, 'unexpected router error');
@@ -348,7 +346,7 @@ export function answerClientError(this: { log: FastifyBaseLogger }, error: Conne
     return;
   }
   const [status, message] = CLIENT_ERRORS[error.code] ?? [400, 'The request is not valid HTTP.'];
-  const body = JSON.stringify(new ApiError(status, 'invalid_request', message).toBody());
+  const body = JSON.stringify(errors.badRequest(status, message).toBody());
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +

@@ -12,7 +12,10 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest, onSendAsyncHookHandler, preValidationAsyncHookHandler } from 'fastify';
 import type { Clock } from './clock.ts';
 import type { Database } from './db/index.ts';
-import { ApiError, errors } from './errors.ts';
+import { errors } from './errors.ts';
+
+/** Claims of one request that may race a release before it is answered as in progress. */
+const MAX_CLAIM_ATTEMPTS = 3;
 import type { Job } from './jobs.ts';
 import type { SecretBox } from './secret-box.ts';
 
@@ -121,7 +124,7 @@ export class Idempotency {
   };
 
   /** Claims the key for this request (null), or returns what the first call stored; throws 409s. */
-  private async claim(apiKeyId: number, key: string, print: string): Promise<StoredRow | null> {
+  private async claim(apiKeyId: number, key: string, print: string, attempt = 0): Promise<StoredRow | null> {
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + IDEMPOTENCY_TTL_MS);
     const abandonedBefore = new Date(now.getTime() - IDEMPOTENCY_ABANDON_MS);
@@ -143,15 +146,14 @@ export class Idempotency {
       'SELECT fingerprint, state, status, content_type, body, sealed_body FROM idempotency_keys WHERE api_key_id = $1 AND key = $2',
       [apiKeyId, key],
     );
-    if (!row) return this.claim(apiKeyId, key, print); // released in between: try again
-    if (row.fingerprint !== print) {
-      throw new ApiError(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request body.');
+    if (!row) {
+      // Released in between (the first call failed): claim again, a bounded number of times; a key
+      // that keeps flickering is answered like one in progress, and the client retries after 2 s.
+      if (attempt >= MAX_CLAIM_ATTEMPTS - 1) throw errors.idempotencyInProgress();
+      return this.claim(apiKeyId, key, print, attempt + 1);
     }
-    if (row.state === 'in_progress') {
-      throw new ApiError(409, 'idempotency_in_progress', 'The first request with this Idempotency-Key is still running.', undefined, {
-        'retry-after': '2',
-      });
-    }
+    if (row.fingerprint !== print) throw errors.idempotencyConflict();
+    if (row.state === 'in_progress') throw errors.idempotencyInProgress();
     return row;
   }
 

@@ -1,18 +1,8 @@
 // Shared response schemas: the error envelope, for the OpenAPI document and response serialisation.
 import { Type } from '@sinclair/typebox';
+import { ErrorEnvelope } from './errors.ts';
 
-export const ErrorEnvelope = Type.Object(
-  {
-    error: Type.Object({
-      code: Type.String(),
-      message: Type.String(),
-      details: Type.Optional(
-        Type.Array(Type.Object({ field: Type.String(), code: Type.String(), message: Type.String() })),
-      ),
-    }),
-  },
-
-);
+export { ErrorEnvelope };
 
 /** The answers any public endpoint can give besides its own (spec: Endpoints preamble). */
 export const errorResponses = {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { ApiError } from '../../src/platform/errors.ts';
+import { errors } from '../../src/platform/errors.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { startService, type TestService } from '../helpers/service.ts';
@@ -104,7 +104,7 @@ describe('database errors at the port', () => {
     assert.equal((error as { code?: string }).code, '22P02');
     assert.ok(!everything(error).includes('olga'), everything(error));
 
-    const own = new ApiError(409, 'conflict', 'mine');
+    const own = errors.invitationNotPending();
     await assert.rejects(
       database.db.transaction(async (tx) => {
         await tx.query('SELECT 1');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { useTestService } from '../helpers/service.ts';
+import { DETAIL_CODES, ERROR_CODES } from '../../src/platform/errors.ts';
 
 interface OpenApi {
   openapi: string;
@@ -36,4 +37,22 @@ test('the committed docs/openapi.json matches the routes (run npm run openapi af
   delete live.servers;
   delete committed.servers;
   assert.deepEqual(live, committed);
+});
+
+test('every error answer documents the closed catalogue: error codes and detail codes as enums', async () => {
+  const document = (await ctx.service.request<OpenApi>('GET', '/v1/openapi.json')).body;
+  type Envelope = { content?: Record<string, { schema?: { properties?: { error?: { properties?: Record<string, { enum?: string[]; items?: { properties?: { code?: { enum?: string[] } } } }> } } } }> };
+  let seen = 0;
+  for (const methods of Object.values(document.paths)) {
+    for (const operation of Object.values(methods)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (status.startsWith('2')) continue;
+        const error = (response as Envelope).content?.['application/json']?.schema?.properties?.error?.properties;
+        assert.deepEqual(error?.code?.enum, [...ERROR_CODES], status);
+        assert.deepEqual(error?.details?.items?.properties?.code?.enum, [...DETAIL_CODES], status);
+        seen += 1;
+      }
+    }
+  }
+  assert.ok(seen > 100, `error answers checked: ${seen}`);
 });

@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import { ApiError, errors } from '../../platform/errors.ts';
+import { errors } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { AccessEvent, AccessLog, LockRow } from '../events/access-log.ts';
@@ -73,6 +73,8 @@ export interface UnlockDeps {
 }
 
 const SANDBOX_PUBLISH_KEY = 'sandbox_mqtt_publish';
+/** Tries of one unlock while the lock's in-flight command finishes under it (see unlock). */
+const MAX_UNLOCK_ATTEMPTS = 3;
 
 const CREATE_COMMAND = {
   name: 'lockCommands.create',
@@ -124,7 +126,7 @@ export class UnlockService {
     return this.deps.db;
   }
 
-  async unlock(caller: Caller, lockId: number): Promise<LockCommand> {
+  async unlock(caller: Caller, lockId: number, tries = 0): Promise<LockCommand> {
     const now = this.deps.clock.now();
     const id = uuidv7(now);
     const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
@@ -139,13 +141,16 @@ export class UnlockService {
       throw errors.notFound('lock'); // the lock was deleted in between
     }
     const gatewayId = attempt.lock_gateway_id;
-    if (gatewayId === null) throw new ApiError(409, 'lock_not_remote', 'This lock cannot be opened over the network.');
-    if (!attempt.gateway_online) throw new ApiError(409, 'lock_offline', "The lock's device has not been heard from recently.");
+    if (gatewayId === null) throw errors.lockNotRemote();
+    if (!attempt.gateway_online) throw errors.lockOffline();
     if (!attempt.id) {
       // A command for this lock is in flight: answer with it; the door is pulsed once.
       const [inFlight] = await this.db.query<CommandRow>(`SELECT * FROM lock_commands WHERE lock_id = $1 AND status = 'published'`, [lockId]);
       if (inFlight) return toCommand(inFlight);
-      return this.unlock(caller, lockId); // it finished in between: try again
+      // It finished in between: try again, a bounded number of times. A lock whose commands keep
+      // finishing under us is in heavy use: the caller is told to retry in a second.
+      if (tries >= MAX_UNLOCK_ATTEMPTS - 1) throw errors.rateLimited(1);
+      return this.unlock(caller, lockId, tries + 1);
     }
     const created = attempt as CommandRow;
     try {
@@ -159,7 +164,7 @@ export class UnlockService {
     } catch (error) {
       this.deps.log.warn({ err: error, commandId: id }, 'unlock command not published');
       await this.finish(id, gatewayId, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
-      throw new ApiError(502, 'publish_failed', 'The command could not be handed to the device.');
+      throw errors.publishFailed();
     }
     return toCommand(created);
   }
@@ -264,7 +269,7 @@ export class UnlockService {
           }),
         );
       }
-      throw new ApiError(403, 'lock_not_allowed', "This lock is not on the API key's allowlist.");
+      throw errors.lockNotAllowed();
     }
     return lock;
   }

@@ -4,7 +4,7 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
-import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
+import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
@@ -129,7 +129,7 @@ export class KeysService {
   }
 
   async revokeKey(caller: Caller, id: number): Promise<void> {
-    if (!this.deps.revocationEnabled) throw new ApiError(503, 'not_available', 'Key revocation is not enabled on this server.');
+    if (!this.deps.revocationEnabled) throw errors.revocationDisabled();
     const row = await findKey(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('key');
     const account = await this.account(row.account_id);
@@ -333,13 +333,13 @@ export class KeysService {
 
   async cancelInvitation(caller: Caller, id: number): Promise<void> {
     const invitation = await this.invitationInScope(caller, id);
-    if (invitation.state !== 'pending') throw invitationNotPending();
+    if (invitation.state !== 'pending') throw errors.invitationNotPending();
     await this.db.transaction(async (tx) => {
       const rows = await tx.query(
         `UPDATE invitations SET cancelled_at = $2 WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL RETURNING id`,
         [id, this.now()],
       );
-      if (rows.length === 0) throw invitationNotPending();
+      if (rows.length === 0) throw errors.invitationNotPending();
       await this.deps.messages.withdraw(tx, [id]); // a cancelled link is not worth sending
     });
   }
@@ -347,7 +347,7 @@ export class KeysService {
   /** Sends the link again (a new link: the previous one stops working); uses one unit of the allowance. */
   async resend(caller: Caller, id: number, requested: ChannelChoice | undefined): Promise<Invitation> {
     const invitation = await this.invitationInScope(caller, id);
-    if (invitation.state !== 'pending') throw invitationNotPending();
+    if (invitation.state !== 'pending') throw errors.invitationNotPending();
     const person = (await findPerson(this.db, null, invitation.person_id)) as PersonRow;
     const account = await this.account(invitation.account_id);
     const channel = requested ?? 'sms';
@@ -363,7 +363,7 @@ export class KeysService {
           WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL AND consumed_at IS NULL AND expires_at > $4 RETURNING id`,
         [id, hashToken(token), channel, now],
       );
-      if (rows.length === 0) throw invitationNotPending();
+      if (rows.length === 0) throw errors.invitationNotPending();
       await useAllowance(tx, account.id);
       await this.deps.messages.withdraw(tx, [id]); // messages still waiting carry the link that just stopped working
       const fresh = (await findInvitation(tx, now, null, id)) as InvitationRow;
@@ -406,7 +406,7 @@ export class KeysService {
         RETURNING id, account_id`,
       [hashToken(token), now, new Date(now.getTime() - ACTIVATION_CLAIM_MS)],
     );
-    if (!claimed) throw linkUnusable();
+    if (!claimed) throw errors.linkUnusable();
     const account = await this.account(claimed.account_id);
     try {
       await this.deps.lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system }).write('key.create', `invitation:${claimed.id}`);
@@ -531,8 +531,6 @@ export class KeysService {
   }
 }
 
-const invitationNotPending = () => new ApiError(409, 'invitation_not_pending', 'The invitation is not pending.');
-export const linkUnusable = () => new ApiError(410, 'link_unusable', 'This setup link was cancelled, has expired or was already used.');
 
 /** One unit of the account's phone-key allowance, or 422 entitlement_exceeded. */
 async function useAllowance(tx: Queryable, accountId: number): Promise<void> {
@@ -541,7 +539,7 @@ async function useAllowance(tx: Queryable, accountId: number): Promise<void> {
       WHERE id = $1 AND (phone_key_allowance IS NULL OR phone_keys_used < phone_key_allowance) RETURNING id`,
     [accountId],
   );
-  if (rows.length === 0) throw new ApiError(422, 'entitlement_exceeded', "The account's phone-key allowance is used up.");
+  if (rows.length === 0) throw errors.entitlementExceeded();
 }
 
 async function insertKey(

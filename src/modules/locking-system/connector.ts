@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import { ApiError } from '../../platform/errors.ts';
+import { errors } from '../../platform/errors.ts';
 
 export type LockingSystemOperation =
   | 'person.create'
@@ -18,12 +18,10 @@ export type LockingSystemOperation =
 export type WriteOutcome = 'applied' | 'held';
 
 export interface LockingSystem {
-  /** Writes one change; throws lockingSystemRejected() when the system refuses it. */
+  /** Writes one change; throws errors.lockingSystemRejected() when the system refuses it. */
   write(operation: LockingSystemOperation, entityId: string): Promise<WriteOutcome>;
 }
 
-export const lockingSystemRejected = () =>
-  new ApiError(409, 'lockingsystem_rejected', 'The locking system refused the change; nothing was saved.');
 
 const noLockingSystem: LockingSystem = { write: async () => 'applied' };
 
@@ -43,7 +41,7 @@ class SandboxLockingSystem implements LockingSystem {
       [this.accountId],
     );
     if (settings && settings.delay_ms > 0) await sleep(settings.delay_ms);
-    if (settings?.mode === 'reject') throw lockingSystemRejected();
+    if (settings?.mode === 'reject') throw errors.lockingSystemRejected();
     await this.db.query('INSERT INTO sandbox_locking_system_writes (account_id, operation, entity_id, at) VALUES ($1, $2, $3, $4)', [
       this.accountId,
       operation,

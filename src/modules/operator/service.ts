@@ -3,7 +3,7 @@
 import { AUTH_CHANNEL, API_KEY_TOKEN_PREFIX } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { notify, type Database, type Queryable } from '../../platform/db/index.ts';
-import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
+import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
@@ -370,10 +370,8 @@ export class OperatorService {
                 EXISTS (SELECT 1 FROM access_events WHERE gateway_id = $1) OR EXISTS (SELECT 1 FROM lock_commands WHERE gateway_id = $1) AS history`,
         [id],
       );
-      if (use?.locks) throw new ApiError(409, 'gateway_in_use', 'Locks are on this gateway; it cannot be deleted while they are.');
-      if (use?.history) {
-        throw new ApiError(409, 'gateway_in_use', 'The access log refers to this gateway, so it is kept; rotate its password to cut it off.');
-      }
+      if (use?.locks) throw errors.gatewayHasLocks();
+      if (use?.history) throw errors.gatewayHasHistory();
       await tx.query('DELETE FROM gateways WHERE id = $1', [id]);
       await this.onBroker(() => this.deps.gatewayAccounts.remove(id));
     });
@@ -396,7 +394,7 @@ export class OperatorService {
     } catch (error) {
       if (!(error instanceof BrokerUnavailableError)) throw error;
       const late = error.unanswered ? ' If the broker still carries it out, a gateway can be refused until its password is rotated again.' : '';
-      throw new ApiError(503, 'broker_unavailable', `The MQTT broker could not be updated (${error.message}); nothing was changed. Retry later.${late}`);
+      throw errors.brokerUnavailable(error.message, late);
     }
   }
 

@@ -9,7 +9,7 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
-import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
+import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
@@ -194,7 +194,7 @@ export class PeopleService {
   private async writable(caller: Caller, id: string): Promise<PersonRow> {
     const row = await findPerson(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('person');
-    if (row.managed) throw new ApiError(403, 'forbidden', 'This person is managed by the service and cannot be modified.');
+    if (row.managed) throw errors.personManaged();
     return row;
   }
 

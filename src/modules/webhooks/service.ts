@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import { ApiError, errors, type ErrorDetail } from '../../platform/errors.ts';
+import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
@@ -183,7 +183,7 @@ export class WebhooksService {
       id,
     ]);
     if (!original) throw errors.notFound('delivery');
-    if (subscription.status === 'paused') throw new ApiError(409, 'subscription_paused', 'The subscription is paused; resume it first.');
+    if (subscription.status === 'paused') throw errors.subscriptionPaused();
     if (original.payload === null) throw errors.notFound('delivery payload (purged)');
     const now = this.deps.clock.now();
     const [row] = await this.db.query<DeliveryRow>(
