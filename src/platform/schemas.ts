@@ -1,5 +1,5 @@
 // Shared response schemas: the error envelope, for the OpenAPI document and response serialisation.
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import { ErrorEnvelope } from './errors.ts';
 
 export { ErrorEnvelope };
@@ -22,3 +22,6 @@ export const errorResponses = {
 export const Id = (options: { description?: string } = {}) => Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64', ...options });
 
 export const NoContent = Type.Null({ description: 'no body' });
+
+/** A field that may be null: the schema or null, as the spec writes `string|null`. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

@@ -8,7 +8,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { createServer, type Server } from 'node:net';
 import type { Database } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
-import { gatewayTopicPrefix, mayPublish, maySubscribe } from './gateway-access.ts';
+import { mayPublish, maySubscribe } from './gateway-access.ts';
+import { gatewayTopicPrefix } from './topics.ts';
 import { routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { limitPacketSize } from './packet-size.ts';
 

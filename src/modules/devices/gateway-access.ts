@@ -4,19 +4,16 @@
 // `{p}/gateways/{g}/`, README "Gateways").
 import type { Queryable } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
-import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 import { gatewayUsername } from './broker-accounts.ts';
+import { commandsTopic, GATEWAY_MESSAGE_TOPICS, gatewayTopicPrefix } from './topics.ts';
 
-export function gatewayTopicPrefix(gatewayId: number): string {
-  return `${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/`;
-}
 
 /** The exact topics a gateway publishes on, and the one topic filter it subscribes to (its commands). */
 export function gatewayPermissions(gatewayId: number): { publish: string[]; subscribe: string[] } {
   const prefix = gatewayTopicPrefix(gatewayId);
   return {
-    publish: ['presence', 'heartbeat', 'events', 'commands/result'].map((topic) => prefix + topic),
-    subscribe: [`${prefix}commands`],
+    publish: GATEWAY_MESSAGE_TOPICS.map((topic) => prefix + topic),
+    subscribe: [commandsTopic(gatewayId)],
   };
 }
 

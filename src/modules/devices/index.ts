@@ -7,9 +7,14 @@ import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { AccessLog, parseGatewayEvent, type GatewayEvent } from '../events/access-log.ts';
 import { EmbeddedBroker } from './broker.ts';
-import { MqttLink, type DeviceLink, type GatewayTopic } from './link.ts';
+import { MqttLink, type DeviceLink } from './link.ts';
+import type { GatewayTopic } from './topics.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
+
+// The devices module's surface for the rest of the service.
+export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
+export { MQTT_TOPIC_PREFIX } from './topics.ts';
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the rows, not the database. */
 const REFUSED_AS_DATA = /^2[23]/;

@@ -4,9 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type IPublishPacket, type MqttClient, type Packet } from 'mqtt';
 import type { Config } from '../../config.ts';
-import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
-
-export type GatewayTopic = 'presence' | 'heartbeat' | 'events' | 'commands/result';
+import { GATEWAY_TOPIC_FILTERS, parseGatewayTopic, PRESENCE_TOPIC_FILTER, type GatewayTopic } from './topics.ts';
 
 /** What the device module needs of a link, whichever broker is behind it. */
 export interface DeviceLink {
@@ -23,21 +21,13 @@ export interface DeviceLink {
  */
 export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, payload: unknown) => Promise<void> | undefined;
 
-/** The topics the service listens to, one per kind of gateway message. */
-export const GATEWAY_TOPIC_FILTERS = ['presence', 'heartbeat', 'events', 'commands/result'].map((t) => `${MQTT_TOPIC_PREFIX}/gateways/+/${t}`);
-
-/** The presence topic of every gateway. */
-export const PRESENCE_TOPIC_FILTER = `${MQTT_TOPIC_PREFIX}/gateways/+/presence`;
-
-const TOPIC = new RegExp(`^${MQTT_TOPIC_PREFIX.replace('/', '\\/')}\\/gateways\\/(\\d+)\\/(presence|heartbeat|events|commands\\/result)$`);
-
 /**
  * Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not a JSON
  * object are dropped (and so acknowledged: sending them again cannot help). It never throws: it runs inside
  * the broker's and the MQTT client's callbacks, where an exception would end the process.
  */
 export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: GatewayMessageHandler, log: FastifyBaseLogger): Promise<void> | undefined {
-  const match = TOPIC.exec(topic);
+  const match = parseGatewayTopic(topic);
   if (!match) return undefined;
   let parsed: unknown;
   try {
@@ -51,7 +41,7 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
     return undefined;
   }
   try {
-    return onMessage(Number(match[1]), match[2] as GatewayTopic, parsed);
+    return onMessage(match.gatewayId, match.kind, parsed);
   } catch (error) {
     log.error({ err: error, topic }, 'gateway message failed; dropped');
     return undefined;

@@ -7,10 +7,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../platform/db/index.ts';
-import { GATEWAY_TOPIC_FILTERS } from './link.ts';
+import { GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX } from './topics.ts';
 import { BrokerUnavailableError, gatewayIdOf, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 import { gatewayPermissions } from './gateway-access.ts';
-import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
 
 const CONTROL_TOPIC = '$CONTROL/dynamic-security/v1';
 const RESPONSE_TOPIC = `${CONTROL_TOPIC}/response`;

@@ -9,7 +9,7 @@ import { errors } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { AccessEvent, AccessLog, LockRow } from '../events/access-log.ts';
-import { MQTT_TOPIC_PREFIX } from '../operator/service.ts';
+import { commandsTopic } from './topics.ts';
 
 export interface LockCommand {
   id: string;
@@ -155,7 +155,7 @@ export class UnlockService {
     const created = attempt as CommandRow;
     try {
       if (this.deps.sandbox && (await this.sandboxRefusesPublish())) throw new Error('the broker refused the publish (sandbox)');
-      await this.deps.publish(`${MQTT_TOPIC_PREFIX}/gateways/${gatewayId}/commands`, {
+      await this.deps.publish(commandsTopic(gatewayId), {
         id,
         lock_id: lockId,
         action: 'unlock',

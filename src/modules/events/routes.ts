@@ -2,10 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
-import { Id, errorResponses } from '../../platform/schemas.ts';
+import { Id, Nullable, errorResponses } from '../../platform/schemas.ts';
 import type { AccessLog } from './access-log.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const EventSchema = Type.Object({
   id: Type.Integer({ description: 'ascending in order of receipt' }),

@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ClientTimestamp } from '../../platform/time.ts';
+import { Nullable } from '../../platform/schemas.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 const Channel = Type.Union([Type.Literal('sms'), Type.Literal('email'), Type.Literal('both')]);
 // No minimum (the spec sets none): a key may be issued without groups and given them later by PATCH.
 const GroupCodes = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100, uniqueItems: true });

@@ -10,7 +10,7 @@ import { parseClientTimestamp } from '../../platform/time.ts';
 import { CATALOG_CHANNEL, unknownSecurityGroups } from '../catalog/service.ts';
 import { findLock, publicLock } from '../catalog/store.ts';
 import type { Lock } from '../catalog/schemas.ts';
-import { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from '../devices/broker-accounts.ts';
+import { BrokerUnavailableError, gatewayUsername, MQTT_TOPIC_PREFIX, type GatewayAccounts } from '../devices/index.ts';
 import type { SecurityGroup } from '../catalog/schemas.ts';
 import type {
   Account,
@@ -28,7 +28,6 @@ import type {
 
 const DAY_MS = 86_400_000;
 export const API_KEY_DEFAULT_LIFETIME_MS = 365 * DAY_MS;
-export const MQTT_TOPIC_PREFIX = 'latchkey/v1';
 
 /** The same instant two calendar years later: the longest an API key may live. */
 function twoYearsAfter(date: Date): Date {

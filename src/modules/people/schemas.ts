@@ -1,9 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Id } from '../../platform/schemas.ts';
+import { Id, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
 
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** Fields of create and update; every one but name may be null (unknown). Bounds are in the README. */
 export const personFields = {
