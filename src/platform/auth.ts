@@ -2,6 +2,7 @@
 // NOTIFY whenever a key or an account changes (revocation must bite at once on every instance).
 import type { Clock } from './clock.ts';
 import type { Database } from './db/index.ts';
+import { InvalidatedCache } from './invalidated-cache.ts';
 import { hashToken } from './secrets.ts';
 import type { Scope } from './scopes.ts';
 
@@ -24,17 +25,12 @@ export interface Caller {
   revoked: boolean;
 }
 
-interface CachedKey {
-  caller: Caller;
-  cachedAt: number;
-}
-
-// A safety net for a missed NOTIFY (e.g. a dropped listener connection); NOTIFY is the normal path.
+// NOTIFY is the normal path; the TTL is the net for one missed (see InvalidatedCache).
 const CACHE_TTL_MS = 30_000;
 const CACHE_LIMIT = 10_000;
 
 export class ApiKeyAuthenticator {
-  private cache = new Map<string, CachedKey>();
+  private readonly cache = new InvalidatedCache<string, Caller>({ ttlMs: CACHE_TTL_MS, limit: CACHE_LIMIT });
 
   constructor(
     private readonly db: Database,
@@ -42,7 +38,7 @@ export class ApiKeyAuthenticator {
   ) {}
 
   async start(): Promise<void> {
-    await this.db.listen(AUTH_CHANNEL, () => this.cache.clear());
+    await this.cache.follow(this.db, AUTH_CHANNEL);
   }
 
   invalidate(): void {
@@ -53,15 +49,12 @@ export class ApiKeyAuthenticator {
   async authenticate(token: string): Promise<Caller | null> {
     if (!TOKEN_PATTERN.test(token)) return null;
     // Keyed by the token itself so that a cache hit costs no hashing; the store only ever sees the hash.
-    let entry = this.cache.get(token);
-    if (!entry || Date.now() - entry.cachedAt > CACHE_TTL_MS) {
-      const caller = await this.load(hashToken(token));
+    let caller = this.cache.get(token);
+    if (!caller) {
+      caller = (await this.load(hashToken(token))) ?? undefined;
       if (!caller) return null;
-      entry = { caller, cachedAt: Date.now() };
-      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-      this.cache.set(token, entry);
+      this.cache.set(token, caller);
     }
-    const { caller } = entry;
     if (caller.revoked || caller.expiresAt.getTime() <= this.clock.now().getTime()) return null;
     return caller;
   }

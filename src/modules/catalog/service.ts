@@ -2,6 +2,7 @@
 import type { Caller } from '../../platform/auth.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
+import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import type { Lock, SecurityGroup } from './schemas.ts';
 import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
@@ -10,16 +11,18 @@ import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type
 export const CATALOG_CHANNEL = 'catalog_changed';
 
 const CACHE_LIMIT = 10_000;
+/** The net for a missed NOTIFY (see InvalidatedCache); NOTIFY is the normal path. */
+const CACHE_TTL_MS = 30_000;
 
 export class CatalogService {
   // Single-lock reads are the hottest path of the API; each instance caches them and drops the cache
   // on every catalog NOTIFY, so a change made through any instance is seen at once.
-  private readonly lockCache = new Map<number, ScopedLock>();
+  private readonly lockCache = new InvalidatedCache<number, ScopedLock>({ ttlMs: CACHE_TTL_MS, limit: CACHE_LIMIT });
 
   constructor(private readonly db: Database) {}
 
   async start(): Promise<void> {
-    await this.db.listen(CATALOG_CHANNEL, () => this.lockCache.clear());
+    await this.lockCache.follow(this.db, CATALOG_CHANNEL);
   }
 
   invalidate(): void {
@@ -33,7 +36,6 @@ export class CatalogService {
       const found = await findLock(this.db, id);
       if (!found) throw errors.notFound('lock');
       lock = found;
-      if (this.lockCache.size >= CACHE_LIMIT) this.lockCache.clear();
       this.lockCache.set(id, lock);
     }
     if (!lock.locationPath.includes(caller.locationId)) throw errors.notFound('lock');
