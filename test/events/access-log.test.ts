@@ -188,6 +188,7 @@ function troubledDatabase(db: Database, away: () => boolean): Database {
     if (error) throw error;
     return db.transaction((tx) =>
       fn({
+        ...tx,
         query: (async (sql: Sql, params?: readonly unknown[]) => {
           const refused = check(sql, params);
           if (refused) throw refused;

@@ -22,10 +22,16 @@ export interface Queryable {
   query<T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]>;
 }
 
+/** A transaction: statements, and whole scripts of several statements (migrations) in the same transaction. */
+export interface Transaction extends Queryable {
+  /** Runs a script of statements separated by `;`, unparameterised, as one message (simple query protocol). */
+  script(sql: string): Promise<void>;
+}
+
 export interface Database extends Queryable {
   readonly engine: 'pglite' | 'postgres';
   /** Runs fn inside one transaction; commits when it resolves, rolls back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /**
    * Subscribes to a NOTIFY channel (used to invalidate caches across instances).
    * The channel name is namespaced per database schema so that test runs never hear each other.

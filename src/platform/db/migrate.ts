@@ -23,21 +23,11 @@ export async function migrate(db: Database, options: { before?: string } = {}): 
     const applied: string[] = [];
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
-      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      // The file as one script: function bodies and string literals may hold semicolons.
+      await tx.script(migration.sql);
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [migration.version]);
       applied.push(migration.version);
     }
     return applied;
   });
-}
-
-/** Splits a migration into statements (extended-protocol queries take one at a time): $$ bodies must hold no semicolon. */
-function splitStatements(sql: string): string[] {
-  return sql
-    .split('\n')
-    .filter((line) => !line.trim().startsWith('--'))
-    .join('\n')
-    .split(';')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
 }

@@ -1,7 +1,7 @@
 // Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite, types } from '@electric-sql/pglite';
-import { sqlText, type Database, type Queryable, type Row, type Sql } from './database.ts';
+import { sqlText, type Database, type Row, type Sql, type Transaction } from './database.ts';
 import { databaseError } from './errors.ts';
 
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
@@ -45,7 +45,7 @@ export class PgliteDatabase implements Database {
     }
   }
 
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     let callerError: unknown = undefined;
     try {
       return await this.pg.transaction(async (tx) =>
@@ -58,6 +58,13 @@ export class PgliteDatabase implements Database {
                   return (await tx.query(text, params as unknown[])).rows as R[];
                 } catch (error) {
                   throw databaseError(error, text);
+                }
+              },
+              script: async (sql: string) => {
+                try {
+                  await tx.exec(sql);
+                } catch (error) {
+                  throw databaseError(error, sql.slice(0, 80));
                 }
               },
             });

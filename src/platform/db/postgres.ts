@@ -1,6 +1,6 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
 import pg from 'pg';
-import type { Database, Queryable, Row, Sql } from './database.ts';
+import type { Database, Row, Sql, Transaction } from './database.ts';
 import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
 const INT8_OID = 20;
@@ -114,7 +114,7 @@ export class PostgresDatabase implements Database {
     return run<T>(this.pool, sql, params);
   }
 
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     const client = await this.pool.connect().catch((error: unknown) => {
       // No connection to be had: refused, not made in time, or refused by a server starting or stopping.
       throw databaseError(error, '', true);
@@ -126,6 +126,8 @@ export class PostgresDatabase implements Database {
       await run(client, 'BEGIN', []);
       const result = await fn({
         query: <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => run<R>(client, sql, params),
+        // Without parameters node-postgres sends the simple query protocol, which takes several statements.
+        script: async (sql: string) => void (await run(client, sql, [])),
       });
       await run(client, 'COMMIT', []);
       return result;
