@@ -42,11 +42,11 @@ import {
   escapeMalformedPath,
   genReqId,
   installHttpPlumbing,
-  loggableError,
   safePath,
   trackRoutes,
 } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
+import { loggableError } from './platform/logging.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
 

@@ -2,6 +2,7 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './platform/db/index.ts';
+import { describeFailure } from './platform/logging.ts';
 
 async function main(): Promise<void> {
   let config;
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error('Latchkey failed to start:', error instanceof Error ? error.message : error);
+  // The whole chain with its stacks: "connect ECONNREFUSED" alone does not say what was being connected.
+  console.error(`Latchkey failed to start: ${describeFailure(error)}`);
   process.exit(1);
 });

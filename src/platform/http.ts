@@ -18,6 +18,7 @@ import type {
 import type { RouteAccess } from './access.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { ApiError, errors, type ErrorBody, type ErrorDetail } from './errors.ts';
+import { loggableError } from './logging.ts';
 import { ErrorEnvelope } from './schemas.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
@@ -196,28 +197,6 @@ function toApiError(error: FastifyError): ApiError | null {
 
 /** The one body of a 500: no internals, the request id to find the details in the log. */
 const serverErrorBody = (requestId: string): ErrorBody => errors.serverError(requestId).toBody();
-
-/**
- * An error as the log may hold it: what failed and where, never the request. Framework and library errors
- * carry extra properties with request data (Node's parser errors the raw bytes, URL errors the input, a
- * query error its parameters), so only these fields are kept.
- */
-export function loggableError(error: unknown, depth = 0): { type: string; message: string; stack: string; [key: string]: unknown } {
-  // A text our own code logged as the error (already stripped of personal data where it needs to be).
-  if (typeof error === 'string') return { type: 'string', message: error, stack: '' };
-  if (!(error instanceof Error)) return { type: typeof error, message: '', stack: '' };
-  const fields = error as Error & Record<'code' | 'statusCode' | 'constraint' | 'table' | 'column' | 'routine', unknown>;
-  return {
-    type: error.constructor.name,
-    message: error.message,
-    stack: error.stack ?? '',
-    ...(fields.code !== undefined ? { code: fields.code } : {}),
-    ...(fields.statusCode !== undefined ? { statusCode: fields.statusCode } : {}),
-    // PostgreSQL's names of where it failed; never `detail`, which quotes the values.
-    ...Object.fromEntries((['constraint', 'table', 'column', 'routine'] as const).filter((k) => typeof fields[k] === 'string').map((k) => [k, fields[k]])),
-    ...(error.cause !== undefined && depth < 3 ? { cause: loggableError(error.cause, depth + 1) } : {}),
-  };
-}
 
 export function installHttpPlumbing(app: FastifyInstance): void {
   app.setValidatorCompiler(validatorCompiler());

@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from './clock.ts';
-import { loggableError } from './http.ts';
+import { loggableError } from './logging.ts';
 
 /**
  * A Redis that has not answered for this long is dropped and dialled again; meanwhile the limits count in

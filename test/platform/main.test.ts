@@ -50,3 +50,18 @@ test('an invalid variable stops start-up with a message naming it', async () => 
   assert.equal(code, 1);
   assert.match(output, /PORT/);
 });
+
+test('a failed start prints the error with its stack and code, and never the database password', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    // Nothing listens on port 1 of the loopback: the connection is refused at once.
+    env: { ...process.env, DATABASE_URL: 'postgres://latchkey:s3cret-pw@127.0.0.1:1/latchkey', PORT: '0', MQTT_PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  assert.equal(code, 1);
+  assert.match(output, /Latchkey failed to start: Error: connect ECONNREFUSED 127\.0\.0\.1:1 \[ECONNREFUSED\]/);
+  assert.match(output, /at async openPostgres /, 'the stack names the part that failed');
+  assert.ok(!output.includes('s3cret-pw'), output);
+});
