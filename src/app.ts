@@ -43,10 +43,10 @@ import {
   genReqId,
   installHttpPlumbing,
   safePath,
-  trackRoutes,
 } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
 import { loggableError } from './platform/logging.ts';
+import { trackRoutes } from './platform/route-table.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
 

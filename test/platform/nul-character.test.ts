@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { declaredRoutes } from '../../src/platform/http.ts';
+import { declaredRoutes } from '../../src/platform/route-table.ts';
 import { ALL_SCOPES, createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 

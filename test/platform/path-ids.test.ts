@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Type } from '@sinclair/typebox';
-import { validatorCompiler } from '../../src/platform/http.ts';
+import { validatorCompiler } from '../../src/platform/validation.ts';
 import { alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { useTestService } from '../helpers/service.ts';
 

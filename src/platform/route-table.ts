@@ -1,0 +1,71 @@
+// The route table as the modules declared it: every route states who may call it, the 405 answers for
+// known paths called with another method, and the list the tests walk to check rules common to all routes.
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { RouteAccess } from './access.ts';
+import { errors } from './errors.ts';
+import { ErrorEnvelope } from './schemas.ts';
+
+/** A route as a module declared it: the rules common to every route are tested by walking these. */
+export interface DeclaredRoute {
+  methods: string[];
+  url: string;
+  schema: RouteOptions['schema'];
+  access: RouteAccess;
+}
+
+const declaredRoutesOf = new WeakMap<FastifyInstance, DeclaredRoute[]>();
+
+/** Every route the modules declared on `app` (not the 405 answers added by trackRoutes). */
+export function declaredRoutes(app: FastifyInstance): readonly DeclaredRoute[] {
+  return declaredRoutesOf.get(app) ?? [];
+}
+
+/** Methods whose requests carry a body that the service parses. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * Records every route's methods as they are added, so that answerUnsupportedMethods() can answer
+ * `405 invalid_request` (with `Allow`) for a known path called with another method.
+ */
+export function trackRoutes(app: FastifyInstance): () => void {
+  const methodsByPath = new Map<string, Set<string>>();
+  const declared: DeclaredRoute[] = [];
+  declaredRoutesOf.set(app, declared);
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const access = route.config?.access;
+    // A route that forgot to say who may call it must not go live open.
+    if (!access) throw new Error(`route ${String(route.method)} ${route.url} declares no access`);
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (access.kind === 'public') {
+      // The OpenAPI document names the scopes each operation accepts (any one of them), and, where a body
+      // can be sent, the answers to one too large (413) or not JSON (415).
+      const bodyErrors = methods.some((m) => BODY_METHODS.has(m)) ? { 413: ErrorEnvelope, 415: ErrorEnvelope } : {};
+      const response = route.schema?.response ? { ...bodyErrors, ...(route.schema.response as object) } : undefined;
+      route.schema = { ...route.schema, security: [{ bearer: access.scopes }], ...(response ? { response } : {}) };
+    }
+    declared.push({ methods, url: route.url, schema: route.schema, access });
+    const set = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const method of methods) set.add(method);
+    methodsByPath.set(route.url, set);
+  });
+  return () => {
+    const frozen = [...declared];
+    declaredRoutesOf.set(app, frozen);
+    const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+    for (const [url, methods] of [...methodsByPath]) {
+      const missing = all.filter((m) => !methods.has(m));
+      if (missing.length === 0 || url === '*') continue;
+      const allowed = [...methods].filter((m) => m !== 'HEAD' && m !== 'OPTIONS');
+      app.route({
+        method: missing,
+        url,
+        schema: { hide: true },
+        config: { access: { kind: 'open' } },
+        handler: async (request) => {
+          throw errors.methodNotAllowed(request.method, allowed);
+        },
+      });
+    }
+  };
+}
+

@@ -1,0 +1,158 @@
+// Request validation: ajv for bodies (strict) and for query strings and path parameters (coerced), the rules
+// every string and id obeys (no NUL, decimal integers), and the spec's `details` of a 422.
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { ErrorDetail } from './errors.ts';
+
+// Bodies are validated strictly (no coercion, every error reported so each unknown field gets its detail);
+// query strings and route parameters arrive as text, so they are coerced to the schema's types.
+// Schema defaults document the API; services apply them, so an update never receives fields it was not sent.
+// strictNumbers (bodies): a JSON number that overflows (`1e400`) parses as Infinity, which is no number of any
+// field. Not for text: ajv would skip `maximum` on the Infinity its coercion makes of 400 digits, so there the
+// decimal-digits rule below and each schema's bounds decide (a 400-digit id is over its maximum).
+function newAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: !coerce,
+    coerceTypes: coerce ? 'array' : false,
+    removeAdditional: false,
+    useDefaults: false,
+    strict: false,
+    strictNumbers: !coerce,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+const NUL = '\u0000';
+
+/** A JSON pointer segment, as ajv writes them in `instancePath`. */
+const pointer = (key: string | number): string => `/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
+
+function ruleError(instancePath: string, keyword: string, message: string): ErrorObject {
+  return { keyword, instancePath, schemaPath: '#', params: {}, message };
+}
+
+/**
+ * Every string (and object key) holding U+0000, wherever it sits in a body, query or path: PostgreSQL text
+ * cannot store it, so it is refused for every field at once here rather than field by field (README: API
+ * notes). Walked without recursion, so no nesting depth can overflow the stack.
+ */
+export function nulCharacterErrors(data: unknown): ErrorObject[] {
+  const found: ErrorObject[] = [];
+  const pending: Array<[string, unknown]> = [['', data]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [path, value] = next;
+    if (typeof value === 'string') {
+      if (value.includes(NUL)) found.push(ruleError(path, 'nulCharacter', 'must not contain the NUL character (U+0000)'));
+    } else if (Array.isArray(value)) {
+      value.forEach((item, index) => pending.push([path + pointer(index), item]));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (key.includes(NUL)) found.push(ruleError(path + pointer(key), 'nulCharacter', 'must not contain the NUL character (U+0000)'));
+        pending.push([path + pointer(key), item]);
+      }
+    }
+  }
+  return found.reverse();
+}
+
+/** Plain decimal digits, optionally negative: no `+`, spaces, `0x`, fractions or exponents. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/** The properties of a query or params schema that are integers (README: API notes, path ids and limits). */
+function integerProperties(schema: unknown): string[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.entries(properties)
+    .filter(([, property]) => property.type === 'integer')
+    .map(([name]) => name);
+}
+
+/**
+ * Text that ajv's coercion would read as an integer although it is not written as one: `0x7`, `7.0`, `7e0`,
+ * `+7`, ` 7` and `Infinity` all became 7 (or Infinity), so a path id had many spellings.
+ */
+function malformedIntegerErrors(data: unknown, integerNames: string[]): ErrorObject[] {
+  if (integerNames.length === 0 || data === null || typeof data !== 'object') return [];
+  const found: ErrorObject[] = [];
+  for (const name of integerNames) {
+    const value = (data as Record<string, unknown>)[name];
+    const texts = Array.isArray(value) ? value : [value];
+    if (texts.some((text) => typeof text === 'string' && !DECIMAL_INTEGER.test(text))) {
+      found.push(ruleError(pointer(name), 'decimalInteger', 'must be a plain decimal integer'));
+    }
+  }
+  return found;
+}
+
+type CheckFunction = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+
+export function validatorCompiler(): FastifySchemaCompiler<unknown> {
+  const bodyAjv = newAjv(false);
+  const textAjv = newAjv(true);
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') {
+      const validate = bodyAjv.compile(schema as object);
+      // The NUL rule is reported together with every schema error, so a body gets all its details at once.
+      const check: CheckFunction = (data) => {
+        const nul = nulCharacterErrors(data);
+        const valid = validate(data);
+        check.errors = [...nul, ...(validate.errors ?? [])];
+        return valid && nul.length === 0;
+      };
+      return check;
+    }
+    const validate = textAjv.compile(schema as object);
+    const integers = integerProperties(schema);
+    // Query and path text is checked before ajv coerces it (the first problem is the answer's message).
+    const check: CheckFunction = (data) => {
+      const problems = [...nulCharacterErrors(data), ...malformedIntegerErrors(data, integers)];
+      if (problems.length > 0) {
+        check.errors = problems;
+        return false;
+      }
+      const valid = validate(data);
+      check.errors = validate.errors ?? null;
+      return valid;
+    };
+    return check;
+  };
+}
+
+/** `/security_groups/0` -> `security_groups[0]`; `/a/b` -> `a.b`. */
+export function fieldPath(instancePath: string, child?: string): string {
+  const parts = instancePath.split('/').filter((p) => p !== '');
+  if (child !== undefined) parts.push(child);
+  let out = '';
+  for (const part of parts) {
+    const decoded = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(decoded)) out += `[${decoded}]`;
+    else out += out === '' ? decoded : `.${decoded}`;
+  }
+  return out;
+}
+
+export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  const seen = new Set<string>();
+  for (const error of validation) {
+    let detail: ErrorDetail;
+    const params = error.params as Record<string, unknown>;
+    if (error.keyword === 'additionalProperties') {
+      const field = fieldPath(error.instancePath, String(params.additionalProperty));
+      detail = { field, code: 'unknown_field', message: `${field} is not a field of this request.` };
+    } else if (error.keyword === 'required') {
+      const field = fieldPath(error.instancePath, String(params.missingProperty));
+      detail = { field, code: 'invalid', message: `${field} is required.` };
+    } else {
+      const field = fieldPath(error.instancePath) || 'body';
+      detail = { field, code: 'invalid', message: `${field} ${error.message ?? 'is invalid'}.` };
+    }
+    const key = `${detail.field}|${detail.code}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push(detail);
+  }
+  return details;
+}
+
