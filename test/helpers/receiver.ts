@@ -9,6 +9,8 @@ export interface Received {
   headers: Record<string, string | string[] | undefined>;
   raw: string;
   body: { id: string; type: string; created_at: string; data: Record<string, unknown> };
+  /** When it arrived (Date.now()). */
+  at: number;
 }
 
 export type Behaviour = { status: number; headers?: Record<string, string> } | 'hang';
@@ -36,7 +38,7 @@ export async function startReceiver(): Promise<Receiver> {
         } catch {
           body = { id: '', type: '', created_at: '', data: {} };
         }
-        received.push({ path: request.url ?? '', headers: request.headers, raw, body });
+        received.push({ path: request.url ?? '', headers: request.headers, raw, body, at: Date.now() });
         if (behaviour === 'hang') return; // never answers
         response.writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers }).end('{"ok":true}');
       });
