@@ -1,5 +1,5 @@
 // npm run gateway -- --id <gateway id> --password <password> [options]
-// A gateway simulator speaking contracts/gateway-mqtt.md: it stays online with heartbeats, answers unlock
+// A gateway simulator speaking docs/spec/gateway-mqtt.md: it stays online with heartbeats, answers unlock
 // commands (at once, with an error, or not at all), and emits door activity on demand (typed commands)
 // or at random, so the whole system can be seen working end to end in the sandbox.
 import { randomUUID } from 'node:crypto';

@@ -27,7 +27,7 @@ export interface AccessEvent {
   key: { id: number; name: string } | null;
 }
 
-/** What a gateway sends on `{p}/gateways/{g}/events` (contracts/gateway-mqtt.md). */
+/** What a gateway sends on `{p}/gateways/{g}/events` (docs/spec/gateway-mqtt.md). */
 export interface GatewayEvent {
   id: string;
   lock_id: number;

@@ -1,5 +1,5 @@
 // Provisioning by operators: accounts, departments, dashboard users, API keys, security groups,
-// gateways and locks (contracts/operator-api.md).
+// gateways and locks (docs/spec/operator-api.md).
 import { AUTH_CHANNEL, API_KEY_TOKEN_PREFIX } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { notify, type Database, type Queryable } from '../../platform/db/index.ts';
