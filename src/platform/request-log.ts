@@ -3,12 +3,19 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Clock } from './clock.ts';
 import type { Database } from './db/index.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
 import type { Job } from './jobs.ts';
 import { safePath } from './http.ts';
 
 export const REQUEST_LOG_RETENTION_DAYS = 90;
 const FLUSH_EVERY_MS = 1000;
+/** A batch this large is written at once rather than at the next tick. */
 const MAX_BUFFER = 2000;
+/**
+ * While the database is away, rows wait in memory up to this many (about a minute of a busy instance);
+ * past it the oldest go, counted in the log. Memory stays bounded whatever the outage lasts.
+ */
+export const MAX_WAITING = 100_000;
 
 interface Entry {
   atMs: number;
@@ -24,6 +31,8 @@ export class RequestLog {
   private buffer: Entry[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** The last write found the database away: only the timer tries again, not every request. */
+  private databaseAway = false;
 
   constructor(
     private readonly db: Database,
@@ -45,7 +54,7 @@ export class RequestLog {
         ip: request.ip,
         apiKeyId: request.caller?.apiKeyId ?? null,
       });
-      if (this.buffer.length >= MAX_BUFFER) void this.flush();
+      if (this.buffer.length >= MAX_BUFFER && !this.databaseAway) void this.flush();
       done();
     });
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS);
@@ -72,8 +81,19 @@ export class RequestLog {
             batch.map((e) => e.apiKeyId),
           ],
         );
+        this.databaseAway = false;
       } catch (error) {
-        this.log.error({ err: error, rows: batch.length }, 'request log write failed');
+        if (!isDatabaseUnavailable(error)) {
+          // A batch the database refuses for what it holds would be refused again: it goes, said once.
+          this.log.error({ err: error, rows: batch.length }, 'request log write failed; batch dropped');
+          return;
+        }
+        // The database is away: the rows wait for the next flush, the oldest first, within MAX_WAITING.
+        this.databaseAway = true;
+        const waiting = [...batch, ...this.buffer];
+        const dropped = Math.max(0, waiting.length - MAX_WAITING);
+        this.buffer = dropped > 0 ? waiting.slice(dropped) : waiting;
+        this.log.warn({ err: error, waiting: this.buffer.length, dropped }, 'request log waits for the database');
       }
     });
     return this.flushing;
