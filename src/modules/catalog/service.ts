@@ -67,3 +67,12 @@ export async function unknownSecurityGroups(db: Queryable, locationId: number, c
       : [{ field: `security_groups[${index}]`, code: 'unknown_security_group', message: `No security group ${code} at this location.` }],
   );
 }
+
+/**
+ * A lock as the public API shows it, whatever its location, or null: for callers that have checked scope
+ * themselves (the operator sees every account). Reads through `db`, so a transaction sees its own writes.
+ */
+export async function lockById(db: Queryable, id: number): Promise<Lock | null> {
+  const lock = await findLock(db, id);
+  return lock ? publicLock(lock) : null;
+}

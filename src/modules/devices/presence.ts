@@ -10,7 +10,7 @@ import type { Clock } from '../../platform/clock.ts';
 import { notify, type Database } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
-import { CATALOG_CHANNEL } from '../catalog/service.ts';
+import { CATALOG_CHANNEL } from '../catalog/index.ts';
 
 export const QUIET_OFFLINE_MS = 45 * 60_000;
 /**

@@ -8,7 +8,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
-import { unknownSecurityGroups } from '../catalog/service.ts';
+import { unknownSecurityGroups } from '../catalog/index.ts';
 import type { LockingSystems } from '../locking-system/connector.ts';
 import type { MessageQueue } from '../notifications/message-queue.ts';
 import { invitationTemplate } from '../notifications/templates.ts';

@@ -14,7 +14,7 @@ import { uuidv7 } from '../../platform/ids.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/connector.ts';
-import { purgePersonPayloads } from '../webhooks/retention.ts';
+import { purgePersonPayloads } from '../webhooks/index.ts';
 import { isReservedName, normalisePhone } from './rules.ts';
 import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
 import {

@@ -1,0 +1,56 @@
+// Accounts, their departments (locations) and dashboard users (docs/spec/operator-api.md).
+import { AUTH_CHANNEL } from '../../platform/auth.ts';
+import { notify, type Queryable } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
+import type { Account, AccountCreate, AccountUpdate, Location, User } from './schemas.ts';
+import type { OperatorDeps } from './service.ts';
+import { accountExists, findAccount, findLocation, insertAccount, insertLocation, insertUser, updateAccount, type LocationRow } from './store.ts';
+
+/** The location a body names in `field`, or 422 on that field. */
+export async function requireLocation(db: Queryable, id: number, field: string): Promise<LocationRow> {
+  const location = await findLocation(db, id);
+  if (!location) throw errors.invalidField(field, `No location with id ${id}.`);
+  return location;
+}
+
+export class AccountsService {
+  constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock'>) {}
+
+  /** The account and its root location, named after it, in one transaction. */
+  async create(body: AccountCreate): Promise<Account> {
+    return this.deps.db.transaction(async (tx) => {
+      const now = this.deps.clock.now();
+      const accountId = await insertAccount(tx, body, now);
+      await insertLocation(tx, { accountId, parentId: null, name: body.name, parentPath: [] }, now);
+      return (await findAccount(tx, accountId)) as Account;
+    });
+  }
+
+  async get(id: number): Promise<Account> {
+    const account = await findAccount(this.deps.db, id);
+    if (!account) throw errors.notFound('account');
+    return account;
+  }
+
+  async update(id: number, body: AccountUpdate): Promise<Account> {
+    return this.deps.db.transaction(async (tx) => {
+      if (!(await updateAccount(tx, id, body))) throw errors.notFound('account');
+      // reseller decides what every key of the account may do: drop cached keys everywhere.
+      await notify(this.deps.db, tx, AUTH_CHANNEL);
+      return (await findAccount(tx, id)) as Account;
+    });
+  }
+
+  /** A department under `parent_id`, in the parent's account. */
+  async createLocation(body: { parent_id: number; name: string }): Promise<Location> {
+    return this.deps.db.transaction(async (tx) => {
+      const parent = await requireLocation(tx, body.parent_id, 'parent_id');
+      return insertLocation(tx, { accountId: parent.account_id, parentId: parent.id, name: body.name, parentPath: parent.path }, this.deps.clock.now());
+    });
+  }
+
+  async createUser(body: { account_id: number; name: string; email: string }): Promise<User> {
+    if (!(await accountExists(this.deps.db, body.account_id))) throw errors.invalidField('account_id', `No account with id ${body.account_id}.`);
+    return insertUser(this.deps.db, body, this.deps.clock.now());
+  }
+}

@@ -1,0 +1,57 @@
+// Locks and security groups as the operator provisions them; the public API reads them through the
+// catalog module (README "API notes": Security groups in scope).
+import { notify } from '../../platform/db/index.ts';
+import { errors, type ErrorDetail } from '../../platform/errors.ts';
+import { CATALOG_CHANNEL, lockById, unknownSecurityGroups } from '../catalog/index.ts';
+import type { Lock, SecurityGroup } from '../catalog/schemas.ts';
+import { requireLocation } from './accounts.ts';
+import type { LockCreate, SecurityGroupCreate } from './schemas.ts';
+import type { OperatorDeps } from './service.ts';
+import { gatewayInAccount, insertLock, insertSecurityGroup } from './store.ts';
+
+export class LocksService {
+  constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock'>) {}
+
+  /** `code` is unique per location (422 on `code` otherwise). */
+  async createSecurityGroup(body: SecurityGroupCreate): Promise<SecurityGroup> {
+    await requireLocation(this.deps.db, body.location_id, 'location_id');
+    const group = await insertSecurityGroup(this.deps.db, body, this.deps.clock.now());
+    if (!group) throw errors.invalidField('code', `A security group with code ${body.code} already exists at this location.`);
+    return group;
+  }
+
+  /** `gateway_id` makes it remote (a gateway of the same account); groups are codes of its location or above. */
+  async create(body: LockCreate): Promise<Lock> {
+    const { db } = this.deps;
+    const location = await requireLocation(db, body.location_id, 'location_id');
+    const details: ErrorDetail[] = [];
+    const gatewayId = body.gateway_id ?? null;
+    if (gatewayId !== null && !(await gatewayInAccount(db, gatewayId, location.account_id))) {
+      details.push({ field: 'gateway_id', code: 'invalid', message: `No gateway ${gatewayId} in this account.` });
+    }
+    const codes = body.security_groups ?? [];
+    details.push(...(await unknownSecurityGroups(db, location.id, codes)));
+    if (details.length > 0) throw errors.validation(details);
+
+    return db.transaction(async (tx) => {
+      const id = await insertLock(
+        tx,
+        {
+          locationId: location.id,
+          name: body.name,
+          place: body.place ?? '',
+          serialNumber: body.serial_number ?? null,
+          provider: body.provider ?? 'sandbox',
+          gatewayId,
+          groupCodes: codes,
+        },
+        this.deps.clock.now(),
+      );
+      // Every instance drops its cached locks (README "Architecture": caches).
+      await notify(db, tx, CATALOG_CHANNEL);
+      const lock = await lockById(tx, id);
+      if (!lock) throw new Error('inserted lock not found');
+      return lock;
+    });
+  }
+}

@@ -1,0 +1,246 @@
+// The SQL of operator provisioning: accounts, locations, dashboard users, API keys, security groups,
+// locks and gateways. The operator sees every account, so these queries take no caller scope.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { SecurityGroup } from '../catalog/schemas.ts';
+import type { Account, AccountCreate, AccountUpdate, ApiKey, GatewaySummary, Location, SecurityGroupCreate, User } from './schemas.ts';
+
+/** A location with its path of ids from the account's root down to itself. */
+export type LocationRow = Location & { path: number[] };
+
+/** An API key as stored: the answer's fields, with its times as dates. */
+export type ApiKeyRow = Omit<ApiKey, 'expires_at' | 'created_at' | 'revoked_at'> & { expires_at: Date; created_at: Date; revoked_at: Date | null };
+
+/** A gateway as stored: the listed fields, with its broker user name and its times as dates. */
+export type GatewayRow = Pick<GatewaySummary, 'id' | 'name' | 'location_id' | 'online'> & {
+  mqtt_username: string;
+  last_seen_at: Date | null;
+  created_at: Date;
+};
+
+const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance', 'locking_system'] as const;
+
+const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, expires_at, created_at, revoked_at, created_by_user_id';
+
+const GATEWAY_SELECT = 'SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at FROM gateways';
+
+// ---- accounts -----------------------------------------------------------------------------------
+
+/** A new account with the contract's defaults for the fields not sent; its id. */
+export async function insertAccount(tx: Queryable, body: AccountCreate, now: Date): Promise<number> {
+  const [row] = await tx.query<{ id: number }>(
+    `INSERT INTO accounts (name, reseller, sms_enabled, phone_key_allowance, locking_system, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    [body.name, body.reseller ?? false, body.sms_enabled ?? true, body.phone_key_allowance ?? null, body.locking_system ?? null, now],
+  );
+  return (row as { id: number }).id;
+}
+
+/** Changes only the fields sent (at least one); false when there is no such account. */
+export async function updateAccount(tx: Queryable, id: number, changes: AccountUpdate): Promise<boolean> {
+  const sets: string[] = [];
+  const params: unknown[] = [];
+  for (const field of ACCOUNT_FIELDS) {
+    if (changes[field] === undefined) continue;
+    params.push(changes[field]);
+    sets.push(`${field} = $${params.length}`);
+  }
+  params.push(id);
+  const rows = await tx.query(`UPDATE accounts SET ${sets.join(', ')} WHERE id = $${params.length} RETURNING id`, params);
+  return rows.length > 0;
+}
+
+/** An account with its root location, or null. */
+export async function findAccount(db: Queryable, id: number): Promise<Account | null> {
+  const rows = await db.query<Omit<Account, 'root_location'> & { root_id: number; root_name: string }>(
+    `SELECT a.id, a.name, a.reseller, a.sms_enabled, a.phone_key_allowance, a.locking_system,
+            l.id AS root_id, l.name AS root_name
+       FROM accounts a JOIN locations l ON l.account_id = a.id AND l.parent_id IS NULL
+      WHERE a.id = $1`,
+    [id],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const { root_id, root_name, ...account } = row;
+  return { ...account, root_location: { id: root_id, name: root_name } };
+}
+
+export async function accountExists(db: Queryable, id: number): Promise<boolean> {
+  const rows = await db.query('SELECT id FROM accounts WHERE id = $1', [id]);
+  return rows.length > 0;
+}
+
+// ---- locations and dashboard users --------------------------------------------------------------
+
+/** A location under `parentId` (null: the account's root); its path is its parent's plus its own id. */
+export async function insertLocation(
+  tx: Queryable,
+  location: { accountId: number; parentId: number | null; name: string; parentPath: number[] },
+  now: Date,
+): Promise<Location> {
+  const [row] = await tx.query<{ id: number }>(
+    `INSERT INTO locations (account_id, parent_id, name, path, created_at)
+     VALUES ($1, $2, $3, '{}', $4) RETURNING id`,
+    [location.accountId, location.parentId, location.name, now],
+  );
+  const id = (row as { id: number }).id;
+  await tx.query('UPDATE locations SET path = $1::bigint[] WHERE id = $2', [[...location.parentPath, id], id]);
+  return { id, name: location.name, parent_id: location.parentId, account_id: location.accountId };
+}
+
+export async function findLocation(db: Queryable, id: number): Promise<LocationRow | null> {
+  const rows = await db.query<LocationRow>('SELECT id, account_id, parent_id, name, path FROM locations WHERE id = $1', [id]);
+  const row = rows[0];
+  return row ? { ...row, path: row.path.map(Number) } : null;
+}
+
+export async function insertUser(db: Queryable, user: Omit<User, 'id'>, now: Date): Promise<User> {
+  const [row] = await db.query<User>(
+    `INSERT INTO dashboard_users (account_id, name, email, created_at) VALUES ($1, $2, $3, $4)
+     RETURNING id, account_id, name, email`,
+    [user.account_id, user.name, user.email, now],
+  );
+  return row as User;
+}
+
+export async function userInAccount(db: Queryable, userId: number, accountId: number): Promise<boolean> {
+  const rows = await db.query('SELECT id FROM dashboard_users WHERE id = $1 AND account_id = $2', [userId, accountId]);
+  return rows.length > 0;
+}
+
+// ---- API keys -----------------------------------------------------------------------------------
+
+/** The ids among `lockIds` of locks at `locationId` or a location under it. */
+export async function locksUnder(db: Queryable, lockIds: number[], locationId: number): Promise<Set<number>> {
+  const rows = await db.query<{ id: number }>(
+    `SELECT k.id FROM locks k JOIN locations l ON l.id = k.location_id
+      WHERE k.id = ANY($1::bigint[]) AND l.path @> ARRAY[$2]::bigint[]`,
+    [lockIds, locationId],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+export async function insertApiKey(
+  db: Queryable,
+  key: Pick<ApiKeyRow, 'location_id' | 'name' | 'prefix' | 'scopes' | 'lock_allowlist' | 'expires_at' | 'created_by_user_id'> & { tokenHash: string },
+  now: Date,
+): Promise<ApiKeyRow> {
+  const [row] = await db.query<ApiKeyRow>(
+    `INSERT INTO api_keys (location_id, name, token_hash, prefix, scopes, lock_allowlist, expires_at, created_by_user_id, created_at)
+     VALUES ($1, $2, $3, $4, $5::text[], $6::bigint[], $7, $8, $9)
+     RETURNING ${API_KEY_COLUMNS}`,
+    [key.location_id, key.name, key.tokenHash, key.prefix, key.scopes, key.lock_allowlist, key.expires_at, key.created_by_user_id, now],
+  );
+  return row as ApiKeyRow;
+}
+
+/** Keys after `afterId` in id order, of one location or (null) of every one. */
+export async function listApiKeys(db: Queryable, locationId: number | null, afterId: number | null, limit: number): Promise<ApiKeyRow[]> {
+  return db.query<ApiKeyRow>(
+    `SELECT ${API_KEY_COLUMNS}
+       FROM api_keys
+      WHERE ($1::bigint IS NULL OR location_id = $1) AND id > $2
+      ORDER BY id LIMIT $3`,
+    [locationId, afterId ?? 0, limit],
+  );
+}
+
+/** Sets revoked_at unless already set; false when there is no such key. */
+export async function revokeApiKey(tx: Queryable, id: number, now: Date): Promise<boolean> {
+  const rows = await tx.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING id', [id, now]);
+  return rows.length > 0;
+}
+
+// ---- security groups and locks ------------------------------------------------------------------
+
+/** The new group, or null when its code is taken at that location. */
+export async function insertSecurityGroup(db: Queryable, group: SecurityGroupCreate, now: Date): Promise<SecurityGroup | null> {
+  const rows = await db.query<SecurityGroup>(
+    `INSERT INTO security_groups (location_id, code, title, description, is_default, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (location_id, code) DO NOTHING
+     RETURNING id, code, title, description, is_default`,
+    [group.location_id, group.code, group.title, group.description ?? '', group.is_default ?? false, now],
+  );
+  return rows[0] ?? null;
+}
+
+/** The new lock's id. */
+export async function insertLock(
+  tx: Queryable,
+  lock: { locationId: number; name: string; place: string; serialNumber: string | null; provider: string; gatewayId: number | null; groupCodes: string[] },
+  now: Date,
+): Promise<number> {
+  const [row] = await tx.query<{ id: number }>(
+    `INSERT INTO locks (location_id, name, place, serial_number, provider, gateway_id, security_group_codes, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::text[], $8) RETURNING id`,
+    [lock.locationId, lock.name, lock.place, lock.serialNumber, lock.provider, lock.gatewayId, lock.groupCodes, now],
+  );
+  return (row as { id: number }).id;
+}
+
+// ---- gateways (presence is written by the devices module) ----------------------------------------
+
+/** An id drawn from the table's sequence, for a gateway whose broker account is made before its row. */
+export async function reserveGatewayId(db: Queryable): Promise<number> {
+  const [reserved] = await db.query<{ id: number | string }>("SELECT nextval(pg_get_serial_sequence('gateways', 'id')) AS id");
+  return Number((reserved as { id: number | string }).id);
+}
+
+export async function insertGateway(
+  db: Queryable,
+  gateway: { id: number; locationId: number; name: string; username: string; passwordHash: string },
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO gateways (id, location_id, name, mqtt_username, password_hash, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [gateway.id, gateway.locationId, gateway.name, gateway.username, gateway.passwordHash, now],
+  );
+}
+
+/** Gateways after `afterId` in id order, of one location or (null) of every one. */
+export async function listGateways(db: Queryable, locationId: number | null, afterId: number | null, limit: number): Promise<GatewayRow[]> {
+  return db.query<GatewayRow>(
+    `${GATEWAY_SELECT}
+      WHERE ($1::bigint IS NULL OR location_id = $1) AND id > $2
+      ORDER BY id LIMIT $3`,
+    [locationId, afterId ?? 0, limit],
+  );
+}
+
+export async function findGateway(db: Queryable, id: number): Promise<GatewayRow | null> {
+  const [row] = await db.query<GatewayRow>(`${GATEWAY_SELECT} WHERE id = $1`, [id]);
+  return row ?? null;
+}
+
+/** The gateway, its row locked until the end of the transaction (one rotation or deletion at a time). */
+export async function lockGateway(tx: Queryable, id: number): Promise<GatewayRow | null> {
+  const [row] = await tx.query<GatewayRow>(`${GATEWAY_SELECT} WHERE id = $1 FOR UPDATE`, [id]);
+  return row ?? null;
+}
+
+export async function setGatewayPasswordHash(tx: Queryable, id: number, passwordHash: string): Promise<void> {
+  await tx.query('UPDATE gateways SET password_hash = $2 WHERE id = $1', [id, passwordHash]);
+}
+
+/** Whether locks are on the gateway, and whether the access log or lock commands refer to it. */
+export async function gatewayUse(tx: Queryable, id: number): Promise<{ locks: boolean; history: boolean }> {
+  const [use] = await tx.query<{ locks: boolean; history: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM locks WHERE gateway_id = $1) AS locks,
+            EXISTS (SELECT 1 FROM access_events WHERE gateway_id = $1) OR EXISTS (SELECT 1 FROM lock_commands WHERE gateway_id = $1) AS history`,
+    [id],
+  );
+  return { locks: use?.locks ?? false, history: use?.history ?? false };
+}
+
+export async function deleteGateway(tx: Queryable, id: number): Promise<void> {
+  await tx.query('DELETE FROM gateways WHERE id = $1', [id]);
+}
+
+export async function gatewayInAccount(db: Queryable, gatewayId: number, accountId: number): Promise<boolean> {
+  const rows = await db.query(
+    'SELECT g.id FROM gateways g JOIN locations l ON l.id = g.location_id WHERE g.id = $1 AND l.account_id = $2',
+    [gatewayId, accountId],
+  );
+  return rows.length > 0;
+}
