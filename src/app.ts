@@ -12,7 +12,7 @@ import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
 import { KeysService } from './modules/keys/service.ts';
 import { keysOfPerson } from './modules/keys/store.ts';
 import { LockingSystems } from './modules/locking-system/connector.ts';
-import { MessageQueue } from './modules/notifications/message-queue.ts';
+import { MessageQueue, type InvitationMessageSent } from './modules/notifications/index.ts';
 import { notifierFor } from './modules/notifications/notifier.ts';
 import { outboxSandboxRoutes } from './modules/notifications/sandbox-routes.ts';
 import { lockingSystemSandboxRoutes } from './modules/locking-system/sandbox-routes.ts';
@@ -79,6 +79,16 @@ export interface Latchkey {
   close(): Promise<void>;
 }
 
+/**
+ * The keys side's answer to the message queue's port: the invitation keeps the time its channel was last
+ * accepted by the provider. Belongs in keys/store.ts (keys owns `invitations`); here until the keys module
+ * exports it.
+ */
+const invitationMessageSent: InvitationMessageSent = async (tx, { invitationId, channel, sentAt }) => {
+  const column = channel === 'sms' ? 'sent_sms_at' : 'sent_email_at';
+  await tx.query(`UPDATE invitations SET ${column} = $2 WHERE id = $1`, [invitationId, sentAt]);
+};
+
 export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const { config, db } = deps;
   const sandboxClock = config.sandbox ? new SandboxClock() : null;
@@ -137,7 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const idempotency = new Idempotency(db, clock, secrets);
   jobs.register(idempotency.purgeJob());
   const lockingSystems = new LockingSystems(db, clock);
-  const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log);
+  const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log, invitationMessageSent);
   jobs.register(messages.job());
   const keys = new KeysService({
     db,

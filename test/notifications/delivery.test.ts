@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { SMTPServer } from 'smtp-server';
-import { LINK_REMOVED, MESSAGE_RETRY_SECONDS } from '../../src/modules/notifications/message-queue.ts';
+import { LINK_REMOVED, MESSAGE_WORK } from '../../src/modules/notifications/index.ts';
 import type { Clock } from '../../src/platform/clock.ts';
 import { migrate } from '../../src/platform/db/migrate.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
@@ -193,7 +193,7 @@ describe('delivery adapters', () => {
         const [row] = await messageRows(res.body.invitation_id);
         return row?.text.includes('503') ? row : undefined;
       }, 'the first failed attempt');
-      for (const seconds of MESSAGE_RETRY_SECONDS) {
+      for (const seconds of MESSAGE_WORK.ladderSeconds) {
         offsetMs += (seconds + 1) * 1000;
         await service.latchkey.jobs.runUntilIdle();
       }
@@ -201,7 +201,7 @@ describe('delivery adapters', () => {
       assert.equal(row?.status, 'failed');
       assert.doesNotMatch(row.text, /\/activate\//);
       const stored = JSON.parse(row.text) as { link: string | null; attempts: number };
-      assert.deepEqual([sealedContent(row), stored.link, stored.attempts], [null, null, MESSAGE_RETRY_SECONDS.length + 1]);
+      assert.deepEqual([sealedContent(row), stored.link, stored.attempts], [null, null, MESSAGE_WORK.ladderSeconds.length + 1]);
     } finally {
       smsStatus = 200;
     }

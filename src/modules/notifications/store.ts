@@ -1,0 +1,92 @@
+// The SQL of outgoing messages (table outbound_messages). Only this module writes it.
+import type { Queryable } from '../../platform/db/index.ts';
+import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
+import type { Channel } from './notifier.ts';
+
+/** What stands in the stored body where the link was. */
+export const LINK_REMOVED = '[setup link removed]';
+/**
+ * Drops what only sending needed. Rows queued before migration 009 kept `link` (and the body with it) in
+ * clear: the link is cut out of their body here too.
+ */
+const FORGET_CONTENT = `sealed_content = NULL, link = NULL,
+  body = CASE WHEN link IS NULL OR link = '' THEN body ELSE replace(body, link, '${LINK_REMOVED}') END`;
+
+export interface MessageRow {
+  id: number;
+  invitation_id: number | null;
+  channel: Channel;
+  to_address: string;
+  subject: string;
+  body: string;
+  link: string | null;
+  sealed_content: string | null;
+  attempts: number;
+}
+
+export interface NewMessage {
+  accountId: number;
+  invitationId: number | null;
+  channel: Channel;
+  to: string;
+  subject: string;
+  /** The body with the link cut out. */
+  readableBody: string;
+  /** The body and link as they will be sent, sealed under the server key. */
+  sealedContent: string;
+  queuedAt: Date;
+}
+
+export async function insertMessage(tx: Queryable, message: NewMessage): Promise<void> {
+  await tx.query(
+    `INSERT INTO outbound_messages (account_id, invitation_id, channel, to_address, subject, body, sealed_content, status, next_attempt_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8)`,
+    [message.accountId, message.invitationId, message.channel, message.to, message.subject, message.readableBody, message.sealedContent, message.queuedAt],
+  );
+}
+
+/** The waiting messages of these invitations will not be sent; their sealed content goes at once. */
+export async function withdrawMessages(tx: Queryable, invitationIds: number[]): Promise<void> {
+  await tx.query(
+    `UPDATE outbound_messages SET status = 'withdrawn', claimed_until = NULL, ${FORGET_CONTENT}
+      WHERE invitation_id = ANY($1::bigint[]) AND status = 'pending'`,
+    [invitationIds],
+  );
+}
+
+/** The work queue's claim (platform/work-queue.ts): due messages, oldest due first, the attempt counted. */
+export function claimDueMessages(db: Queryable, lease: Lease): Promise<MessageRow[]> {
+  return db.query<MessageRow>(
+    `UPDATE outbound_messages SET claimed_until = $2, attempts = attempts + 1
+      WHERE id IN (SELECT id FROM outbound_messages WHERE ${dueAndUnleased()}
+                    ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+      RETURNING id, invitation_id, channel, to_address, subject, body, link, sealed_content, attempts`,
+    [lease.now, lease.until, lease.batchSize],
+  );
+}
+
+// `status = 'pending'` in the two below: a message withdrawn while its attempt ran stays withdrawn.
+
+export async function scheduleMessageRetry(db: Queryable, id: number, error: string, at: Date): Promise<void> {
+  await db.query(`UPDATE outbound_messages SET next_attempt_at = $3, claimed_until = NULL, last_error = $2 WHERE id = $1 AND status = 'pending'`, [
+    id,
+    error,
+    at,
+  ]);
+}
+
+/** The message finally failed: it takes its end state and keeps only the readable body. */
+export async function endMessage(db: Queryable, id: number, endState: string, error: string): Promise<void> {
+  await db.query(
+    `UPDATE outbound_messages SET status = $3, claimed_until = NULL, last_error = $2, ${FORGET_CONTENT}
+      WHERE id = $1 AND status = 'pending'`,
+    [id, error, endState],
+  );
+}
+
+export async function markMessageSent(tx: Queryable, id: number, sentAt: Date): Promise<void> {
+  await tx.query(
+    `UPDATE outbound_messages SET status = 'sent', sent_at = $2, claimed_until = NULL, last_error = NULL, ${FORGET_CONTENT} WHERE id = $1`,
+    [id, sentAt],
+  );
+}

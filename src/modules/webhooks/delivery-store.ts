@@ -1,0 +1,120 @@
+// The SQL of sending webhook deliveries: the work queue's claim, the outcome of attempts, the failure streak
+// and auto-pause of subscriptions, payload retention. (Subscriptions' own CRUD is the service's.)
+import type { Queryable } from '../../platform/db/index.ts';
+import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
+import type { DeliveryToSend } from './sender.ts';
+
+/**
+ * The work queue's claim (platform/work-queue.ts): due deliveries of active subscriptions whose failure
+ * streak began after `streakLimit`, oldest due first, the attempt counted; with the URL and sealed secret
+ * to send them. The streak test holds even if another instance's pause has not committed yet.
+ */
+export function claimDueDeliveries(db: Queryable, lease: Lease, streakLimit: Date): Promise<DeliveryToSend[]> {
+  return db.query<DeliveryToSend>(
+    `WITH claimed AS (
+       UPDATE webhook_deliveries SET claimed_until = $2, attempt = attempt + 1
+        WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+                      WHERE ${dueAndUnleased('d')}
+                        AND s.status = 'active' AND (s.failing_since IS NULL OR s.failing_since > $3)
+                      ORDER BY d.next_attempt_at LIMIT $4 FOR UPDATE OF d SKIP LOCKED)
+        RETURNING id, subscription_id, event_type, payload, attempt, created_at)
+     SELECT c.*, s.url, s.secret_ciphertext FROM claimed c JOIN webhook_subscriptions s ON s.id = c.subscription_id`,
+    [lease.now, lease.until, streakLimit, lease.batchSize],
+  );
+}
+
+/** Deliveries of a paused subscription stop: their pending retries fail. */
+export async function failPendingOfPausedSubscriptions(db: Queryable): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries d SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL
+       FROM webhook_subscriptions s
+      WHERE d.subscription_id = s.id AND s.status = 'paused' AND d.status = 'pending'`,
+  );
+}
+
+/** Successes of one batch, and the end of their subscriptions' failure streaks. */
+export async function recordDelivered(tx: Queryable, delivered: Array<{ id: string; subscriptionId: string; status: number | null }>, now: Date): Promise<void> {
+  await tx.query(
+    `UPDATE webhook_deliveries w SET status = 'delivered', response_status = d.status, last_error = NULL, delivered_at = $3,
+            next_attempt_at = NULL, claimed_until = NULL
+       FROM unnest($1::uuid[], $2::int[]) AS d (id, status) WHERE w.id = d.id`,
+    [delivered.map((d) => d.id), delivered.map((d) => d.status), now],
+  );
+  await tx.query('UPDATE webhook_subscriptions SET failing_since = NULL, last_delivery_at = $2 WHERE id = ANY($1::uuid[])', [
+    [...new Set(delivered.map((d) => d.subscriptionId))],
+    now,
+  ]);
+}
+
+export interface DeliveryFailure {
+  id: string;
+  subscriptionId: string;
+  /** `pending` with the next attempt's time, or the end state with none. */
+  status: string;
+  nextAttemptAt: Date | null;
+  responseStatus: number | null;
+  error: string | null;
+}
+
+/** A failed attempt; the first failure after a success starts the subscription's streak. */
+export async function recordDeliveryFailure(tx: Queryable, failure: DeliveryFailure, now: Date): Promise<void> {
+  await tx.query(
+    `UPDATE webhook_deliveries SET status = $2, response_status = $3, last_error = $4, next_attempt_at = $5, claimed_until = NULL WHERE id = $1`,
+    [failure.id, failure.status, failure.responseStatus, failure.error, failure.nextAttemptAt],
+  );
+  await tx.query(`UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2), last_delivery_at = $2 WHERE id = $1`, [
+    failure.subscriptionId,
+    now,
+  ]);
+}
+
+/** A cheap look (partial index) before the pause's transaction: is any active streak at least that old? */
+export async function anyStreakSince(db: Queryable, streakLimit: Date): Promise<boolean> {
+  const rows = await db.query(`SELECT 1 FROM webhook_subscriptions WHERE status = 'active' AND failing_since <= $1 LIMIT 1`, [streakLimit]);
+  return rows.length > 0;
+}
+
+export interface PausedSubscription {
+  id: string;
+  account_id: number;
+  url: string;
+  /** The dashboard user who made the subscription's API key, when known. */
+  email: string | null;
+}
+
+/**
+ * Pauses every active subscription whose streak began at or before `streakLimit` and fails its pending
+ * deliveries. The conditional UPDATE pauses each once even when several instances run it together: the
+ * second waits for the first's row lock and then finds it no longer active.
+ */
+export async function pauseStreaksSince(tx: Queryable, streakLimit: Date): Promise<PausedSubscription[]> {
+  const rows = await tx.query<PausedSubscription>(
+    `WITH paused AS (
+       UPDATE webhook_subscriptions SET status = 'paused'
+        WHERE status = 'active' AND failing_since <= $1
+        RETURNING id, account_id, url, created_by_key_id)
+     SELECT p.id, p.account_id, p.url, u.email
+       FROM paused p
+       LEFT JOIN api_keys k ON k.id = p.created_by_key_id
+       LEFT JOIN dashboard_users u ON u.id = k.created_by_user_id`,
+    [streakLimit],
+  );
+  if (rows.length === 0) return rows;
+  await tx.query(
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL
+      WHERE subscription_id = ANY($1::uuid[]) AND status = 'pending'`,
+    [rows.map((r) => r.id)],
+  );
+  return rows;
+}
+
+/** Nulls the payloads of ended deliveries made before `cutoff`, at most 5,000 a call; returns how many. */
+export async function purgePayloadsBefore(db: Queryable, cutoff: Date): Promise<number> {
+  const rows = await db.query(
+    `UPDATE webhook_deliveries SET payload = NULL
+      WHERE id IN (SELECT id FROM webhook_deliveries WHERE payload IS NOT NULL AND created_at < $1 AND status <> 'pending' LIMIT 5000)
+      RETURNING id`,
+    [cutoff],
+  );
+  return rows.length;
+}
