@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
+import { accountExists, findSandboxSettings, recordSandboxWrite, saveSandboxSettings, type SandboxSettings } from './store.ts';
 
 export type LockingSystemOperation =
   | 'person.create'
@@ -36,21 +37,19 @@ class SandboxLockingSystem implements LockingSystem {
   ) {}
 
   async write(operation: LockingSystemOperation, entityId: string): Promise<WriteOutcome> {
-    const [settings] = await this.db.query<{ mode: SandboxMode; delay_ms: number }>(
-      'SELECT mode, delay_ms FROM sandbox_locking_systems WHERE account_id = $1',
-      [this.accountId],
-    );
+    const settings = await findSandboxSettings(this.db, this.accountId);
     if (settings && settings.delay_ms > 0) await sleep(settings.delay_ms);
     if (settings?.mode === 'reject') throw errors.lockingSystemRejected();
-    await this.db.query('INSERT INTO sandbox_locking_system_writes (account_id, operation, entity_id, at) VALUES ($1, $2, $3, $4)', [
-      this.accountId,
-      operation,
-      entityId,
-      this.clock.now(),
-    ]);
+    await recordSandboxWrite(this.db, this.accountId, operation, entityId, this.clock.now());
     // Hold mode accepts every write but leaves key changes unconfirmed until the sandbox confirms them.
     return settings?.mode === 'hold' && operation === 'key.update' ? 'held' : 'applied';
   }
+}
+
+/** How the simulator answers for one account from now on; an unknown account is a 422 on `account_id`. */
+export async function configureSandbox(db: Database, accountId: number, settings: SandboxSettings): Promise<void> {
+  if (!(await accountExists(db, accountId))) throw errors.invalidField('account_id', `No account with id ${accountId}.`);
+  await saveSandboxSettings(db, accountId, settings);
 }
 
 export class LockingSystems {

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { Database } from '../../platform/db/index.ts';
-import { errors } from '../../platform/errors.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { ErrorEnvelope, Id } from '../../platform/schemas.ts';
+import { configureSandbox } from './connector.ts';
 
 const admin = { access: { kind: 'admin' as const } };
 const Settings = Type.Object({
@@ -32,13 +32,7 @@ export function lockingSystemSandboxRoutes(app: ApiInstance, db: Database): void
     },
     async (request) => {
       const { account_id, mode = 'accept', delay_ms = 0 } = request.body;
-      const accounts = await db.query('SELECT id FROM accounts WHERE id = $1', [account_id]);
-      if (accounts.length === 0) throw errors.invalidField('account_id', `No account with id ${account_id}.`);
-      await db.query(
-        `INSERT INTO sandbox_locking_systems (account_id, mode, delay_ms) VALUES ($1, $2, $3)
-         ON CONFLICT (account_id) DO UPDATE SET mode = EXCLUDED.mode, delay_ms = EXCLUDED.delay_ms`,
-        [account_id, mode, delay_ms],
-      );
+      await configureSandbox(db, account_id, { mode, delay_ms });
       return { account_id, mode, delay_ms };
     },
   );
