@@ -11,7 +11,7 @@ import { activationRoutes } from './modules/keys/activation-routes.ts';
 import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
 import { KeysService } from './modules/keys/service.ts';
 import { keysOfPerson } from './modules/keys/store.ts';
-import { LockingSystems } from './modules/locking-system/connector.ts';
+import { LockingSystems, lockingSystemTasksJob } from './modules/locking-system/index.ts';
 import { MessageQueue, type InvitationMessageSent } from './modules/notifications/index.ts';
 import { notifierFor } from './modules/notifications/notifier.ts';
 import { outboxSandboxRoutes } from './modules/notifications/sandbox-routes.ts';
@@ -159,7 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     revocationEnabled: config.keyRevocationEnabled,
     log: app.log,
   });
-  jobs.register(keys.lockingSystemTasksJob());
+  jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
   await dispatcher.start();
   const accessLog = new AccessLog(db, clock, app.log);

@@ -2,6 +2,7 @@
 // retried with backoff until the locking system accepts it (README: API notes, Revocation).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { retryDelaySeconds } from '../../src/modules/locking-system/tasks.ts';
 import { advanceClock } from '../helpers/fixtures.ts';
 import { activate, issueKey, keysTenant, latestLink } from '../helpers/keys.ts';
 import { useTestService } from '../helpers/service.ts';
@@ -75,5 +76,11 @@ describe('locking-system tasks', () => {
     assert.equal((await ctx.service.request('DELETE', `/v1/keys/${keyId}`, { token: t.token })).status, 204);
     const tasks = await ctx.database.db.query('SELECT id FROM locking_system_tasks WHERE entity_id = $1', [String(keyId)]);
     assert.equal(tasks.length, 0);
+  });
+});
+
+describe('the retry ladder', () => {
+  test('waits 60 s, 5 min, 30 min, 2 h, 6 h, then a day after each further failure', () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 50].map(retryDelaySeconds), [60, 300, 1800, 7200, 21_600, 86_400, 86_400, 86_400, 86_400]);
   });
 });

@@ -9,7 +9,7 @@ import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pa
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { unknownSecurityGroups } from '../catalog/index.ts';
-import type { LockingSystems } from '../locking-system/connector.ts';
+import { queueLockingSystemTask, type LockingSystems } from '../locking-system/index.ts';
 import type { MessageQueue } from '../notifications/message-queue.ts';
 import { invitationTemplate } from '../notifications/templates.ts';
 import { findPerson, type PersonRow } from '../people/store.ts';
@@ -32,7 +32,6 @@ import {
 export const LINK_LIFETIME_MS = 30 * 86_400_000;
 /** An activation claimed longer ago than this (its instance died) may be claimed again. */
 const ACTIVATION_CLAIM_MS = 120_000;
-const LS_TASK_RETRY_SECONDS = [60, 300, 1800, 7200, 21_600, 86_400];
 
 type ChannelChoice = 'sms' | 'email' | 'both';
 
@@ -159,47 +158,9 @@ export class KeysService {
     );
     if (revoked.length === 0) return; // revoked meanwhile: one event only
     if (account.locking_system) {
-      await tx.query(
-        `INSERT INTO locking_system_tasks (account_id, operation, entity_id, status, next_attempt_at, created_at)
-         VALUES ($1, 'key.delete', $2, 'pending', $3, $3)`,
-        [account.id, String(row.id), now],
-      );
+      await queueLockingSystemTask(tx, { accountId: account.id, operation: 'key.delete', entityId: String(row.id) }, now);
     }
     await this.emitKeyEvent(tx, 'key.revoked', { ...row, state: 'returned' }, now);
-  }
-
-  /** Removal of revoked keys from the locking system: asynchronous, retried with backoff until done. */
-  lockingSystemTasksJob() {
-    return {
-      name: 'locking-system-tasks',
-      everySeconds: 10,
-      run: async (): Promise<number> => {
-        const now = this.now();
-        const tasks = await this.db.query<{ id: number; account_id: number; operation: 'key.delete'; entity_id: string; attempts: number }>(
-          `UPDATE locking_system_tasks SET claimed_until = $2, attempts = attempts + 1
-            WHERE id IN (SELECT id FROM locking_system_tasks
-                          WHERE status = 'pending' AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
-                          ORDER BY id LIMIT 20 FOR UPDATE SKIP LOCKED)
-            RETURNING id, account_id, operation, entity_id, attempts`,
-          [now, new Date(now.getTime() + 120_000)],
-        );
-        for (const task of tasks) {
-          try {
-            const account = await this.account(task.account_id);
-            await this.deps.lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system }).write(task.operation, task.entity_id);
-            await this.db.query(`UPDATE locking_system_tasks SET status = 'done', claimed_until = NULL, last_error = NULL WHERE id = $1`, [task.id]);
-          } catch (error) {
-            const delay = LS_TASK_RETRY_SECONDS[Math.min(task.attempts, LS_TASK_RETRY_SECONDS.length) - 1] ?? 86_400;
-            await this.db.query(`UPDATE locking_system_tasks SET next_attempt_at = $2, claimed_until = NULL, last_error = $3 WHERE id = $1`, [
-              task.id,
-              new Date(this.now().getTime() + delay * 1000),
-              error instanceof Error ? error.message : String(error),
-            ]);
-          }
-        }
-        return tasks.length;
-      },
-    };
   }
 
   /** Sandbox: confirms every held key change of an account (`sent` to `handed_over`, key.activated). */

@@ -1,6 +1,62 @@
-// The SQL of the locking-system area: the sandbox simulator's settings and record of writes.
+// The SQL of the locking-system area: the table of pending locking-system writes (tasks) and the
+// sandbox simulator's settings and record of writes.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { LockingSystemOperation, SandboxMode } from './connector.ts';
+
+// ---- tasks ------------------------------------------------------------------------------------
+
+export interface ClaimedTask {
+  id: number;
+  account_id: number;
+  operation: LockingSystemOperation;
+  entity_id: string;
+  /** Attempts so far, this one included. */
+  attempts: number;
+}
+
+export async function insertTask(
+  db: Queryable,
+  task: { accountId: number; operation: LockingSystemOperation; entityId: string },
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO locking_system_tasks (account_id, operation, entity_id, status, next_attempt_at, created_at)
+     VALUES ($1, $2, $3, 'pending', $4, $4)`,
+    [task.accountId, task.operation, task.entityId, now],
+  );
+}
+
+/** Claims up to `limit` due tasks until `claimedUntil`, counting the attempt; other instances skip them. */
+export async function claimDueTasks(db: Queryable, now: Date, claimedUntil: Date, limit: number): Promise<ClaimedTask[]> {
+  return db.query<ClaimedTask>(
+    `UPDATE locking_system_tasks SET claimed_until = $2, attempts = attempts + 1
+      WHERE id IN (SELECT id FROM locking_system_tasks
+                    WHERE status = 'pending' AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
+                    ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+      RETURNING id, account_id, operation, entity_id, attempts`,
+    [now, claimedUntil, limit],
+  );
+}
+
+export async function markTaskDone(db: Queryable, id: number): Promise<void> {
+  await db.query(`UPDATE locking_system_tasks SET status = 'done', claimed_until = NULL, last_error = NULL WHERE id = $1`, [id]);
+}
+
+export async function scheduleTaskRetry(db: Queryable, id: number, nextAttemptAt: Date, error: string): Promise<void> {
+  await db.query(`UPDATE locking_system_tasks SET next_attempt_at = $2, claimed_until = NULL, last_error = $3 WHERE id = $1`, [
+    id,
+    nextAttemptAt,
+    error,
+  ]);
+}
+
+/** The locking system an account syncs with (accounts.locking_system), or null when there is no such account. */
+export async function findAccountLockingSystem(db: Queryable, accountId: number): Promise<{ id: number; locking_system: string | null } | null> {
+  const [row] = await db.query<{ id: number; locking_system: string | null }>('SELECT id, locking_system FROM accounts WHERE id = $1', [accountId]);
+  return row ?? null;
+}
+
+// ---- the sandbox simulator --------------------------------------------------------------------
 
 export interface SandboxSettings {
   mode: SandboxMode;

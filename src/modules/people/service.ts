@@ -13,7 +13,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
-import type { LockingSystem, LockingSystems } from '../locking-system/connector.ts';
+import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import { purgePersonPayloads } from '../webhooks/index.ts';
 import { isReservedName, normalisePhone } from './rules.ts';
 import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
