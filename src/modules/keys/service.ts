@@ -12,7 +12,7 @@ import { unknownSecurityGroups } from '../catalog/index.ts';
 import { queueLockingSystemTask, type LockingSystems } from '../locking-system/index.ts';
 import type { MessageQueue } from '../notifications/message-queue.ts';
 import { invitationTemplate } from '../notifications/templates.ts';
-import { findPerson, type PersonRow } from '../people/store.ts';
+import { findPerson, type PersonRow } from '../people/index.ts';
 import { INVITATION_STATES, type Invitation, type InvitationCreated, type Key, type KeyCreate, type KeyUpdate, type OperatorKeyCreate } from './schemas.ts';
 import {
   findInvitation,
