@@ -15,16 +15,33 @@ import { invitationTemplate } from '../notifications/templates.ts';
 import { findPerson, type PersonRow } from '../people/index.ts';
 import { INVITATION_STATES, type Invitation, type InvitationCreated, type Key, type KeyCreate, type KeyUpdate, type OperatorKeyCreate } from './schemas.ts';
 import {
+  cancelInvitation,
+  cancelInvitationsOfPerson,
+  claimLink,
   findInvitation,
   findInvitationByToken,
-  findKey,
+  insertInvitation,
   listInvitations,
-  listKeys,
-  liveKeysOfPerson,
+  markActivated,
+  replaceLink,
+  spendLink,
   toInvitation,
-  toKey,
+  useAllowance,
   whatItOpens,
   type InvitationRow,
+} from './invitation-store.ts';
+import {
+  confirmHeldKeys,
+  findAccount,
+  findKey,
+  insertKey,
+  listKeys,
+  liveKeysOfPerson,
+  markKeyReturned,
+  markKeyRevoked,
+  toKey,
+  updateKey,
+  type AccountRow,
   type KeyRow,
 } from './store.ts';
 
@@ -44,12 +61,6 @@ export interface KeysDeps {
   brandName: string;
   revocationEnabled: boolean;
   log: FastifyBaseLogger;
-}
-
-interface AccountRow {
-  id: number;
-  sms_enabled: boolean;
-  locking_system: string | null;
 }
 
 export class KeysService {
@@ -117,10 +128,7 @@ export class KeysService {
     return this.db.transaction(async (tx) => {
       // A pure rename keeps the state; any other change is `sent` until the locking system confirms it.
       const state = !accessChanged ? row.state : outcome === 'applied' ? 'handed_over' : 'sent';
-      await tx.query(
-        `UPDATE keys SET name = $2, security_groups = $3::text[], starts_at = $4, expires_at = $5, state = $6, updated_at = $7 WHERE id = $1`,
-        [id, body.name ?? row.name, groups, startsAt ?? row.starts_at, expiresAt, state, now],
-      );
+      await updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
       const updated = (await findKey(tx, null, id)) as KeyRow;
       if (accessChanged && state === 'handed_over') await this.emitKeyEvent(tx, 'key.activated', updated, now);
       return toKey(updated);
@@ -143,20 +151,13 @@ export class KeysService {
     for (const row of await liveKeysOfPerson(tx, personId)) {
       await this.revokeInTransaction(tx, row, await this.account(row.account_id, tx), now);
     }
-    const cancelled = await tx.query<{ id: number }>(
-      'UPDATE invitations SET cancelled_at = $2 WHERE person_id = $1 AND cancelled_at IS NULL AND key_id IS NULL RETURNING id',
-      [personId, now],
-    );
-    await this.deps.messages.withdraw(tx, cancelled.map((row) => row.id)); // a cancelled link is not worth sending
+    const cancelled = await cancelInvitationsOfPerson(tx, personId, now);
+    await this.deps.messages.withdraw(tx, cancelled); // a cancelled link is not worth sending
   }
 
   /** The key expires at once and leaves every read; its removal from the locking system is queued. */
   private async revokeInTransaction(tx: Queryable, row: KeyRow, account: AccountRow, now: Date): Promise<void> {
-    const revoked = await tx.query(
-      `UPDATE keys SET revoked_at = $2, expires_at = $2, state = 'returned', updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id`,
-      [row.id, now],
-    );
-    if (revoked.length === 0) return; // revoked meanwhile: one event only
+    if (!(await markKeyRevoked(tx, row.id, now))) return; // revoked meanwhile: one event only
     if (account.locking_system) {
       await queueLockingSystemTask(tx, { accountId: account.id, operation: 'key.delete', entityId: String(row.id) }, now);
     }
@@ -167,11 +168,8 @@ export class KeysService {
   async confirmHeldChanges(accountId: number): Promise<number> {
     const now = this.now();
     return this.db.transaction(async (tx) => {
-      const ids = await tx.query<{ id: number }>(
-        `UPDATE keys SET state = 'handed_over', updated_at = $2 WHERE account_id = $1 AND state = 'sent' AND revoked_at IS NULL RETURNING id`,
-        [accountId, now],
-      );
-      for (const { id } of ids) await this.emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
+      const ids = await confirmHeldKeys(tx, accountId, now);
+      for (const id of ids) await this.emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
       return ids.length;
     });
   }
@@ -189,18 +187,21 @@ export class KeysService {
     if (details.length > 0) throw errors.validation(details);
     const now = this.now();
     return this.db.transaction(async (tx) => {
-      const id = await insertKey(tx, {
-        accountId: person.account_id,
-        personId: person.id,
-        invitationId: null,
-        type: body.type,
-        name: body.name,
-        groups,
-        startsAt: startsAt as Date,
-        expiresAt,
-        managed: body.managed_in_locking_system ?? false,
+      const id = await insertKey(
+        tx,
+        {
+          accountId: person.account_id,
+          personId: person.id,
+          invitationId: null,
+          type: body.type,
+          name: body.name,
+          groups,
+          startsAt: startsAt as Date,
+          expiresAt,
+          managed: body.managed_in_locking_system ?? false,
+        },
         now,
-      });
+      );
       const row = (await findKey(tx, null, id)) as KeyRow;
       await this.emitKeyEvent(tx, 'key.activated', row, now);
       return toKey(row);
@@ -213,7 +214,7 @@ export class KeysService {
     if (row.state === 'returned') return toKey(row);
     const now = this.now();
     return this.db.transaction(async (tx) => {
-      await tx.query(`UPDATE keys SET state = 'returned', updated_at = $2 WHERE id = $1`, [id, now]);
+      await markKeyReturned(tx, id, now);
       const returned = (await findKey(tx, null, id)) as KeyRow;
       await this.emitKeyEvent(tx, 'key.revoked', returned, now);
       return toKey(returned);
@@ -241,24 +242,23 @@ export class KeysService {
 
     const token = newToken('');
     const invitation = await this.db.transaction(async (tx) => {
-      await useAllowance(tx, account.id);
-      const [row] = await tx.query<{ id: number }>(
-        `INSERT INTO invitations (account_id, person_id, name, security_groups, starts_at, key_expires_at, expires_at, channel, token_hash, created_at)
-         VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9, $10) RETURNING id`,
-        [
-          account.id,
-          person.id,
-          body.name ?? 'Phone key',
-          body.security_groups,
-          startsAt,
+      if (!(await useAllowance(tx, account.id))) throw errors.entitlementExceeded();
+      const id = await insertInvitation(
+        tx,
+        {
+          accountId: account.id,
+          personId: person.id,
+          name: body.name ?? 'Phone key',
+          groups: body.security_groups,
+          startsAt: startsAt as Date,
           keyExpiresAt,
-          keyExpiresAt ?? new Date(now.getTime() + LINK_LIFETIME_MS),
+          expiresAt: keyExpiresAt ?? new Date(now.getTime() + LINK_LIFETIME_MS),
           channel,
-          hashToken(token),
-          now,
-        ],
+          tokenHash: hashToken(token),
+        },
+        now,
       );
-      const invitation = (await findInvitation(tx, now, null, (row as { id: number }).id)) as InvitationRow;
+      const invitation = (await findInvitation(tx, now, null, id)) as InvitationRow;
       await this.sendLink(tx, invitation, channel, token, now);
       return invitation;
     });
@@ -296,11 +296,7 @@ export class KeysService {
     const invitation = await this.invitationInScope(caller, id);
     if (invitation.state !== 'pending') throw errors.invitationNotPending();
     await this.db.transaction(async (tx) => {
-      const rows = await tx.query(
-        `UPDATE invitations SET cancelled_at = $2 WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL RETURNING id`,
-        [id, this.now()],
-      );
-      if (rows.length === 0) throw errors.invitationNotPending();
+      if (!(await cancelInvitation(tx, id, this.now()))) throw errors.invitationNotPending();
       await this.deps.messages.withdraw(tx, [id]); // a cancelled link is not worth sending
     });
   }
@@ -319,13 +315,8 @@ export class KeysService {
     const token = newToken('');
     const now = this.now();
     const updated = await this.db.transaction(async (tx) => {
-      const rows = await tx.query(
-        `UPDATE invitations SET token_hash = $2, channel = $3
-          WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL AND consumed_at IS NULL AND expires_at > $4 RETURNING id`,
-        [id, hashToken(token), channel, now],
-      );
-      if (rows.length === 0) throw errors.invitationNotPending();
-      await useAllowance(tx, account.id);
+      if (!(await replaceLink(tx, id, hashToken(token), channel, now))) throw errors.invitationNotPending();
+      if (!(await useAllowance(tx, account.id))) throw errors.entitlementExceeded();
       await this.deps.messages.withdraw(tx, [id]); // messages still waiting carry the link that just stopped working
       const fresh = (await findInvitation(tx, now, null, id)) as InvitationRow;
       await this.sendLink(tx, fresh, channel, token, now);
@@ -360,39 +351,36 @@ export class KeysService {
    */
   async activate(token: string): Promise<{ key_id: number; invitation_id: number }> {
     const now = this.now();
-    const [claimed] = await this.db.query<{ id: number; account_id: number }>(
-      `UPDATE invitations SET activating_at = $2
-        WHERE token_hash = $1 AND cancelled_at IS NULL AND key_id IS NULL AND consumed_at IS NULL AND expires_at > $2
-          AND (activating_at IS NULL OR activating_at < $3)
-        RETURNING id, account_id`,
-      [hashToken(token), now, new Date(now.getTime() - ACTIVATION_CLAIM_MS)],
-    );
+    const claimed = await claimLink(this.db, hashToken(token), now, new Date(now.getTime() - ACTIVATION_CLAIM_MS));
     if (!claimed) throw errors.linkUnusable();
     const account = await this.account(claimed.account_id);
     try {
       await this.deps.lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system }).write('key.create', `invitation:${claimed.id}`);
     } catch (error) {
       // The single use is spent without a key: the invitation now reads `expired`.
-      await this.db.query('UPDATE invitations SET consumed_at = $2, activating_at = NULL WHERE id = $1', [claimed.id, this.now()]);
+      await spendLink(this.db, claimed.id, this.now());
       throw error;
     }
     return this.db.transaction(async (tx) => {
       // A cancel that arrived while the locking system answered does not stop this scan: the key is made
       // and the invitation reads `cancelled` (spec: Invitation state).
       const invitation = (await findInvitation(tx, now, null, claimed.id)) as InvitationRow;
-      const keyId = await insertKey(tx, {
-        accountId: account.id,
-        personId: invitation.person_id,
-        invitationId: invitation.id,
-        type: 'digital',
-        name: invitation.name,
-        groups: invitation.security_groups,
-        startsAt: invitation.starts_at,
-        expiresAt: invitation.key_expires_at,
-        managed: false,
+      const keyId = await insertKey(
+        tx,
+        {
+          accountId: account.id,
+          personId: invitation.person_id,
+          invitationId: invitation.id,
+          type: 'digital',
+          name: invitation.name,
+          groups: invitation.security_groups,
+          startsAt: invitation.starts_at,
+          expiresAt: invitation.key_expires_at,
+          managed: false,
+        },
         now,
-      });
-      await tx.query('UPDATE invitations SET key_id = $2, activated_at = $3, activating_at = NULL WHERE id = $1', [invitation.id, keyId, now]);
+      );
+      await markActivated(tx, invitation.id, keyId, now);
       await this.emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, keyId)) as KeyRow, now);
       return { key_id: keyId, invitation_id: invitation.id };
     });
@@ -402,7 +390,7 @@ export class KeysService {
 
   /** Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. */
   private async account(id: number, db: Queryable = this.db): Promise<AccountRow> {
-    const [row] = await db.query<AccountRow>('SELECT id, sms_enabled, locking_system FROM accounts WHERE id = $1', [id]);
+    const row = await findAccount(db, id);
     if (!row) throw new Error(`account ${id} not found`);
     return row;
   }
@@ -492,39 +480,6 @@ export class KeysService {
   }
 }
 
-
-/** One unit of the account's phone-key allowance, or 422 entitlement_exceeded. */
-async function useAllowance(tx: Queryable, accountId: number): Promise<void> {
-  const rows = await tx.query(
-    `UPDATE accounts SET phone_keys_used = phone_keys_used + 1
-      WHERE id = $1 AND (phone_key_allowance IS NULL OR phone_keys_used < phone_key_allowance) RETURNING id`,
-    [accountId],
-  );
-  if (rows.length === 0) throw errors.entitlementExceeded();
-}
-
-async function insertKey(
-  tx: Queryable,
-  key: {
-    accountId: number;
-    personId: string;
-    invitationId: number | null;
-    type: string;
-    name: string;
-    groups: string[];
-    startsAt: Date;
-    expiresAt: Date | null;
-    managed: boolean;
-    now: Date;
-  },
-): Promise<number> {
-  const [row] = await tx.query<{ id: number }>(
-    `INSERT INTO keys (account_id, person_id, invitation_id, type, name, state, security_groups, starts_at, expires_at, managed_in_locking_system, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, 'handed_over', $6::text[], $7, $8, $9, $10, $10) RETURNING id`,
-    [key.accountId, key.personId, key.invitationId, key.type, key.name, key.groups, key.startsAt, key.expiresAt, key.managed, key.now],
-  );
-  return (row as { id: number }).id;
-}
 
 function timestamp(value: string, field: string, details: ErrorDetail[]): Date | null {
   const parsed = parseClientTimestamp(value);

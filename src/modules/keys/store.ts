@@ -1,7 +1,7 @@
-// The SQL of keys and invitations. Scope follows the person: a key or invitation is in a caller's scope
-// when its person's location is.
+// The SQL of keys (invitations: invitation-store.ts). Scope follows the person: a key is in a caller's
+// scope when its person's location is.
 import type { Queryable } from '../../platform/db/index.ts';
-import type { EmbeddedKey, Invitation, Key } from './schemas.ts';
+import type { EmbeddedKey, Key } from './schemas.ts';
 
 export interface KeyRow {
   id: number;
@@ -84,100 +84,71 @@ export async function keysOfPerson(db: Queryable, scopeLocationId: number, perso
   return rows.map(toEmbeddedKey);
 }
 
-export interface InvitationRow {
-  id: number;
-  account_id: number;
-  person_id: string;
-  person_name: string;
-  person_email: string | null;
-  person_phone: string | null;
-  person_language: string | null;
-  person_location_id: number;
-  key_id: number | null;
+export interface NewKey {
+  accountId: number;
+  personId: string;
+  invitationId: number | null;
+  type: string;
   name: string;
-  security_groups: string[];
-  starts_at: Date;
-  key_expires_at: Date | null;
-  expires_at: Date;
-  channel: 'sms' | 'email' | 'both';
-  state: Invitation['state'];
-  sent_email_at: Date | null;
-  sent_sms_at: Date | null;
-  created_at: Date;
+  groups: string[];
+  startsAt: Date;
+  expiresAt: Date | null;
+  managed: boolean;
 }
 
-/** The derived state ($1 is the service clock's now): cancelled, activated, expired or pending. */
-const STATE = `CASE WHEN i.cancelled_at IS NOT NULL THEN 'cancelled'
-                    WHEN i.key_id IS NOT NULL THEN 'activated'
-                    WHEN i.consumed_at IS NOT NULL OR i.expires_at <= $1 THEN 'expired'
-                    ELSE 'pending' END`;
-
-const INVITATION_SELECT = `
-  SELECT i.id, i.account_id, i.person_id, p.name AS person_name, p.email AS person_email, p.phone AS person_phone,
-         p.language AS person_language, p.location_id AS person_location_id, i.key_id, i.name, i.security_groups,
-         i.starts_at, i.key_expires_at, i.expires_at, i.channel, ${STATE} AS state, i.sent_email_at, i.sent_sms_at, i.created_at
-    FROM invitations i
-    JOIN people p ON p.id = i.person_id
-    JOIN locations l ON l.id = p.location_id`;
-
-export function toInvitation(row: InvitationRow): Invitation {
-  return {
-    id: row.id,
-    state: row.state,
-    person_id: row.person_id,
-    key_id: row.key_id,
-    name: row.name,
-    security_groups: row.security_groups,
-    starts_at: row.starts_at.toISOString(),
-    expires_at: row.expires_at.toISOString(),
-    sent: { email_at: row.sent_email_at?.toISOString() ?? null, sms_at: row.sent_sms_at?.toISOString() ?? null },
-    created_at: row.created_at.toISOString(),
-  };
-}
-
-export async function findInvitation(db: Queryable, now: Date, scopeLocationId: number | null, id: number): Promise<InvitationRow | null> {
-  const rows = await db.query<InvitationRow>(
-    `${INVITATION_SELECT} WHERE i.id = $2 AND ($3::bigint IS NULL OR l.path @> ARRAY[$3]::bigint[])`,
-    [now, id, scopeLocationId],
+/** A key that is handed over from the start; returns its id. */
+export async function insertKey(db: Queryable, key: NewKey, now: Date): Promise<number> {
+  const [row] = await db.query<{ id: number }>(
+    `INSERT INTO keys (account_id, person_id, invitation_id, type, name, state, security_groups, starts_at, expires_at, managed_in_locking_system, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 'handed_over', $6::text[], $7, $8, $9, $10, $10) RETURNING id`,
+    [key.accountId, key.personId, key.invitationId, key.type, key.name, key.groups, key.startsAt, key.expiresAt, key.managed, now],
   );
-  return rows[0] ?? null;
+  return (row as { id: number }).id;
 }
 
-export async function findInvitationByToken(db: Queryable, now: Date, tokenHash: string): Promise<InvitationRow | null> {
-  const rows = await db.query<InvitationRow>(`${INVITATION_SELECT} WHERE i.token_hash = $2`, [now, tokenHash]);
-  return rows[0] ?? null;
-}
-
-export async function listInvitations(
+export async function updateKey(
   db: Queryable,
+  id: number,
+  values: { name: string; groups: string[]; startsAt: Date; expiresAt: Date | null; state: Key['state'] },
   now: Date,
-  scopeLocationId: number,
-  filter: { personId: string | null; state: string | null },
-  afterId: number | null,
-  limit: number,
-): Promise<InvitationRow[]> {
-  return db.query<InvitationRow>(
-    `${INVITATION_SELECT}
-      WHERE l.path @> ARRAY[$2]::bigint[] AND i.id > $3
-        AND ($4::uuid IS NULL OR i.person_id = $4::uuid)
-        AND ($5::text IS NULL OR ${STATE} = $5)
-      ORDER BY i.id LIMIT $6`,
-    [now, scopeLocationId, afterId ?? 0, filter.personId, filter.state, limit],
+): Promise<void> {
+  await db.query(
+    `UPDATE keys SET name = $2, security_groups = $3::text[], starts_at = $4, expires_at = $5, state = $6, updated_at = $7 WHERE id = $1`,
+    [id, values.name, values.groups, values.startsAt, values.expiresAt, values.state, now],
   );
 }
 
-/** Names of what a set of security groups opens in an account: lock names, else the groups' titles. */
-export async function whatItOpens(db: Queryable, accountId: number, codes: string[]): Promise<string[]> {
-  const locks = await db.query<{ name: string }>(
-    `SELECT k.name FROM locks k JOIN locations l ON l.id = k.location_id
-      WHERE l.account_id = $1 AND k.security_group_codes && $2::text[] ORDER BY k.id LIMIT 5`,
-    [accountId, codes],
+/** Revokes a live key: it expires now and reads `returned`. False when it was revoked already. */
+export async function markKeyRevoked(db: Queryable, id: number, now: Date): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE keys SET revoked_at = $2, expires_at = $2, state = 'returned', updated_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id`,
+    [id, now],
   );
-  if (locks.length > 0) return locks.map((l) => l.name);
-  const groups = await db.query<{ title: string }>(
-    `SELECT DISTINCT sg.title FROM security_groups sg JOIN locations l ON l.id = sg.location_id
-      WHERE l.account_id = $1 AND sg.code = ANY($2::text[]) ORDER BY sg.title LIMIT 5`,
-    [accountId, codes],
+  return rows.length > 0;
+}
+
+/** A key the operator took back: it stays listed, `returned`. */
+export async function markKeyReturned(db: Queryable, id: number, now: Date): Promise<void> {
+  await db.query(`UPDATE keys SET state = 'returned', updated_at = $2 WHERE id = $1`, [id, now]);
+}
+
+/** Every live key of the account whose change the locking system held (`sent`) becomes `handed_over`; their ids. */
+export async function confirmHeldKeys(db: Queryable, accountId: number, now: Date): Promise<number[]> {
+  const rows = await db.query<{ id: number }>(
+    `UPDATE keys SET state = 'handed_over', updated_at = $2 WHERE account_id = $1 AND state = 'sent' AND revoked_at IS NULL RETURNING id`,
+    [accountId, now],
   );
-  return groups.length > 0 ? groups.map((g) => g.title) : codes;
+  return rows.map((row) => row.id);
+}
+
+/** What the keys area needs of an account. */
+export interface AccountRow {
+  id: number;
+  sms_enabled: boolean;
+  locking_system: string | null;
+}
+
+export async function findAccount(db: Queryable, id: number): Promise<AccountRow | null> {
+  const [row] = await db.query<AccountRow>('SELECT id, sms_enabled, locking_system FROM accounts WHERE id = $1', [id]);
+  return row ?? null;
 }
