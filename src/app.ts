@@ -9,8 +9,7 @@ import { OperatorService } from './modules/operator/service.ts';
 import { operatorRoutes } from './modules/operator/routes.ts';
 import { activationRoutes } from './modules/keys/activation-routes.ts';
 import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
-import { KeysService } from './modules/keys/service.ts';
-import { keysOfPerson } from './modules/keys/store.ts';
+import { KeysArea } from './modules/keys/index.ts';
 import { LockingSystems, lockingSystemTasksJob } from './modules/locking-system/index.ts';
 import { MessageQueue, type InvitationMessageSent } from './modules/notifications/index.ts';
 import { notifierFor } from './modules/notifications/notifier.ts';
@@ -149,7 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const lockingSystems = new LockingSystems(db, clock);
   const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log, invitationMessageSent);
   jobs.register(messages.job());
-  const keys = new KeysService({
+  const keys = new KeysArea({
     db,
     clock,
     lockingSystems,
@@ -206,7 +205,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       lockingSystems,
       brandName: config.brandName,
       log: app.log,
-      keysOfPerson: (scope, id) => keysOfPerson(db, scope, id),
+      keysOfPerson: (scope, id) => keys.keysOfPerson(scope, id),
       revokeEverythingOf: (tx, id, now) => keys.revokeEverythingOf(tx, id, now),
     }),
   );
@@ -217,7 +216,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await app.register(async (scope) => {
     // The setup page's form posts an empty urlencoded body; only these routes accept it.
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
-    activationRoutes(scope as typeof app, keys, config.brandName);
+    activationRoutes(scope as typeof app, keys.activation, config.brandName);
   });
   operatorRoutes(
     app,

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../platform/errors.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import type { KeysService } from './service.ts';
+import type { ActivationService } from './activation.ts';
 
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
 
@@ -48,13 +48,13 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
 
 const wantsJson = (request: FastifyRequest) => (request.headers.accept ?? '').includes('application/json');
 
-export function activationRoutes(app: ApiInstance, keys: KeysService, brand: string): void {
+export function activationRoutes(app: ApiInstance, links: ActivationService, brand: string): void {
   const unusable = () =>
     page(brand, 'Link not usable', `<h1>This link can no longer be used</h1>
 <p>It was cancelled, has expired or was already used. Ask whoever issued your key to send a new link.</p>`);
 
   app.get('/activate/:token', { config: { access: { kind: 'open' } }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
-    const link = await keys.describeLink(request.params.token);
+    const link = await links.describeLink(request.params.token);
     if (!link) return sendPage(reply, 410, unusable());
     const { invitation, opens } = link;
     return sendPage(
@@ -80,7 +80,7 @@ export function activationRoutes(app: ApiInstance, keys: KeysService, brand: str
 
   app.post('/activate/:token', { config: { access: { kind: 'open' } }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     try {
-      const activated = await keys.activate(request.params.token);
+      const activated = await links.activate(request.params.token);
       if (wantsJson(request)) return reply.code(200).send(activated);
       return sendPage(reply, 200, page(brand, 'Key activated', `<h1>Your key is ready</h1>\n<p>Your phone key is active. You can close this page.</p>`));
     } catch (error) {

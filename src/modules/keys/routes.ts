@@ -5,14 +5,15 @@ import { Page, PageQuery } from '../../platform/pagination.ts';
 import { ErrorEnvelope, Id, NoContent, errorResponses } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
 import { Invitation, InvitationCreated, Key, KeyCreate, KeyUpdate, OperatorKeyCreate, ResendBody } from './schemas.ts';
-import type { KeysService } from './service.ts';
+import type { KeysArea } from './area.ts';
 
 const IdParams = Type.Object({ id: Id() });
 const read = { access: { kind: 'public' as const, scopes: readScopes('keys') } };
 const write = { access: { kind: 'public' as const, scopes: ['keys:write' as const] } };
 const writeErrors = { ...errorResponses, 409: ErrorEnvelope };
 
-export function keysRoutes(app: ApiInstance, keys: KeysService): void {
+export function keysRoutes(app: ApiInstance, area: KeysArea): void {
+  const { keys, invitations, handOver } = area;
   app.get(
     '/v1/keys',
     {
@@ -44,7 +45,7 @@ export function keysRoutes(app: ApiInstance, keys: KeysService): void {
         response: { 202: InvitationCreated, ...writeErrors },
       },
     },
-    async (request, reply) => reply.code(202).send(await keys.issue(callerOf(request), request.body)),
+    async (request, reply) => reply.code(202).send(await invitations.issue(callerOf(request), request.body)),
   );
 
   app.get(
@@ -89,13 +90,13 @@ export function keysRoutes(app: ApiInstance, keys: KeysService): void {
         response: { 200: Page(Invitation), ...errorResponses },
       },
     },
-    async (request) => keys.listInvitations(callerOf(request), request.query),
+    async (request) => invitations.listInvitations(callerOf(request), request.query),
   );
 
   app.get(
     '/v1/invitations/:id',
     { config: read, schema: { tags: ['Invitations'], summary: 'Get an invitation', params: IdParams, response: { 200: Invitation, ...errorResponses } } },
-    async (request) => keys.getInvitation(callerOf(request), request.params.id),
+    async (request) => invitations.getInvitation(callerOf(request), request.params.id),
   );
 
   app.delete(
@@ -105,7 +106,7 @@ export function keysRoutes(app: ApiInstance, keys: KeysService): void {
       schema: { tags: ['Invitations'], summary: 'Cancel a pending invitation', params: IdParams, response: { 204: NoContent, ...writeErrors } },
     },
     async (request, reply) => {
-      await keys.cancelInvitation(callerOf(request), request.params.id);
+      await invitations.cancelInvitation(callerOf(request), request.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -122,7 +123,7 @@ export function keysRoutes(app: ApiInstance, keys: KeysService): void {
         response: { 202: Invitation, ...writeErrors },
       },
     },
-    async (request, reply) => reply.code(202).send(await keys.resend(callerOf(request), request.params.id, request.body?.channel)),
+    async (request, reply) => reply.code(202).send(await invitations.resend(callerOf(request), request.params.id, request.body?.channel)),
   );
 
   app.post(
@@ -131,7 +132,7 @@ export function keysRoutes(app: ApiInstance, keys: KeysService): void {
       config: { access: { kind: 'admin' } },
       schema: { hide: true, body: OperatorKeyCreate, response: { 201: Key, 401: ErrorEnvelope, 422: ErrorEnvelope } },
     },
-    async (request, reply) => reply.code(201).send(await keys.createByOperator(request.body)),
+    async (request, reply) => reply.code(201).send(await handOver.createByOperator(request.body)),
   );
 
   app.post(
@@ -140,12 +141,12 @@ export function keysRoutes(app: ApiInstance, keys: KeysService): void {
       config: { access: { kind: 'admin' } },
       schema: { hide: true, params: IdParams, response: { 200: Key, 401: ErrorEnvelope, 404: ErrorEnvelope } },
     },
-    async (request) => keys.returnByOperator(request.params.id),
+    async (request) => handOver.returnByOperator(request.params.id),
   );
 }
 
 /** POST /admin/v1/sandbox/locking_system/confirm (SANDBOX=true only). */
-export function keysSandboxRoutes(app: ApiInstance, keys: KeysService): void {
+export function keysSandboxRoutes(app: ApiInstance, { keys }: KeysArea): void {
   app.post(
     '/admin/v1/sandbox/locking_system/confirm',
     {

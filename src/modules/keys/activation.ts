@@ -1,0 +1,71 @@
+// Setup links (spec: Invitation; README: API notes, Setup links): what a link's page shows, and the
+// activation that turns a pending invitation into a key.
+import type { Database } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
+import { hashToken } from '../../platform/secrets.ts';
+import { accountOf, emitKeyEvent, lockingSystemOf, type KeysDeps } from './common.ts';
+import { claimLink, findInvitation, findInvitationByToken, markActivated, spendLink, whatItOpens, type InvitationRow } from './invitation-store.ts';
+import { findKey, insertKey, type KeyRow } from './store.ts';
+
+/** An activation claimed longer ago than this (its instance died) may be claimed again. */
+const ACTIVATION_CLAIM_MS = 120_000;
+
+export class ActivationService {
+  constructor(private readonly deps: KeysDeps) {}
+
+  private get db(): Database {
+    return this.deps.db;
+  }
+
+  private now(): Date {
+    return this.deps.clock.now();
+  }
+
+  /** What a setup-link page shows, or null when the link cannot be used. */
+  async describeLink(token: string): Promise<{ invitation: InvitationRow; opens: string[] } | null> {
+    const invitation = await findInvitationByToken(this.db, this.now(), hashToken(token));
+    if (!invitation || invitation.state !== 'pending') return null;
+    return { invitation, opens: await whatItOpens(this.db, invitation.account_id, invitation.security_groups) };
+  }
+
+  /**
+   * Activates a setup link: one key, `handed_over`, `key.activated`. The link is claimed atomically
+   * first, so of two concurrent activations one creates the key and the other finds the link used.
+   */
+  async activate(token: string): Promise<{ key_id: number; invitation_id: number }> {
+    const now = this.now();
+    const claimed = await claimLink(this.db, hashToken(token), now, new Date(now.getTime() - ACTIVATION_CLAIM_MS));
+    if (!claimed) throw errors.linkUnusable();
+    const account = await accountOf(this.db, claimed.account_id);
+    try {
+      await lockingSystemOf(this.deps.lockingSystems, account).write('key.create', `invitation:${claimed.id}`);
+    } catch (error) {
+      // The single use is spent without a key: the invitation now reads `expired`.
+      await spendLink(this.db, claimed.id, this.now());
+      throw error;
+    }
+    return this.db.transaction(async (tx) => {
+      // A cancel that arrived while the locking system answered does not stop this scan: the key is made
+      // and the invitation reads `cancelled` (spec: Invitation state).
+      const invitation = (await findInvitation(tx, now, null, claimed.id)) as InvitationRow;
+      const keyId = await insertKey(
+        tx,
+        {
+          accountId: account.id,
+          personId: invitation.person_id,
+          invitationId: invitation.id,
+          type: 'digital',
+          name: invitation.name,
+          groups: invitation.security_groups,
+          startsAt: invitation.starts_at,
+          expiresAt: invitation.key_expires_at,
+          managed: false,
+        },
+        now,
+      );
+      await markActivated(tx, invitation.id, keyId, now);
+      await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, keyId)) as KeyRow, now);
+      return { key_id: keyId, invitation_id: invitation.id };
+    });
+  }
+}

@@ -1,0 +1,65 @@
+// What the services of the keys area share: their dependencies, the account read, the checks of
+// security groups and date-times, the locking system of an account, and the key events.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import { emitDomainEvent } from '../../platform/domain-events.ts';
+import type { ErrorDetail } from '../../platform/errors.ts';
+import { parseClientTimestamp } from '../../platform/time.ts';
+import { unknownSecurityGroups } from '../catalog/index.ts';
+import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
+import type { MessageQueue } from '../notifications/message-queue.ts';
+import { findAccount, type AccountRow, type KeyRow } from './store.ts';
+
+export interface KeysDeps {
+  db: Database;
+  clock: Clock;
+  lockingSystems: LockingSystems;
+  messages: MessageQueue;
+  publicUrl: string;
+  brandName: string;
+  revocationEnabled: boolean;
+  log: FastifyBaseLogger;
+}
+
+/** Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. */
+export async function accountOf(db: Queryable, id: number): Promise<AccountRow> {
+  const row = await findAccount(db, id);
+  if (!row) throw new Error(`account ${id} not found`);
+  return row;
+}
+
+/** The locking system the account syncs with. */
+export function lockingSystemOf(lockingSystems: LockingSystems, account: AccountRow): LockingSystem {
+  return lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system });
+}
+
+/** Codes must exist at `locationId` or a location above it; each unknown one is named by its index. */
+export async function checkGroups(db: Queryable, locationId: number, codes: string[], details: ErrorDetail[]): Promise<void> {
+  details.push(...(await unknownSecurityGroups(db, locationId, codes)));
+}
+
+/** A client's date-time, or null with a detail naming the field. */
+export function timestamp(value: string, field: string, details: ErrorDetail[]): Date | null {
+  const parsed = parseClientTimestamp(value);
+  if (!parsed) details.push({ field, code: 'invalid', message: `${field} is not a valid date-time.` });
+  return parsed;
+}
+
+/** key.activated or key.revoked, inside the caller's transaction (README: API notes, Key events). */
+export async function emitKeyEvent(tx: Queryable, type: 'key.activated' | 'key.revoked', key: KeyRow, now: Date): Promise<void> {
+  await emitDomainEvent(tx, {
+    type,
+    accountId: key.account_id,
+    locationId: key.person_location_id,
+    personId: key.person_id,
+    data: {
+      id: key.id,
+      type,
+      occurred_at: now.toISOString(),
+      person: { id: key.person_id, name: key.person_name, email: key.person_email },
+      key: { id: key.id, name: key.name, state: key.state },
+    },
+    occurredAt: now,
+  });
+}
