@@ -1,25 +1,20 @@
 // The SQL of invitations and their setup links. Scope follows the person: an invitation is in a caller's
 // scope when its person's location is. A link is stored only as the hash of its token.
 import type { Queryable } from '../../platform/db/index.ts';
-import type { Invitation } from './schemas.ts';
+import type { Channel, Invitation } from './schemas.ts';
 
-export interface InvitationRow {
-  id: number;
+/** An invitation as read: the fields an Invitation shows as they are (schemas.ts), its times as Dates, and its person. */
+export interface InvitationRow extends Pick<Invitation, 'id' | 'state' | 'person_id' | 'key_id' | 'name' | 'security_groups'> {
   account_id: number;
-  person_id: string;
   person_name: string;
   person_email: string | null;
   person_phone: string | null;
   person_language: string | null;
   person_location_id: number;
-  key_id: number | null;
-  name: string;
-  security_groups: string[];
   starts_at: Date;
   key_expires_at: Date | null;
   expires_at: Date;
-  channel: 'sms' | 'email' | 'both';
-  state: Invitation['state'];
+  channel: Channel;
   sent_email_at: Date | null;
   sent_sms_at: Date | null;
   created_at: Date;
@@ -109,7 +104,7 @@ export interface NewInvitation {
   startsAt: Date;
   keyExpiresAt: Date | null;
   expiresAt: Date;
-  channel: InvitationRow['channel'];
+  channel: Channel;
   tokenHash: string;
 }
 
@@ -150,7 +145,7 @@ export async function cancelInvitationsOfPerson(db: Queryable, personId: string,
 }
 
 /** Gives a pending invitation a new link (the previous token stops matching); false when it is not pending. */
-export async function replaceLink(db: Queryable, id: number, tokenHash: string, channel: InvitationRow['channel'], now: Date): Promise<boolean> {
+export async function replaceLink(db: Queryable, id: number, tokenHash: string, channel: Channel, now: Date): Promise<boolean> {
   const rows = await db.query(
     `UPDATE invitations SET token_hash = $2, channel = $3
       WHERE id = $1 AND cancelled_at IS NULL AND key_id IS NULL AND consumed_at IS NULL AND expires_at > $4 RETURNING id`,

@@ -21,13 +21,11 @@ import {
   whatItOpens,
   type InvitationRow,
 } from './invitation-store.ts';
-import { INVITATION_STATES, type Invitation, type InvitationCreated, type KeyCreate } from './schemas.ts';
+import { INVITATION_STATES, type Channel, type Invitation, type InvitationCreated, type InvitationListQuery, type KeyCreate } from './schemas.ts';
 import type { AccountRow } from './store.ts';
 
 /** A setup link without a key expiry stays usable this long. */
 export const LINK_LIFETIME_MS = 30 * 86_400_000;
-
-type ChannelChoice = 'sms' | 'email' | 'both';
 
 export class InvitationsService {
   constructor(private readonly deps: KeysDeps) {}
@@ -89,7 +87,7 @@ export class InvitationsService {
     };
   }
 
-  async listInvitations(caller: Caller, query: { limit?: number; cursor?: string; person_id?: string; state?: string }): Promise<PageOf<Invitation>> {
+  async listInvitations(caller: Caller, query: InvitationListQuery): Promise<PageOf<Invitation>> {
     if (query.state !== undefined && !(INVITATION_STATES as readonly string[]).includes(query.state)) {
       throw errors.invalidField('state', `state must be one of ${INVITATION_STATES.join(', ')}.`);
     }
@@ -125,7 +123,7 @@ export class InvitationsService {
   }
 
   /** Sends the link again (a new link: the previous one stops working); uses one unit of the allowance. */
-  async resend(caller: Caller, id: number, requested: ChannelChoice | undefined): Promise<Invitation> {
+  async resend(caller: Caller, id: number, requested: Channel | undefined): Promise<Invitation> {
     const invitation = await this.invitationInScope(caller, id);
     if (invitation.state !== 'pending') throw errors.invitationNotPending();
     const person = (await findPerson(this.db, null, invitation.person_id)) as PersonRow;
@@ -165,7 +163,7 @@ export class InvitationsService {
     return invitation;
   }
 
-  private checkChannel(account: AccountRow, person: PersonRow, channel: ChannelChoice, details: ErrorDetail[]): void {
+  private checkChannel(account: AccountRow, person: PersonRow, channel: Channel, details: ErrorDetail[]): void {
     const wantsSms = channel !== 'email';
     const wantsEmail = channel !== 'sms';
     if (wantsSms && !account.sms_enabled) {
@@ -176,7 +174,7 @@ export class InvitationsService {
   }
 
   /** Queues the link's messages and emits key.issued, inside the invitation's transaction. */
-  private async sendLink(tx: Queryable, invitation: InvitationRow, channel: ChannelChoice, token: string, now: Date): Promise<void> {
+  private async sendLink(tx: Queryable, invitation: InvitationRow, channel: Channel, token: string, now: Date): Promise<void> {
     const link = `${this.deps.publicUrl}/activate/${token}`;
     const template = invitationTemplate(invitation.person_language);
     const text = {

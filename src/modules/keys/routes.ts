@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { Page, PageQuery } from '../../platform/pagination.ts';
+import { Page } from '../../platform/pagination.ts';
 import { ErrorEnvelope, Id, NoContent, errorResponses } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
-import { Invitation, InvitationCreated, Key, KeyCreate, KeyUpdate, OperatorKeyCreate, ResendBody } from './schemas.ts';
+import { Invitation, InvitationCreated, InvitationListQuery, Key, KeyCreate, KeyListQuery, KeyUpdate, OperatorKeyCreate, ResendBody } from './schemas.ts';
 import type { KeysArea } from './area.ts';
 
 const IdParams = Type.Object({ id: Id() });
@@ -21,12 +21,7 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
       schema: {
         tags: ['Keys'],
         summary: 'List keys in scope (phone keys, cards and fobs)',
-        querystring: Type.Object({
-          ...PageQuery,
-          person_id: Type.Optional(Type.String({ format: 'uuid' })),
-          state: Type.Optional(Type.String({ maxLength: 32, description: 'an unrecognised state matches nothing' })),
-          security_group: Type.Optional(Type.String({ maxLength: 64, description: 'a security group code' })),
-        }),
+        querystring: KeyListQuery,
         response: { 200: Page(Key), ...errorResponses },
       },
     },
@@ -82,11 +77,7 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
       schema: {
         tags: ['Invitations'],
         summary: 'List invitations',
-        querystring: Type.Object({
-          ...PageQuery,
-          person_id: Type.Optional(Type.String({ format: 'uuid' })),
-          state: Type.Optional(Type.String({ maxLength: 32, description: 'pending, activated, expired or cancelled; anything else answers 422' })),
-        }),
+        querystring: InvitationListQuery,
         response: { 200: Page(Invitation), ...errorResponses },
       },
     },

@@ -1,9 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageQuery } from '../../platform/pagination.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 import { Nullable } from '../../platform/schemas.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
-const Channel = Type.Union([Type.Literal('sms'), Type.Literal('email'), Type.Literal('both')]);
+/** Where a setup link goes. */
+export const Channel = Type.Union([Type.Literal('sms'), Type.Literal('email'), Type.Literal('both')]);
+export type Channel = Static<typeof Channel>;
 // No minimum (the spec sets none): a key may be issued without groups and given them later by PATCH.
 const GroupCodes = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100, uniqueItems: true });
 
@@ -25,6 +28,14 @@ export type Key = Static<typeof Key>;
 /** A key inside a Person: no invitation_id. */
 export const EmbeddedKey = Type.Object(keyFields);
 export type EmbeddedKey = Static<typeof EmbeddedKey>;
+
+export const KeyListQuery = Type.Object({
+  ...PageQuery,
+  person_id: Type.Optional(Type.String({ format: 'uuid' })),
+  state: Type.Optional(Type.String({ maxLength: 32, description: 'an unrecognised state matches nothing' })),
+  security_group: Type.Optional(Type.String({ maxLength: 64, description: 'a security group code' })),
+});
+export type KeyListQuery = Static<typeof KeyListQuery>;
 
 export const KeyCreate = Type.Object(
   {
@@ -72,6 +83,13 @@ export const Invitation = Type.Object({
   created_at: Timestamp,
 });
 export type Invitation = Static<typeof Invitation>;
+
+export const InvitationListQuery = Type.Object({
+  ...PageQuery,
+  person_id: Type.Optional(Type.String({ format: 'uuid' })),
+  state: Type.Optional(Type.String({ maxLength: 32, description: 'pending, activated, expired or cancelled; anything else answers 422' })),
+});
+export type InvitationListQuery = Static<typeof InvitationListQuery>;
 
 export const ResendBody = Type.Union([Type.Object({ channel: Type.Optional(Type.Union(Channel.anyOf, { default: 'sms' })) }, { additionalProperties: false }), Type.Null()]);
 

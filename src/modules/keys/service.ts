@@ -6,7 +6,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { queueLockingSystemTask } from '../locking-system/index.ts';
 import { accountOf, checkGroups, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
-import type { EmbeddedKey, Key, KeyUpdate } from './schemas.ts';
+import type { EmbeddedKey, Key, KeyListQuery, KeyUpdate } from './schemas.ts';
 import {
   confirmHeldKeys,
   findKey,
@@ -31,10 +31,7 @@ export class KeysService {
     return this.deps.clock.now();
   }
 
-  async listKeys(
-    caller: Caller,
-    query: { limit?: number; cursor?: string; person_id?: string; state?: string; security_group?: string },
-  ): Promise<PageOf<Key>> {
+  async listKeys(caller: Caller, query: KeyListQuery): Promise<PageOf<Key>> {
     const limit = clampLimit(query.limit);
     const rows = await listKeys(
       this.db,

@@ -3,18 +3,12 @@
 import type { Queryable } from '../../platform/db/index.ts';
 import type { EmbeddedKey, Key } from './schemas.ts';
 
-export interface KeyRow {
-  id: number;
+/** A key as read: the fields a Key shows as they are (schemas.ts), its times as Dates, and its person. */
+export interface KeyRow extends Pick<Key, 'id' | 'person_id' | 'invitation_id' | 'type' | 'name' | 'state' | 'security_groups'> {
   account_id: number;
-  person_id: string;
   person_name: string;
   person_email: string | null;
   person_location_id: number;
-  invitation_id: number | null;
-  type: string;
-  name: string;
-  state: Key['state'];
-  security_groups: string[];
   starts_at: Date;
   expires_at: Date | null;
   managed_in_locking_system: boolean;
