@@ -9,9 +9,9 @@ import { OperatorService } from './modules/operator/service.ts';
 import { operatorRoutes } from './modules/operator/routes.ts';
 import { activationRoutes } from './modules/keys/activation-routes.ts';
 import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
-import { KeysArea } from './modules/keys/index.ts';
+import { KeysArea, invitationMessageSent } from './modules/keys/index.ts';
 import { LockingSystems, lockingSystemTasksJob } from './modules/locking-system/index.ts';
-import { MessageQueue, type InvitationMessageSent } from './modules/notifications/index.ts';
+import { MessageQueue } from './modules/notifications/index.ts';
 import { notifierFor } from './modules/notifications/notifier.ts';
 import { outboxSandboxRoutes } from './modules/notifications/sandbox-routes.ts';
 import { lockingSystemSandboxRoutes } from './modules/locking-system/sandbox-routes.ts';
@@ -77,16 +77,6 @@ export interface Latchkey {
   /** Stops jobs, flushes the request log and closes the app and the Redis client; the database stays open. */
   close(): Promise<void>;
 }
-
-/**
- * The keys side's answer to the message queue's port: the invitation keeps the time its channel was last
- * accepted by the provider. Belongs in keys/store.ts (keys owns `invitations`); here until the keys module
- * exports it.
- */
-const invitationMessageSent: InvitationMessageSent = async (tx, { invitationId, channel, sentAt }) => {
-  const column = channel === 'sms' ? 'sent_sms_at' : 'sent_email_at';
-  await tx.query(`UPDATE invitations SET ${column} = $2 WHERE id = $1`, [invitationId, sentAt]);
-};
 
 export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const { config, db } = deps;

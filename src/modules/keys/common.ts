@@ -8,7 +8,7 @@ import type { ErrorDetail } from '../../platform/errors.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { unknownSecurityGroups } from '../catalog/index.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
-import type { MessageQueue } from '../notifications/message-queue.ts';
+import type { MessageQueue } from '../notifications/index.ts';
 import { findAccount, type AccountRow, type KeyRow } from './store.ts';
 
 export interface KeysDeps {

@@ -178,6 +178,12 @@ export async function markActivated(db: Queryable, id: number, keyId: number, no
   await db.query('UPDATE invitations SET key_id = $2, activated_at = $3, activating_at = NULL WHERE id = $1', [id, keyId, now]);
 }
 
+/** The provider accepted a message of the invitation on this channel: it is `sent.sms_at` or `sent.email_at`. */
+export async function markMessageSent(db: Queryable, invitationId: number, channel: 'sms' | 'email', sentAt: Date): Promise<void> {
+  const column = channel === 'sms' ? 'sent_sms_at' : 'sent_email_at';
+  await db.query(`UPDATE invitations SET ${column} = $2 WHERE id = $1`, [invitationId, sentAt]);
+}
+
 /** Takes one unit of the account's phone-key allowance; false when it is used up. */
 export async function useAllowance(db: Queryable, accountId: number): Promise<boolean> {
   const rows = await db.query(

@@ -6,7 +6,7 @@ import { emitDomainEvent } from '../../platform/domain-events.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
-import { invitationTemplate } from '../notifications/templates.ts';
+import { invitationTemplate, type InvitationMessageSent } from '../notifications/index.ts';
 import { findPerson, type PersonRow } from '../people/index.ts';
 import { accountOf, checkGroups, timestamp, type KeysDeps } from './common.ts';
 import {
@@ -15,6 +15,7 @@ import {
   findInvitation,
   insertInvitation,
   listInvitations,
+  markMessageSent,
   replaceLink,
   toInvitation,
   useAllowance,
@@ -26,6 +27,9 @@ import type { AccountRow } from './store.ts';
 
 /** A setup link without a key expiry stays usable this long. */
 export const LINK_LIFETIME_MS = 30 * 86_400_000;
+
+/** The message queue's port: the invitation keeps the time its channel was last accepted by the provider. */
+export const invitationMessageSent: InvitationMessageSent = (tx, { invitationId, channel, sentAt }) => markMessageSent(tx, invitationId, channel, sentAt);
 
 export class InvitationsService {
   constructor(private readonly deps: KeysDeps) {}
