@@ -2,7 +2,8 @@
 // retried with backoff until the locking system accepts it (README: API notes, Revocation).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { retryDelaySeconds } from '../../src/modules/locking-system/tasks.ts';
+import { rungAfter } from '../../src/platform/work-queue.ts';
+import { TASK_WORK } from '../../src/modules/locking-system/tasks.ts';
 import { advanceClock } from '../helpers/fixtures.ts';
 import { activate, issueKey, keysTenant, latestLink } from '../helpers/keys.ts';
 import { useTestService } from '../helpers/service.ts';
@@ -81,6 +82,6 @@ describe('locking-system tasks', () => {
 
 describe('the retry ladder', () => {
   test('waits 60 s, 5 min, 30 min, 2 h, 6 h, then a day after each further failure', () => {
-    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 50].map(retryDelaySeconds), [60, 300, 1800, 7200, 21_600, 86_400, 86_400, 86_400, 86_400]);
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 50].map((attempts) => rungAfter(TASK_WORK, attempts)), [60, 300, 1800, 7200, 21_600, 86_400, 86_400, 86_400, 86_400]);
   });
 });

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MESSAGE_WORK } from '../../src/modules/notifications/index.ts';
 import { DELIVERY_WORK } from '../../src/modules/webhooks/dispatcher.ts';
+import { TASK_WORK } from '../../src/modules/locking-system/tasks.ts';
 import {
   STANDARD_LADDER_SECONDS,
   WorkQueue,
@@ -134,14 +135,16 @@ describe('Retry-After', () => {
 });
 
 describe('kinds and the queue', () => {
-  test('messages end `failed`, deliveries `exhausted`, both on the standard ladder without jitter', () => {
+  test('messages end `failed`, deliveries `exhausted`, tasks never; all on the standard ladder without jitter', () => {
     assert.deepEqual(
-      [MESSAGE_WORK, DELIVERY_WORK].map((k) => [k.endState, k.ladderSeconds, k.jitterRatio]),
+      [MESSAGE_WORK, DELIVERY_WORK, TASK_WORK].map((k) => [k.endState, k.ladderSeconds, k.jitterRatio]),
       [
         ['failed', STANDARD_LADDER_SECONDS, 0],
         ['exhausted', STANDARD_LADDER_SECONDS, 0],
+        [null, STANDARD_LADDER_SECONDS, 0],
       ],
     );
+    assert.deepEqual([TASK_WORK.leaseSeconds, TASK_WORK.batchSize], [120, 20]);
     assert.deepEqual([MESSAGE_WORK.leaseSeconds, MESSAGE_WORK.batchSize, DELIVERY_WORK.leaseSeconds, DELIVERY_WORK.batchSize], [120, 20, 60, 64]);
   });
 

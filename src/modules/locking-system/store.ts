@@ -1,6 +1,7 @@
 // The SQL of the locking-system area: the table of pending locking-system writes (tasks) and the
 // sandbox simulator's settings and record of writes.
 import type { Queryable } from '../../platform/db/index.ts';
+import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
 import type { LockingSystemOperation, SandboxMode } from './connector.ts';
 
 // ---- tasks ------------------------------------------------------------------------------------
@@ -27,14 +28,13 @@ export async function insertTask(
 }
 
 /** Claims up to `limit` due tasks until `claimedUntil`, counting the attempt; other instances skip them. */
-export async function claimDueTasks(db: Queryable, now: Date, claimedUntil: Date, limit: number): Promise<ClaimedTask[]> {
+export async function claimDueTasks(db: Queryable, lease: Lease): Promise<ClaimedTask[]> {
   return db.query<ClaimedTask>(
     `UPDATE locking_system_tasks SET claimed_until = $2, attempts = attempts + 1
-      WHERE id IN (SELECT id FROM locking_system_tasks
-                    WHERE status = 'pending' AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
+      WHERE id IN (SELECT id FROM locking_system_tasks WHERE ${dueAndUnleased()}
                     ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
       RETURNING id, account_id, operation, entity_id, attempts`,
-    [now, claimedUntil, limit],
+    [lease.now, lease.until, lease.batchSize],
   );
 }
 
