@@ -60,6 +60,8 @@ interface SealedContent {
 
 export class MessageQueue {
   private readonly queue: WorkQueue<MessageRow>;
+  /** The dispatch under way (see dispatch); the next one starts after it. */
+  private running: Promise<number> = Promise.resolve(0);
 
   constructor(
     private readonly db: Database,
@@ -97,8 +99,18 @@ export class MessageQueue {
     await withdrawMessages(tx, invitationIds);
   }
 
-  /** Sends what is due now; called after a commit that queued messages, and by the job loop. */
-  async dispatch(): Promise<number> {
+  /**
+   * Sends what is due now; called after a commit that queued messages (kick), and by the job loop. One
+   * dispatch at a time per instance: a job run waits for a kick's sending to end, so that a sandbox clock
+   * advance, which runs jobs until idle, returns with the messages sent, not merely claimed.
+   */
+  dispatch(): Promise<number> {
+    const run = this.running.catch(() => 0).then(() => this.dispatchDue());
+    this.running = run;
+    return run;
+  }
+
+  private async dispatchDue(): Promise<number> {
     const claimed = await this.queue.claim();
     for (const row of claimed) await this.sendOne(row);
     return claimed.length;
