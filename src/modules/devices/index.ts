@@ -5,7 +5,7 @@ import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
-import { AccessLog, parseGatewayEvent, type GatewayEvent } from '../events/access-log.ts';
+import { parseGatewayEvent, type AccessLogWriter, type GatewayEvent } from '../events/index.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type DeviceLink } from './link.ts';
 import type { GatewayTopic } from './topics.ts';
@@ -46,7 +46,7 @@ export async function startDevices(
   db: Database,
   clock: Clock,
   jobs: JobRunner,
-  accessLog: AccessLog,
+  accessLog: AccessLogWriter,
   log: FastifyBaseLogger,
 ): Promise<Devices> {
   // Messages of one gateway are handled in order of arrival (an online followed by an offline must end offline).

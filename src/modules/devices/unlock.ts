@@ -8,7 +8,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { Job } from '../../platform/jobs.ts';
-import type { AccessEvent, AccessLog, LockRow } from '../events/access-log.ts';
+import type { AccessEvent, AccessLogLock, AccessLogWriter, WriteGuard } from '../events/index.ts';
 import { commandsTopic } from './topics.ts';
 
 export interface LockCommand {
@@ -37,7 +37,7 @@ interface CommandRow {
   error: LockCommand['error'];
 }
 
-interface UnlockLock extends LockRow {
+interface UnlockLock extends AccessLogLock {
   gateway_id: number | null;
   online: boolean | null;
   path: number[];
@@ -64,7 +64,7 @@ function toCommand(row: CommandRow): LockCommand {
 export interface UnlockDeps {
   db: Database;
   clock: Clock;
-  accessLog: AccessLog;
+  accessLog: AccessLogWriter;
   publish: (topic: string, payload: unknown) => Promise<void>;
   timeoutSeconds: number;
   /** With SANDBOX=true, PUT /admin/v1/sandbox/mqtt can make every publish fail. */
@@ -107,9 +107,11 @@ const COMMAND_OUTCOME_CONTEXT = {
    WHERE c.id = $1 AND c.gateway_id = $2 AND c.status = 'published'`,
 };
 
-/** Ends a published command: the guard of the outcome's access-log write (parameters from $12 on). */
-const END_COMMAND = `UPDATE lock_commands SET status = $14, error = $15::jsonb, confirmed_at = CASE WHEN $14 = 'confirmed' THEN $16::timestamptz ELSE NULL END
-                      WHERE id = $12 AND gateway_id = $13 AND status = 'published' RETURNING id`;
+/** Ends a published command: the guard of the outcome's access-log write (params: id, gateway, status, error, now). */
+const END_COMMAND: WriteGuard['sql'] = (
+  $,
+) => `UPDATE lock_commands SET status = ${$(3)}, error = ${$(4)}::jsonb, confirmed_at = CASE WHEN ${$(3)} = 'confirmed' THEN ${$(5)}::timestamptz ELSE NULL END
+                      WHERE id = ${$(1)} AND gateway_id = ${$(2)} AND status = 'published' RETURNING id`;
 
 const FIND_LOCK = {
   name: 'lockCommands.lock',
@@ -219,7 +221,7 @@ export class UnlockService {
     failReason: string | null,
   ): Promise<void> {
     const now = this.deps.clock.now();
-    const [context] = await this.db.query<LockRow & { api_key: AccessEvent['api_key'] }>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
+    const [context] = await this.db.query<AccessLogLock & { api_key: AccessEvent['api_key'] }>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
     if (!context) return;
     const { api_key: apiKey, ...lock } = context;
     // One statement ends the command and records its outcome, or does neither when another instance (or
