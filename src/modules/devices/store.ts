@@ -1,5 +1,5 @@
-// The SQL of the devices module: lock commands (remote unlock) and gateway presence. Queries that take
-// the caller's location filter by it.
+// The SQL of the devices module: lock commands (remote unlock), gateway presence and gateway credentials
+// (mosquitto-dynsec.ts keeps its one query). Queries that take the caller's location filter by it.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { AccessEvent, AccessLogLock, WriteGuard } from '../events/index.ts';
 import type { LockCommand } from './schemas.ts';
@@ -189,4 +189,22 @@ export async function locksOfGateway(tx: Queryable, gatewayId: number): Promise<
        FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.gateway_id = $1 ORDER BY k.id`,
     [gatewayId],
   );
+}
+
+// ---- Gateway credentials ----
+
+/** The gateway that logs in with this user name, with its password hash. */
+export async function gatewayByUsername(db: Queryable, username: string): Promise<{ id: number; password_hash: string } | undefined> {
+  const [row] = await db.query<{ id: number; password_hash: string }>('SELECT id, password_hash FROM gateways WHERE mqtt_username = $1', [username]);
+  return row;
+}
+
+/** The password hash of the gateway, when it has that user name. */
+export async function gatewayPasswordHash(db: Queryable, gatewayId: number, username: string): Promise<string | undefined> {
+  const [row] = await db.query<{ password_hash: string }>('SELECT password_hash FROM gateways WHERE id = $1 AND mqtt_username = $2', [gatewayId, username]);
+  return row?.password_hash;
+}
+
+export async function gatewayExists(db: Queryable, gatewayId: number): Promise<boolean> {
+  return (await db.query('SELECT 1 FROM gateways WHERE id = $1', [gatewayId])).length > 0;
 }
