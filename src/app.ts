@@ -24,7 +24,7 @@ import { brokerAuthRoutes } from './modules/devices/broker-auth-routes.ts';
 import { startDevices } from './modules/devices/index.ts';
 import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
-import { AccessLog } from './modules/events/access-log.ts';
+import { AccessLogReader, AccessLogWriter } from './modules/events/index.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
@@ -151,7 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
   await dispatcher.start();
-  const accessLog = new AccessLog(db, clock, app.log);
+  const accessLog = new AccessLogWriter(db, clock, app.log);
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
   const dynsec = config.mqttUrl && config.mqttDynsec ? await startDynsec(config.mqttUrl, config.mqttDynsec, db, app.log) : null;
   const devices = await startDevices(config, db, clock, jobs, accessLog, app.log);
@@ -200,7 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     }),
   );
   keysRoutes(app, keys);
-  eventsRoutes(app, accessLog);
+  eventsRoutes(app, new AccessLogReader(db));
   unlockRoutes(app, devices.unlock);
   webhooksRoutes(app, new WebhooksService({ db, clock, secrets, dispatcher, allowHosts: config.webhookAllowHosts }));
   await app.register(async (scope) => {

@@ -3,24 +3,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
-import { AccessLog, type GatewayEvent, type LockRow } from '../../src/modules/events/access-log.ts';
+import { AccessLogWriter, type AccessEvent, type AccessLogLock, type GatewayEvent, type WriteGuard } from '../../src/modules/events/index.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import type { Database, Queryable, Sql } from '../../src/platform/db/database.ts';
 import { startService, useTestService } from '../helpers/service.ts';
 
-interface Event {
-  id: number;
-  type: string;
-  occurred_at: string;
-  result: string;
-  reason: string | null;
-  source: string;
-  api_key: unknown;
-  lock: { id: number; name: string; place: string };
-  location: { id: number; name: string };
-  person: { id: string; name: string; email: string | null } | null;
-  key: { id: number; name: string } | null;
-}
+/** The Event object of GET /events and of the webhooks. */
+type Event = AccessEvent;
 interface Page<T> {
   data: T[];
   next_cursor: string | null;
@@ -106,7 +95,7 @@ describe('a batch of door events (what arrived while the previous batch was writ
     const other = await createAccount(ctx.service);
     const stranger = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Eve', location_id: other.rootLocationId });
     const strangerCard = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: stranger.body.id, type: 'card', name: 'Eve badge' });
-    const log = new AccessLog(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+    const log = new AccessLogWriter(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
     const at = '2026-11-20T08:00:00Z';
     const event = (id: string, lockId: number, type: GatewayEvent['type'], keyId: number | null = null): GatewayEvent => ({ id, lock_id: lockId, type, occurred_at: at, key_id: keyId, reason: null });
 
@@ -148,19 +137,19 @@ describe('a batch of door events (what arrived while the previous batch was writ
 describe('a guarded write (how a lock command ends together with its outcome)', () => {
   test('writes the entries only when the guard changes a row, in the same statement', async () => {
     const s = await site();
-    const log = new AccessLog(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
-    const [lock] = await ctx.database.db.query<LockRow>(
+    const log = new AccessLogWriter(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+    const [lock] = await ctx.database.db.query<AccessLogLock>(
       'SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1',
       [s.front],
     );
     const entry = { gatewayId: null, gatewayEventId: null, type: 'access.granted', occurredAt: new Date(), result: 'success' as const, reason: null, source: 'api', apiKey: null, person: null, key: null };
     const flag = `guard-test-${s.account.id}`;
-    const guard = { name: 'testFlag', sql: `UPDATE settings SET value = 'used' WHERE key = $12 AND value = 'fresh' RETURNING key`, params: [flag] };
-    assert.deepEqual(await log.recordBatch(ctx.database.db, [{ lock: lock as LockRow, entry }], guard), [null], 'no such flag: nothing written');
+    const guard: WriteGuard = { name: 'testFlag', sql: (param) => `UPDATE settings SET value = 'used' WHERE key = ${param(1)} AND value = 'fresh' RETURNING key`, params: [flag] };
+    assert.deepEqual(await log.recordBatch(ctx.database.db, [{ lock: lock as AccessLogLock, entry }], guard), [null], 'no such flag: nothing written');
     await ctx.database.db.query(`INSERT INTO settings (key, value) VALUES ($1, 'fresh')`, [flag]);
-    const [written] = await log.recordBatch(ctx.database.db, [{ lock: lock as LockRow, entry }], guard);
+    const [written] = await log.recordBatch(ctx.database.db, [{ lock: lock as AccessLogLock, entry }], guard);
     assert.equal(written?.type, 'access.granted');
-    assert.deepEqual(await log.recordBatch(ctx.database.db, [{ lock: lock as LockRow, entry }], guard), [null], 'the flag is used: nothing written');
+    assert.deepEqual(await log.recordBatch(ctx.database.db, [{ lock: lock as AccessLogLock, entry }], guard), [null], 'the flag is used: nothing written');
     const rows = await ctx.database.db.query<{ id: number }>('SELECT id FROM access_events WHERE lock_id = $1', [s.front]);
     assert.deepEqual(rows.map((r) => r.id), [written?.id]);
   });

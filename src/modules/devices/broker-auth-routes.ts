@@ -15,7 +15,8 @@ import { FAILED_AUTH_PER_MINUTE, type RateLimits } from '../../platform/rate-lim
 import { ErrorEnvelope } from '../../platform/schemas.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { gatewayIdOf } from './broker-accounts.ts';
-import { gatewayCredentialsValid, gatewayExists, mayPublish, maySubscribe } from './gateway-access.ts';
+import { gatewayCredentialsValid, mayPublish, maySubscribe } from './gateway-access.ts';
+import { gatewayExists } from './store.ts';
 import { gatewayTopicPrefix } from './topics.ts';
 
 export const BROKER_AUTHENTICATE_PATH = '/broker/v1/authenticate';

@@ -12,6 +12,7 @@ import { mayPublish, maySubscribe } from './gateway-access.ts';
 import { gatewayTopicPrefix } from './topics.ts';
 import { routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { limitPacketSize } from './packet-size.ts';
+import { gatewayByUsername } from './store.ts';
 
 const BAD_CREDENTIALS = 4;
 const NOT_AUTHORIZED = 5;
@@ -133,7 +134,7 @@ export class EmbeddedBroker {
     if (!username || !password) return false;
     // The client id must be the gateway's user name, so a gateway cannot pose as another.
     if (client.id !== username) return false;
-    const [row] = await this.db.query<{ id: number; password_hash: string }>('SELECT id, password_hash FROM gateways WHERE mqtt_username = $1', [username]);
+    const row = await gatewayByUsername(this.db, username);
     if (!row || !sameHash(hashToken(password.toString()), row.password_hash)) return false;
     // Gone while the password was checked: its 'close' has been emitted already.
     if (client.closed) return false;

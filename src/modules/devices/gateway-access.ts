@@ -5,8 +5,8 @@
 import type { Queryable } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { gatewayUsername } from './broker-accounts.ts';
+import { gatewayPasswordHash } from './store.ts';
 import { commandsTopic, GATEWAY_MESSAGE_TOPICS, gatewayTopicPrefix } from './topics.ts';
-
 
 /** The exact topics a gateway publishes on, and the one topic filter it subscribes to (its commands). */
 export function gatewayPermissions(gatewayId: number): { publish: string[]; subscribe: string[] } {
@@ -32,11 +32,7 @@ export function maySubscribe(gatewayId: number, filter: string): boolean {
  */
 export async function gatewayCredentialsValid(db: Queryable, gatewayId: number, clientId: string, password: string): Promise<boolean> {
   const username = gatewayUsername(gatewayId);
-  const [row] = await db.query<{ password_hash: string }>('SELECT password_hash FROM gateways WHERE id = $1 AND mqtt_username = $2', [gatewayId, username]);
-  const matches = row !== undefined && sameHash(hashToken(password), row.password_hash);
+  const hash = await gatewayPasswordHash(db, gatewayId, username);
+  const matches = hash !== undefined && sameHash(hashToken(password), hash);
   return matches && clientId === username;
-}
-
-export async function gatewayExists(db: Queryable, gatewayId: number): Promise<boolean> {
-  return (await db.query('SELECT 1 FROM gateways WHERE id = $1', [gatewayId])).length > 0;
 }

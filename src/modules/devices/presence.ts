@@ -11,6 +11,7 @@ import { notify, type Database } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { CATALOG_CHANNEL } from '../catalog/index.ts';
+import { locksOfGateway, onlineGatewayIds, quietGatewayIds, setGatewayOnline, touchGateway } from './store.ts';
 
 export const QUIET_OFFLINE_MS = 45 * 60_000;
 /**
@@ -61,13 +62,13 @@ export class PresenceService {
    * Not with an external broker, which keeps its connections while the service restarts.
    */
   async startWithNobodyConnected(): Promise<number> {
-    const held = await this.db.query<{ id: number }>('SELECT id FROM gateways WHERE online ORDER BY id');
-    for (const { id } of held) this.lost(Number(id));
+    const held = await onlineGatewayIds(this.db);
+    for (const id of held) this.lost(id);
     return held.length;
   }
 
   private async recordContact(gatewayId: number): Promise<void> {
-    const [row] = await this.db.query<{ online: boolean }>('UPDATE gateways SET last_seen_at = $2 WHERE id = $1 RETURNING online', [gatewayId, this.clock.now()]);
+    const row = await touchGateway(this.db, gatewayId, this.clock.now());
     if (row && !row.online) await this.setOnline(gatewayId, true);
   }
 
@@ -76,18 +77,8 @@ export class PresenceService {
     const now = this.clock.now();
     if (!online) this.nextContactWrite.delete(gatewayId);
     const changed = await this.db.transaction(async (tx) => {
-      const rows = await tx.query(
-        `UPDATE gateways SET online = $2, last_seen_at = CASE WHEN $2 THEN $3 ELSE last_seen_at END
-          WHERE id = $1 AND online IS DISTINCT FROM $2 RETURNING id`,
-        [gatewayId, online, now],
-      );
-      if (rows.length === 0) return false;
-      const locks = await tx.query<{ id: number; name: string; place: string; location_id: number; account_id: number; location_name: string }>(
-        `SELECT k.id, k.name, k.place, k.location_id, l.account_id, l.name AS location_name
-           FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.gateway_id = $1 ORDER BY k.id`,
-        [gatewayId],
-      );
-      for (const lock of locks) {
+      if (!(await setGatewayOnline(tx, gatewayId, online, now))) return false;
+      for (const lock of await locksOfGateway(tx, gatewayId)) {
         await emitDomainEvent(tx, {
           type: online ? 'lock.online' : 'lock.offline',
           accountId: lock.account_id,
@@ -115,12 +106,8 @@ export class PresenceService {
       everySeconds: 60,
       run: async () => {
         const cutoff = new Date(this.clock.now().getTime() - QUIET_OFFLINE_MS);
-        const quiet = await this.db.query<{ id: number }>(
-          'SELECT id FROM gateways WHERE online AND (last_seen_at IS NULL OR last_seen_at < $1)',
-          [cutoff],
-        );
         let changed = 0;
-        for (const { id } of quiet) if (await this.setOnline(id, false)) changed++;
+        for (const id of await quietGatewayIds(this.db, cutoff)) if (await this.setOnline(id, false)) changed++;
         return changed;
       },
     };

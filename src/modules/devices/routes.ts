@@ -2,19 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { ErrorEnvelope, Id, errorResponses } from '../../platform/schemas.ts';
+import { LockCommandSchema } from './schemas.ts';
 import type { UnlockService } from './unlock.ts';
-
-const Timestamp = Type.String({ format: 'date-time' });
-export const LockCommandSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  lock_id: Type.Integer(),
-  status: Type.Union([Type.Literal('published'), Type.Literal('confirmed'), Type.Literal('timed_out'), Type.Literal('failed')]),
-  requested_at: Timestamp,
-  published_at: Type.Union([Timestamp, Type.Null()]),
-  confirmed_at: Type.Union([Timestamp, Type.Null()]),
-  timeout_seconds: Type.Integer(),
-  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
-});
 
 const control = { access: { kind: 'public' as const, scopes: ['locks:control' as const] } };
 const LockParams = Type.Object({ id: Id() });

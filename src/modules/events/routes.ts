@@ -2,25 +2,11 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
-import { Id, Nullable, errorResponses } from '../../platform/schemas.ts';
-import type { AccessLog } from './access-log.ts';
+import { Id, errorResponses } from '../../platform/schemas.ts';
+import type { AccessLogReader } from './reader.ts';
+import { EventSchema } from './schemas.ts';
 
-
-export const EventSchema = Type.Object({
-  id: Type.Integer({ description: 'ascending in order of receipt' }),
-  type: Type.String({ description: 'access.granted, access.denied, door.closed or door.left_open' }),
-  occurred_at: Type.String({ format: 'date-time' }),
-  result: Type.Union([Type.Literal('success'), Type.Literal('denied')]),
-  reason: Nullable(Type.String()),
-  source: Type.String({ description: '`gateway` for door activity, `api` for remote unlocks' }),
-  api_key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), prefix: Type.String() })),
-  lock: Type.Object({ id: Type.Integer(), name: Type.String(), place: Type.String() }),
-  location: Type.Object({ id: Type.Integer(), name: Type.String() }),
-  person: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Nullable(Type.String()) })),
-  key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String() })),
-});
-
-export function eventsRoutes(app: ApiInstance, accessLog: AccessLog): void {
+export function eventsRoutes(app: ApiInstance, accessLog: AccessLogReader): void {
   app.get(
     '/v1/events',
     {

@@ -1,0 +1,39 @@
+// A door event as a gateway sends it on `{p}/gateways/{g}/events` (docs/spec/gateway-mqtt.md), checked
+// before it reaches the access log: what the database could not store is refused here, alone, not in a batch.
+import { parseClientTimestamp } from '../../platform/time.ts';
+import { DOOR_EVENT_TYPES, type DoorEventType } from './schemas.ts';
+
+export interface GatewayEvent {
+  id: string;
+  lock_id: number;
+  type: DoorEventType;
+  occurred_at: string;
+  key_id: number | null;
+  reason: string | null;
+}
+
+/** A row id as the database holds it (int8) and JavaScript can carry exactly. */
+const isRowId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+/** Text PostgreSQL can store: NUL is the one character it refuses, and would fail the whole batch. */
+const isStorableText = (value: unknown, max: number): value is string =>
+  typeof value === 'string' && value !== '' && value.length <= max && !value.includes('\u0000');
+
+/** A gateway event as the contract describes it, or null. */
+export function parseGatewayEvent(payload: unknown): GatewayEvent | null {
+  const p = payload as Record<string, unknown>;
+  if (!p || typeof p !== 'object') return null;
+  if (!isStorableText(p.id, 200)) return null;
+  if (!isRowId(p.lock_id)) return null;
+  if (!(DOOR_EVENT_TYPES as readonly unknown[]).includes(p.type)) return null;
+  if (!isStorableText(p.occurred_at, 64) || !parseClientTimestamp(p.occurred_at)) return null;
+  if (p.key_id !== null && p.key_id !== undefined && !isRowId(p.key_id)) return null;
+  if (p.reason !== null && p.reason !== undefined && !isStorableText(p.reason, 200)) return null;
+  return {
+    id: p.id,
+    lock_id: p.lock_id,
+    type: p.type as DoorEventType,
+    occurred_at: p.occurred_at,
+    key_id: (p.key_id as number | null | undefined) ?? null,
+    reason: (p.reason as string | null | undefined) ?? null,
+  };
+}

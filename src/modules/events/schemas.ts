@@ -1,0 +1,64 @@
+// The access log's shapes: the Event object of GET /events and of the access.* / door.* webhooks, and
+// what other modules hand the log to write.
+import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../../platform/schemas.ts';
+
+/** The door activity a gateway reports and GET /events lists (unlock.failed is webhook-only). */
+export const DOOR_EVENT_TYPES = ['access.granted', 'access.denied', 'door.closed', 'door.left_open'] as const;
+export type DoorEventType = (typeof DOOR_EVENT_TYPES)[number];
+
+export const EventSchema = Type.Object({
+  id: Type.Integer({ description: 'ascending in order of receipt' }),
+  type: Type.String({ description: 'access.granted, access.denied, door.closed or door.left_open' }),
+  occurred_at: Type.String({ format: 'date-time' }),
+  result: Type.Union([Type.Literal('success'), Type.Literal('denied')]),
+  reason: Nullable(Type.String()),
+  source: Type.String({ description: '`gateway` for door activity, `api` for remote unlocks' }),
+  api_key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), prefix: Type.String() })),
+  lock: Type.Object({ id: Type.Integer(), name: Type.String(), place: Type.String() }),
+  location: Type.Object({ id: Type.Integer(), name: Type.String() }),
+  person: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Nullable(Type.String()) })),
+  key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String() })),
+});
+/** The Event object of GET /events and of the access.* / door.* webhooks. */
+export type AccessEvent = Static<typeof EventSchema>;
+
+/**
+ * The lock an access-log entry is about, with what the Event shows of its location and the account the
+ * entry belongs to (callers read it with their own query: the columns are these).
+ */
+export interface AccessLogLock {
+  id: number;
+  name: string;
+  place: string;
+  location_id: number;
+  location_name: string;
+  account_id: number;
+}
+
+/** One access-log entry to write (AccessLogWriter.record / recordBatch). */
+export interface AccessEntry {
+  gatewayId: number | null;
+  gatewayEventId: string | null;
+  type: string;
+  occurredAt: Date;
+  result: AccessEvent['result'];
+  reason: string | null;
+  source: string;
+  apiKey: AccessEvent['api_key'];
+  person: AccessEvent['person'];
+  key: AccessEvent['key'];
+}
+
+/**
+ * A condition on AccessLogWriter.recordBatch's write, part of the same statement: a data-modifying
+ * statement (ending a lock command, say). The entries are written only if it affects a row, so the change
+ * and its log entries happen together or not at all, in one round trip. Its SQL names its parameters
+ * `param(1)`, `param(2)`, … for `params[0]`, `params[1]`, …; the log numbers them after its own.
+ */
+export interface WriteGuard {
+  /** Names the prepared statement (one per kind of guard). */
+  name: string;
+  sql: (param: (n: number) => string) => string;
+  params: readonly unknown[];
+}

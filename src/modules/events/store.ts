@@ -1,0 +1,149 @@
+// The SQL of the access log: the reads a batch of gateway events needs, the one statement that writes
+// entries with their domain events (optionally under a caller's guard), and GET /events.
+import type { PreparedSql, Queryable } from '../../platform/db/index.ts';
+import { EMIT_OUTGOING_CTES } from '../../platform/domain-events.ts';
+import type { AccessEntry, AccessEvent, AccessLogLock, DoorEventType, WriteGuard } from './schemas.ts';
+
+/**
+ * Everything a batch of a gateway's events needs to know, in one round trip: the gateway's locks among
+ * those named, which event ids are already stored, the holders of the keys named, and the last opening
+ * of each of the gateway's locks that has a door.* event in the batch.
+ */
+const BATCH_CONTEXT = {
+  name: 'accessLog.batchContext',
+  text: `SELECT
+    (SELECT coalesce(json_agg(x), '[]') FROM (
+       SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
+         FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[]) AND k.gateway_id = $2) AS x) AS locks,
+    (SELECT coalesce(json_agg(gateway_event_id), '[]') FROM access_events
+      WHERE gateway_id = $2 AND gateway_event_id = ANY($3::text[])) AS seen,
+    (SELECT coalesce(json_agg(x), '[]') FROM (
+       SELECT k.id AS key_id, k.name AS key_name, k.account_id, p.id AS person_id, p.name AS person_name, p.email AS person_email
+         FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = ANY($4::bigint[])) AS x) AS holders,
+    (SELECT coalesce(json_agg(json_build_object('lock_id', k.id, 'data', o.data)), '[]')
+       FROM locks k CROSS JOIN LATERAL (SELECT data FROM access_events
+                                         WHERE lock_id = k.id AND type = 'access.granted' ORDER BY id DESC LIMIT 1) AS o
+      WHERE k.id = ANY($5::bigint[]) AND k.gateway_id = $2) AS openings`,
+};
+
+export interface KeyHolder {
+  key_id: number;
+  key_name: string;
+  account_id: number;
+  person_id: string;
+  person_name: string;
+  person_email: string | null;
+}
+
+export interface BatchContext {
+  locks: AccessLogLock[];
+  seen: string[];
+  holders: KeyHolder[];
+  openings: Array<{ lock_id: number; data: AccessEvent }>;
+}
+
+/** What BATCH_CONTEXT asks about: the ids a batch of a gateway's events names. */
+export interface BatchQuestion {
+  gatewayId: number;
+  lockIds: number[];
+  eventIds: string[];
+  keyIds: number[];
+  /** The locks with a door.* event in the batch, whose last opening is wanted. */
+  closedLockIds: number[];
+}
+
+export async function readBatchContext(db: Queryable, q: BatchQuestion): Promise<BatchContext> {
+  const [context] = await db.query<BatchContext>(BATCH_CONTEXT, [q.lockIds, q.gatewayId, q.eventIds, q.keyIds, q.closedLockIds]);
+  return context as BatchContext;
+}
+
+/** The parameters of the entries' write ($1 to $11); a guard's are numbered after them. */
+const RECORD_PARAMETERS = 11;
+const guardParam = (n: number): string => `$${RECORD_PARAMETERS + n}`;
+
+function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
+  return {
+    name: guard ? `accessLog.record.${guard.name}` : 'accessLog.record',
+    text: `WITH ${guard ? `guard AS (${guard.sql(guardParam)}),` : ''}
+  drawn AS MATERIALIZED (
+    SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id
+      FROM generate_series(1, ${guard ? '(SELECT CASE WHEN count(*) > 0 THEN cardinality($1::bigint[]) ELSE 0 END FROM guard)' : 'cardinality($1::bigint[])'}) AS n
+  ),
+  stored AS (
+    INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
+    SELECT drawn.id, e.account_id, e.location_id, e.lock_id, e.gateway_id, e.gateway_event_id, e.type, e.occurred_at, e.person_id, e.key_id,
+           jsonb_set(e.data, '{id}', to_jsonb(drawn.id))
+      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[], $8::uuid[], $9::bigint[], $10::jsonb[])
+           WITH ORDINALITY AS e (account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data, n)
+      JOIN drawn ON drawn.n = e.n
+    ON CONFLICT (gateway_id, gateway_event_id) DO NOTHING
+    RETURNING id, account_id, location_id, person_id, type, data
+  ),
+  outgoing AS (
+    SELECT type, account_id, location_id, person_id, data, $11::timestamptz AS occurred_at, id AS n FROM stored
+  ), ${EMIT_OUTGOING_CTES}
+  SELECT stored.id, drawn.n, (SELECT count(*) FROM woken) AS woken FROM stored JOIN drawn ON drawn.id = stored.id`,
+  };
+}
+
+/** An entry to insert with the Event it stores (its id drawn by the statement). */
+export interface EntryToInsert {
+  lock: AccessLogLock;
+  entry: AccessEntry;
+  event: AccessEvent;
+}
+
+/**
+ * One statement: ids drawn in the order given (a materialized CTE over generate_series) and written into
+ * each stored Event; what is stored goes out as domain events with their webhook deliveries, sent at
+ * `emittedAt`. Returns the id of each entry stored, with its 1-based position (`n`) among `rows`.
+ */
+export async function insertEntries(
+  tx: Queryable,
+  rows: readonly EntryToInsert[],
+  emittedAt: Date,
+  guard?: WriteGuard,
+): Promise<Array<{ id: number; n: number }>> {
+  return tx.query<{ id: number; n: number }>(recordEntriesStatement(guard), [
+    rows.map((r) => r.lock.account_id),
+    rows.map((r) => r.lock.location_id),
+    rows.map((r) => r.lock.id),
+    rows.map((r) => r.entry.gatewayId),
+    rows.map((r) => r.entry.gatewayEventId),
+    rows.map((r) => r.entry.type),
+    rows.map((r) => r.entry.occurredAt),
+    rows.map((r) => r.entry.person?.id ?? null),
+    rows.map((r) => r.entry.key?.id ?? null),
+    rows.map((r) => JSON.stringify(r.event)),
+    emittedAt,
+    ...(guard?.params ?? []),
+  ]);
+}
+
+export interface EventFilter {
+  /** The caller's location: events of locks at it and below. */
+  locationId: number;
+  afterId: number;
+  since: Date | null;
+  lockId: number | null;
+  personId: string | null;
+  types: readonly DoorEventType[];
+  /** Rows to read: the page's limit plus one, to tell whether there is a next page. */
+  limit: number;
+}
+
+/** Events in scope matching the filter, oldest first (keyset on id). */
+export async function listEvents(db: Queryable, f: EventFilter): Promise<AccessEvent[]> {
+  const rows = await db.query<{ data: AccessEvent }>(
+    `SELECT e.data FROM access_events e
+      WHERE e.location_id IN (SELECT id FROM locations WHERE path @> ARRAY[$1]::bigint[])
+        AND e.id > $2
+        AND ($3::timestamptz IS NULL OR e.occurred_at >= $3)
+        AND ($4::bigint IS NULL OR e.lock_id = $4)
+        AND ($5::uuid IS NULL OR e.person_id = $5)
+        AND e.type = ANY($6::text[])
+      ORDER BY e.id LIMIT $7`,
+    [f.locationId, f.afterId, f.since, f.lockId, f.personId, f.types, f.limit],
+  );
+  return rows.map((r) => r.data);
+}

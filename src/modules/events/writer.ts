@@ -1,0 +1,138 @@
+// Writing the access log: door activity from gateways, kept once per (gateway, event id) in order of
+// receipt, and the entries other modules record (the outcomes of remote unlocks). Every entry goes to
+// webhooks as a domain event in the same statement.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import { parseClientTimestamp } from '../../platform/time.ts';
+import type { GatewayEvent } from './gateway-event.ts';
+import type { AccessEntry, AccessEvent, AccessLogLock, WriteGuard } from './schemas.ts';
+import { insertEntries, readBatchContext, type EntryToInsert } from './store.ts';
+
+type Holder = Pick<AccessEvent, 'person' | 'key'>;
+
+const unique = <T>(values: T[]): T[] => [...new Set(values)];
+
+export class AccessLogWriter {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** Stores a gateway's event once; a repeat of (gateway, id) is dropped. Returns the stored event, if new. */
+  async ingest(gatewayId: number, event: GatewayEvent): Promise<AccessEvent | null> {
+    return (await this.ingestBatch(gatewayId, [event]))[0] ?? null;
+  }
+
+  /**
+   * Stores a gateway's events in order of receipt, in two statements however many there are (under load,
+   * the events that arrived while the previous batch was being written). Repeats and events
+   * for locks that are not on the gateway are dropped (null in their place).
+   */
+  async ingestBatch(gatewayId: number, events: readonly GatewayEvent[]): Promise<Array<AccessEvent | null>> {
+    // Two statements and no transaction: the reads, then one atomic write. A concurrent instance storing
+    // the same event in between is caught by the write's ON CONFLICT.
+    const { locks, seen, holders, openings } = await readBatchContext(this.db, {
+      gatewayId,
+      lockIds: unique(events.map((e) => e.lock_id)),
+      eventIds: events.map((e) => e.id),
+      keyIds: unique(events.flatMap((e) => (e.key_id === null ? [] : [e.key_id]))),
+      closedLockIds: unique(events.filter((e) => e.type.startsWith('door.')).map((e) => e.lock_id)),
+    });
+    const lockById = new Map(locks.map((lock) => [lock.id, lock]));
+    const stored = new Set(seen);
+    const holderOf = new Map(holders.map((h) => [h.key_id, h]));
+    // door.closed and door.left_open take person and key from the access that opened the door: the
+    // lock's last stored opening, or an opening earlier in this batch.
+    const openedBy = new Map<number, Holder>(openings.map((o) => [o.lock_id, { person: o.data.person, key: o.data.key }]));
+
+    const fresh: Array<{ index: number; lock: AccessLogLock; event: GatewayEvent }> = [];
+    events.forEach((event, index) => {
+      const lock = lockById.get(event.lock_id);
+      if (!lock) return this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
+      if (stored.has(event.id)) return; // a repeat (QoS 1 redelivery or the gateway retrying)
+      stored.add(event.id);
+      fresh.push({ index, lock, event });
+    });
+
+    const entries = fresh.map(({ lock, event }): { lock: AccessLogLock; entry: AccessEntry } => {
+      let person: AccessEvent['person'] = null;
+      let key: AccessEvent['key'] = null;
+      let reason = event.reason;
+      if (event.type === 'access.granted' || event.type === 'access.denied') {
+        const holder = event.key_id === null ? undefined : holderOf.get(event.key_id);
+        if (holder && holder.account_id === lock.account_id) {
+          person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
+          key = { id: holder.key_id, name: holder.key_name };
+        } else {
+          reason = 'unknown_key';
+        }
+        if (event.type === 'access.granted') openedBy.set(lock.id, { person, key });
+      } else {
+        ({ person, key } = openedBy.get(lock.id) ?? { person: null, key: null });
+      }
+      const entry: AccessEntry = {
+        gatewayId,
+        gatewayEventId: event.id,
+        type: event.type,
+        occurredAt: parseClientTimestamp(event.occurred_at) as Date,
+        result: event.type === 'access.denied' ? 'denied' : 'success',
+        reason,
+        source: 'gateway',
+        apiKey: null,
+        person,
+        key,
+      };
+      return { lock, entry };
+    });
+    const recorded = await this.recordBatch(this.db, entries);
+    const result: Array<AccessEvent | null> = events.map(() => null);
+    fresh.forEach((f, i) => (result[f.index] = recorded[i] ?? null));
+    return result;
+  }
+
+  /** Writes one access-log entry and its webhook event (recordBatch for one). */
+  async record(tx: Queryable, lock: AccessLogLock, entry: AccessEntry): Promise<AccessEvent | null> {
+    return (await this.recordBatch(tx, [{ lock, entry }]))[0] ?? null;
+  }
+
+  /**
+   * Writes access-log entries (ids ascending in the order given) and their webhook events in one statement
+   * (on `tx`, a transaction or the database), only if `guard` changes a row when one is given. An entry
+   * whose (gateway, event id) is already stored, by another instance meanwhile, is skipped: null in its
+   * place, as are all entries when the guard changed nothing.
+   */
+  async recordBatch(
+    tx: Queryable,
+    entries: ReadonlyArray<{ lock: AccessLogLock; entry: AccessEntry }>,
+    guard?: WriteGuard,
+  ): Promise<Array<AccessEvent | null>> {
+    if (entries.length === 0) return [];
+    const rows = entries.map(({ lock, entry }): EntryToInsert => ({
+      lock,
+      entry,
+      event: {
+        id: 0, // the row's id, drawn by the statement
+        type: entry.type,
+        occurred_at: entry.occurredAt.toISOString(),
+        result: entry.result,
+        reason: entry.reason,
+        source: entry.source,
+        api_key: entry.apiKey,
+        lock: { id: lock.id, name: lock.name, place: lock.place },
+        location: { id: lock.location_id, name: lock.location_name },
+        person: entry.person,
+        key: entry.key,
+      },
+    }));
+    const inserted = await insertEntries(tx, rows, this.clock.now(), guard);
+    const stored: Array<AccessEvent | null> = rows.map(() => null);
+    for (const { id, n } of inserted) {
+      const { event } = rows[Number(n) - 1] as EntryToInsert;
+      event.id = id;
+      stored[Number(n) - 1] = event;
+    }
+    return stored;
+  }
+}
