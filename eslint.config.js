@@ -23,4 +23,29 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Modules meet only at their surface: another module's index.ts (its public functions and types) or
+    // schemas.ts (its TypeBox schemas). Its store, service and internals stay its own (README: Architecture).
+    files: ['src/modules/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(?!\\.)[^/]+/(?!(index|schemas)\\.ts$)',
+              message: "Import another module through its index.ts (or schemas.ts); add the export there if it is part of the module's surface.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The composition root builds modules from their surface too; no store outside its own module.
+    files: ['src/*.ts', 'src/platform/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '/modules/[^/]+/([a-z-]*-)?store\\.ts$', message: "A module's store is its own; use its index.ts." }] }],
+    },
+  },
 );
