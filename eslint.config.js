@@ -1,6 +1,11 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const NO_NEW_API_ERROR = {
+  selector: "NewExpression[callee.name='ApiError']",
+  message: 'Throw a named factory of `errors` (src/platform/errors.ts); add one there for a new case.',
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'scratch/', 'docs/'] },
   js.configs.recommended,
@@ -17,9 +22,18 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
     ignores: ['src/platform/errors.ts'],
     rules: {
+      'no-restricted-syntax': ['error', NO_NEW_API_ERROR],
+    },
+  },
+  {
+    // SQL lives in stores: a module's other files call its store (README: Architecture).
+    files: ['src/modules/**/*.ts'],
+    ignores: ['src/modules/**/store.ts', 'src/modules/**/*-store.ts'],
+    rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: "NewExpression[callee.name='ApiError']", message: 'Throw a named factory of `errors` (src/platform/errors.ts); add one there for a new case.' },
+        NO_NEW_API_ERROR,
+        { selector: "CallExpression[callee.property.name='query']", message: "SQL belongs in the module's store.ts; call a function of the store." },
       ],
     },
   },

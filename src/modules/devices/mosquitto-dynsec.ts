@@ -10,6 +10,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX } from './topics.ts';
 import { BrokerUnavailableError, gatewayIdOf, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 import { gatewayPermissions } from './gateway-access.ts';
+import { allGatewayIds } from './store.ts';
 
 const CONTROL_TOPIC = '$CONTROL/dynamic-security/v1';
 const RESPONSE_TOPIC = `${CONTROL_TOPIC}/response`;
@@ -233,7 +234,7 @@ export async function startDynsec(mqttUrl: string, admin: { username: string; pa
     const service = new URL(mqttUrl);
     await accounts.prepareServiceUser(decodeURIComponent(service.username), decodeURIComponent(service.password));
     const provisioned = await accounts.provisionedGatewayIds();
-    const missing = (await db.query<{ id: number }>('SELECT id FROM gateways ORDER BY id')).map((row) => Number(row.id)).filter((id) => !provisioned.has(id));
+    const missing = (await allGatewayIds(db)).filter((id) => !provisioned.has(id));
     if (missing.length > 0) {
       log.warn(
         { count: missing.length, gatewayIds: missing.slice(0, 100) },

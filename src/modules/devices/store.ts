@@ -208,3 +208,8 @@ export async function gatewayPasswordHash(db: Queryable, gatewayId: number, user
 export async function gatewayExists(db: Queryable, gatewayId: number): Promise<boolean> {
   return (await db.query('SELECT 1 FROM gateways WHERE id = $1', [gatewayId])).length > 0;
 }
+
+/** Every gateway's id, in order (the broker accounts to check at start-up). */
+export async function allGatewayIds(db: Queryable): Promise<number[]> {
+  return (await db.query<{ id: number }>('SELECT id FROM gateways ORDER BY id')).map((row) => Number(row.id));
+}

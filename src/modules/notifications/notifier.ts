@@ -4,6 +4,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
+import { insertOutboxEntry } from './store.ts';
 
 export type Channel = 'sms' | 'email';
 
@@ -28,14 +29,7 @@ class SandboxNotifier implements Notifier {
   ) {}
 
   async send(message: OutgoingMessage): Promise<void> {
-    await this.db.query('INSERT INTO sandbox_outbox (channel, to_address, subject, body, link, sent_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-      message.channel,
-      message.to,
-      message.subject,
-      message.body,
-      message.link,
-      this.clock.now(),
-    ]);
+    await insertOutboxEntry(this.db, message, this.clock.now());
   }
 }
 

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { Database } from '../../platform/db/index.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { ErrorEnvelope } from '../../platform/schemas.ts';
+import { listOutbox } from './store.ts';
 
 const OutboxEntry = Type.Object({
   id: Type.Integer(),
@@ -29,12 +30,7 @@ export function outboxSandboxRoutes(app: ApiInstance, db: Database): void {
       },
     },
     async (request) => {
-      const rows = await db.query<{ id: number; channel: string; to_address: string; subject: string; body: string; link: string | null; sent_at: Date }>(
-        `SELECT id, channel, to_address, subject, body, link, sent_at FROM sandbox_outbox
-          WHERE ($1::text IS NULL OR to_address = $1) AND ($2::text IS NULL OR channel = $2)
-          ORDER BY id DESC LIMIT 500`,
-        [request.query.to ?? null, request.query.channel ?? null],
-      );
+      const rows = await listOutbox(db, { to: request.query.to ?? null, channel: request.query.channel ?? null });
       return {
         data: rows.map((r) => ({ id: r.id, channel: r.channel, to: r.to_address, subject: r.subject, body: r.body, link: r.link, sent_at: r.sent_at.toISOString() })),
       };

@@ -1,7 +1,7 @@
 // The SQL of outgoing messages (table outbound_messages). Only this module writes it.
 import type { Queryable } from '../../platform/db/index.ts';
 import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
-import type { Channel } from './notifier.ts';
+import type { Channel, OutgoingMessage } from './notifier.ts';
 
 /** What stands in the stored body where the link was. */
 export const LINK_REMOVED = '[setup link removed]';
@@ -88,5 +88,38 @@ export async function markMessageSent(tx: Queryable, id: number, sentAt: Date): 
   await tx.query(
     `UPDATE outbound_messages SET status = 'sent', sent_at = $2, claimed_until = NULL, last_error = NULL, ${FORGET_CONTENT} WHERE id = $1`,
     [id, sentAt],
+  );
+}
+
+// ---- the sandbox outbox: what the sandbox notifier "sent" -------------------------------------------
+
+export async function insertOutboxEntry(db: Queryable, message: OutgoingMessage, sentAt: Date): Promise<void> {
+  await db.query('INSERT INTO sandbox_outbox (channel, to_address, subject, body, link, sent_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+    message.channel,
+    message.to,
+    message.subject,
+    message.body,
+    message.link,
+    sentAt,
+  ]);
+}
+
+export interface OutboxRow {
+  id: number;
+  channel: string;
+  to_address: string;
+  subject: string;
+  body: string;
+  link: string | null;
+  sent_at: Date;
+}
+
+/** The newest 500 entries, to one address and of one channel when given. */
+export function listOutbox(db: Queryable, filter: { to: string | null; channel: string | null }): Promise<OutboxRow[]> {
+  return db.query<OutboxRow>(
+    `SELECT id, channel, to_address, subject, body, link, sent_at FROM sandbox_outbox
+      WHERE ($1::text IS NULL OR to_address = $1) AND ($2::text IS NULL OR channel = $2)
+      ORDER BY id DESC LIMIT 500`,
+    [filter.to, filter.channel],
   );
 }

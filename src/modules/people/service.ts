@@ -18,10 +18,13 @@ import { purgePersonPayloads } from '../webhooks/index.ts';
 import { isReservedName, normalisePhone } from './rules.ts';
 import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
 import {
+  findAccountLockingSystem,
   findDuplicate,
+  findLocationWithAccount,
   findPerson,
   insertPerson,
   listPeople,
+  lockKey,
   softDeletePerson,
   toPerson,
   updatePerson,
@@ -200,10 +203,7 @@ export class PeopleService {
 
   /** The location a person goes to: inside the caller's scope (any location of any account for operators). */
   private async targetLocation(caller: Caller | null, locationId: number): Promise<TargetLocation> {
-    const [row] = await this.db.query<{ id: number; account_id: number; path: number[]; locking_system: string | null }>(
-      `SELECT l.id, l.account_id, l.path, a.locking_system FROM locations l JOIN accounts a ON a.id = l.account_id WHERE l.id = $1`,
-      [locationId],
-    );
+    const row = await findLocationWithAccount(this.db, locationId);
     if (!row || (caller && !row.path.map(Number).includes(caller.locationId))) {
       throw errors.invalidField('location_id', caller ? "location_id is not a location in this API key's scope." : `No location with id ${locationId}.`);
     }
@@ -211,8 +211,7 @@ export class PeopleService {
   }
 
   private async accountLockingSystem(accountId: number): Promise<string | null> {
-    const [row] = await this.db.query<{ locking_system: string | null }>('SELECT locking_system FROM accounts WHERE id = $1', [accountId]);
-    return row?.locking_system ?? null;
+    return findAccountLockingSystem(this.db, accountId);
   }
 
   private lockingSystemOf(location: TargetLocation): LockingSystem {
@@ -266,5 +265,5 @@ async function lockIdentity(tx: Queryable, accountId: number, values: PersonValu
     .filter((k): k is string => Boolean(k))
     .map((k) => `person:${accountId}:${k}`)
     .sort();
-  for (const key of keys) await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+  for (const key of keys) await lockKey(tx, key);
 }

@@ -117,3 +117,25 @@ export async function softDeletePerson(db: Queryable, id: string, now: Date): Pr
   const rows = await db.query('UPDATE people SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [id, now]);
   return rows.length > 0;
 }
+
+/** A location with its account's locking system: where a person may be put. */
+export async function findLocationWithAccount(
+  db: Queryable,
+  locationId: number,
+): Promise<{ id: number; account_id: number; path: number[]; locking_system: string | null } | null> {
+  const [row] = await db.query<{ id: number; account_id: number; path: number[]; locking_system: string | null }>(
+    `SELECT l.id, l.account_id, l.path, a.locking_system FROM locations l JOIN accounts a ON a.id = l.account_id WHERE l.id = $1`,
+    [locationId],
+  );
+  return row ?? null;
+}
+
+export async function findAccountLockingSystem(db: Queryable, accountId: number): Promise<string | null> {
+  const [row] = await db.query<{ locking_system: string | null }>('SELECT locking_system FROM accounts WHERE id = $1', [accountId]);
+  return row?.locking_system ?? null;
+}
+
+/** A transaction-scoped advisory lock on a text key (released at commit or rollback). */
+export async function lockKey(tx: Queryable, key: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+}

@@ -3,8 +3,8 @@
 import type { SandboxClock } from '../../platform/clock.ts';
 import { notify, type Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
+import { addToClockOffset, readClockOffset } from './store.ts';
 
-const OFFSET_KEY = 'sandbox_clock_offset_ms';
 const CLOCK_CHANNEL = 'sandbox_clock';
 
 export class SandboxService {
@@ -23,8 +23,8 @@ export class SandboxService {
       const offset = Number(payload);
       if (Number.isFinite(offset) && offset > this.clock.offset) this.clock.setOffset(offset);
     });
-    const rows = await this.db.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [OFFSET_KEY]);
-    if (rows[0]) this.clock.setOffset(Number(rows[0].value));
+    const offset = await readClockOffset(this.db);
+    if (offset !== null) this.clock.setOffset(offset);
   }
 
   now(): Date {
@@ -35,15 +35,9 @@ export class SandboxService {
   async advance(seconds: number): Promise<Date> {
     const delta = Math.round(seconds * 1000);
     const offset = await this.db.transaction(async (tx) => {
-      const [row] = await tx.query<{ value: string }>(
-        `INSERT INTO settings (key, value) VALUES ($1, $2)
-         ON CONFLICT (key) DO UPDATE SET value = (settings.value::bigint + $3::bigint)::text
-         RETURNING value`,
-        [OFFSET_KEY, String(delta), delta],
-      );
-      const value = (row as { value: string }).value;
-      await notify(this.db, tx, CLOCK_CHANNEL, value);
-      return Number(value);
+      const value = await addToClockOffset(tx, delta);
+      await notify(this.db, tx, CLOCK_CHANNEL, String(value));
+      return value;
     });
     this.clock.setOffset(offset);
     await this.jobs.runUntilIdle();
