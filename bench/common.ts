@@ -1,7 +1,7 @@
 // What every section of the bench shares: the run length, the operator calls, the load generator and the
 // percentiles. The service always runs in its own process (test/helpers/process.ts).
 import autocannon from 'autocannon';
-import type { ServiceProcess } from '../test/helpers/process.ts';
+import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
 
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 export const CONNECTIONS = 50;
@@ -54,3 +54,14 @@ export async function load(name: string, url: string, token: string | null): Pro
   };
 }
 
+/** The service in its own process on a free port, with the rate limit raised so the limiter counts without refusing. */
+export function startBenchService(env: Record<string, string>): Promise<ServiceProcess> {
+  return startServiceProcess({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'warn',
+    API_RATE_LIMIT_PER_MINUTE: '10000000',
+    ...env,
+  });
+}

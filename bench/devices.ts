@@ -4,8 +4,7 @@ import mqtt from 'mqtt';
 import type pg from 'pg';
 import { commandsTopic, gatewayTopicPrefix } from '../src/modules/devices/topics.ts';
 import { startMosquitto } from '../test/helpers/mosquitto.ts';
-import { startServiceProcess } from '../test/helpers/process.ts';
-import { ADMIN_TOKEN, admin, percentile, stop, until } from './common.ts';
+import { admin, startBenchService, percentile, stop, until } from './common.ts';
 
 export interface DeviceFigures {
   unlocks: number;
@@ -66,10 +65,7 @@ async function watchAccessLog(client: pg.Client, schema: string): Promise<{ seen
  * and a steady 2,000 events a second (latency from publish to the committed row, seen by a 2 ms poller).
  */
 export async function deviceRuns(pgUrl: string, client: pg.Client, schema: string, mqttUrl?: string): Promise<DeviceFigures> {
-  const server = await startServiceProcess({
-    ADMIN_TOKEN,
-    LOG_LEVEL: 'warn',
-    API_RATE_LIMIT_PER_MINUTE: '10000000',
+  const server = await startBenchService({
     DATABASE_URL: pgUrl,
     SANDBOX: 'false',
     ...(mqttUrl ? { MQTT_URL: mqttUrl } : {}),

@@ -1,6 +1,5 @@
 // Catalog reads: authenticated GET /v1/locks/{id} and GET /v1/locks?limit=50 at 50 connections.
-import { startServiceProcess } from '../test/helpers/process.ts';
-import { ADMIN_TOKEN, admin, load, stop, type Measured } from './common.ts';
+import { admin, startBenchService, load, stop, type Measured } from './common.ts';
 
 /** An account with 60 locks and a catalog key; returns the key and a lock id. */
 async function seed(url: string): Promise<{ token: string; lockId: number }> {
@@ -26,14 +25,7 @@ async function seed(url: string): Promise<{ token: string; lockId: number }> {
 }
 
 export async function serviceRuns(label: string, env: Record<string, string>): Promise<{ one: Measured; list: Measured; body: string }> {
-  const server = await startServiceProcess({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    ADMIN_TOKEN,
-    LOG_LEVEL: 'warn',
-    API_RATE_LIMIT_PER_MINUTE: '10000000',
-    ...env,
-  });
+  const server = await startBenchService(env);
   try {
     const { token, lockId } = await seed(server.url);
     const body = await (await fetch(`${server.url}/v1/locks/${lockId}`, { headers: { authorization: `Bearer ${token}` } })).text();

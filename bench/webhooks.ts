@@ -2,9 +2,8 @@
 // event-to-delivery latency of events made through the API.
 import path from 'node:path';
 import type pg from 'pg';
-import { startServiceProcess } from '../test/helpers/process.ts';
 import { startReceiver } from '../test/helpers/receiver.ts';
-import { ADMIN_TOKEN, admin, percentile, stop } from './common.ts';
+import { admin, startBenchService, percentile, stop } from './common.ts';
 
 export interface WebhookFigures {
   backlog: number;
@@ -23,12 +22,7 @@ export async function webhookRuns(pgUrl: string, client: pg.Client, schema: stri
   const receiver = await startReceiver();
   const arrivals = receiver.received;
   const receiverUrl = receiver.url();
-  const server = await startServiceProcess({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    ADMIN_TOKEN,
-    LOG_LEVEL: 'warn',
-    API_RATE_LIMIT_PER_MINUTE: '10000000',
+  const server = await startBenchService({
     DATABASE_URL: pgUrl,
     WEBHOOK_ALLOW_HOSTS: 'localhost',
     NODE_EXTRA_CA_CERTS: path.resolve('test/fixtures/tls/cert.pem'),

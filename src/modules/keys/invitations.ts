@@ -188,23 +188,13 @@ export class InvitationsService {
       link,
       expiresAt: invitation.expires_at,
     };
-    if (channel !== 'email' && invitation.person_phone) {
-      await this.deps.messages.enqueue(tx, invitation.account_id, invitation.id, {
-        channel: 'sms',
-        to: invitation.person_phone,
-        subject: template.subject(text),
-        body: template.sms(text),
-        link,
-      });
-    }
-    if (channel !== 'sms' && invitation.person_email) {
-      await this.deps.messages.enqueue(tx, invitation.account_id, invitation.id, {
-        channel: 'email',
-        to: invitation.person_email,
-        subject: template.subject(text),
-        body: template.email(text),
-        link,
-      });
+    const sends = [
+      { channel: 'sms' as const, to: channel !== 'email' ? invitation.person_phone : null, body: template.sms(text) },
+      { channel: 'email' as const, to: channel !== 'sms' ? invitation.person_email : null, body: template.email(text) },
+    ];
+    for (const send of sends) {
+      if (!send.to) continue;
+      await this.deps.messages.enqueue(tx, invitation.account_id, invitation.id, { ...send, to: send.to, subject: template.subject(text), link });
     }
     await emitDomainEvent(tx, {
       type: 'key.issued',
