@@ -7,7 +7,7 @@ const NO_NEW_API_ERROR = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'scratch/', 'docs/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'scratch/', 'docs/', 'packages/*/dist/', 'packages/sdk/src/openapi.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -60,6 +60,14 @@ export default tseslint.config(
     files: ['src/*.ts', 'src/platform/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [{ regex: '/modules/[^/]+/([a-z-]*-)?store\\.ts$', message: "A module's store is its own; use its index.ts." }] }],
+    },
+  },
+  {
+    // The SDK runs on Node, Deno, Bun and browsers: Web APIs only (packages/sdk/README.md).
+    files: ['packages/sdk/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^node:', message: 'The SDK uses Web APIs only (fetch, Web Crypto).' }] }],
+      'no-restricted-globals': ['error', 'process', 'Buffer', 'require', '__dirname', 'global'],
     },
   },
 );
