@@ -44,6 +44,7 @@ export function retryingFetch(send: Fetch, policy: RetryPolicy): Fetch {
   return async (request) => {
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= policy.retries;
+      request.signal.throwIfAborted();
       let response: Response;
       try {
         // Each attempt sends a copy: the original keeps its body (and its Idempotency-Key) for the next.
