@@ -42,8 +42,8 @@ export class Latchkey {
       baseUrl: options.baseUrl,
       // Called as a plain function: a browser's fetch refuses to run as a method of another object.
       fetch: send ? (request) => send(request) : (request) => globalThis.fetch(request),
-      retries: Math.max(0, Math.floor(options.retries ?? 3)),
-      maxRetryWaitMs: options.maxRetryWaitMs ?? 60_000,
+      retries: Math.max(0, Math.floor(finite(options.retries, 3))),
+      maxRetryWaitMs: Math.max(0, finite(options.maxRetryWaitMs, 60_000)),
     });
     this.locks = new Locks(api);
     this.securityGroups = new SecurityGroups(api);
@@ -53,4 +53,9 @@ export class Latchkey {
     this.events = new Events(api);
     this.webhooks = new Webhooks(api);
   }
+}
+
+/** A number option, or its default when missing or not a finite number (NaN would retry without end). */
+function finite(value: number | undefined, fallback: number): number {
+  return value !== undefined && Number.isFinite(value) ? value : fallback;
 }
