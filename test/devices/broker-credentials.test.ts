@@ -17,8 +17,8 @@ import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLo
 import { createGateway, dropped, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, freshIp, startService, useTestService, type TestService } from '../helpers/service.ts';
 import { mosquittoAvailable, startMosquitto, type TestBroker } from '../helpers/mosquitto.ts';
+import type { ErrorBody } from '../helpers/types.ts';
 
-type ErrorBody = { error: { code: string; message: string } };
 const SECRET = 'broker-secret-0123456789abcdef-0123456789';
 const silent = pino({ level: 'silent' });
 

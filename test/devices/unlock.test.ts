@@ -6,8 +6,8 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createGateway, gatewayClients, waitFor as waitUntil } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
+import type { ErrorBody } from '../helpers/types.ts';
 
-type ErrorBody = { error: { code: string } };
 interface Command {
   id: string;
   lock_id: number;

@@ -7,13 +7,10 @@ import { AccessLogWriter, type AccessEvent, type AccessLogLock, type GatewayEven
 import { systemClock } from '../../src/platform/clock.ts';
 import type { Database, Queryable, Sql } from '../../src/platform/db/database.ts';
 import { startService, useTestService } from '../helpers/service.ts';
+import type { Page } from '../helpers/types.ts';
 
 /** The Event object of GET /events and of the webhooks. */
 type Event = AccessEvent;
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-}
 
 const ctx = useTestService();
 const connect = gatewayClients();

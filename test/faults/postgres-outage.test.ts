@@ -14,6 +14,7 @@ import { backend } from '../helpers/database.ts';
 import { startServiceProcess, type ServiceProcess } from '../helpers/process.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { clusterUnavailable, startCluster, type TestCluster } from './postgres-cluster.ts';
+import type { ErrorBody } from '../helpers/types.ts';
 
 const ADMIN = 'postgres-outage-admin-token-0123';
 
@@ -23,8 +24,6 @@ interface Answer<T> {
   body: T;
   ms: number;
 }
-
-type ErrorBody = { error: { code: string; message: string; details?: unknown } };
 
 // Independent of the test backend (a cluster of its own): it runs once, in the embedded pass.
 const skip = clusterUnavailable() || (backend === 'postgres' ? 'independent of the test backend (a cluster of its own): runs in the embedded pass' : false);

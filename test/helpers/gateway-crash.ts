@@ -8,6 +8,7 @@ import pg from 'pg';
 import { backend, testDatabaseUrl } from './database.ts';
 import { freePort, startMosquitto } from './mosquitto.ts';
 import { processStorage, startServiceProcess, type ServiceProcess } from './process.ts';
+import type { Page } from './types.ts';
 
 export const ADMIN = 'gateway-crash-admin-token-0123';
 export const GATEWAYS = 3;
@@ -61,7 +62,7 @@ export async function countEvents(base: string, token: string): Promise<number> 
   let count = 0;
   let cursor: string | null = null;
   do {
-    const page: { body: { data: unknown[]; next_cursor: string | null } } = await call(base, 'GET', `/v1/events?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, token);
+    const page: { body: Page<unknown> } = await call(base, 'GET', `/v1/events?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, token);
     count += page.body.data.length;
     cursor = page.body.next_cursor;
   } while (cursor);

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { advanceClock, createAccount, createApiKey, createLock, createSecurityGroup } from './fixtures.ts';
 import type { TestService } from './service.ts';
+import type { ErrorBody } from './types.ts';
 
 export interface KeysTenant {
   accountId: number;
@@ -57,7 +58,7 @@ export function linkPath(link: string): string {
 }
 
 export async function issueKey(service: TestService, tenant: KeysTenant, body: Record<string, unknown> = {}) {
-  return service.request<{ invitation_id: number; state: string; sent: { email: boolean; sms: boolean } } & { error: { code: string } }>(
+  return service.request<{ invitation_id: number; state: string; sent: { email: boolean; sms: boolean } } & ErrorBody>(
     'POST',
     '/v1/keys',
     { token: tenant.token, body: { person_id: tenant.personId, security_groups: ['staff'], ...body } },
@@ -65,7 +66,7 @@ export async function issueKey(service: TestService, tenant: KeysTenant, body: R
 }
 
 export async function activate(service: TestService, link: string) {
-  return service.request<{ key_id: number; invitation_id: number } & { error: { code: string } }>('POST', linkPath(link), {
+  return service.request<{ key_id: number; invitation_id: number } & ErrorBody>('POST', linkPath(link), {
     headers: { accept: 'application/json' },
   });
 }

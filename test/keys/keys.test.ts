@@ -3,8 +3,8 @@ import { describe, test } from 'node:test';
 import { advanceClock, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { activate, issueKey, keysTenant, latestLink, linkPath, outboxFor, type KeysTenant } from '../helpers/keys.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
+import type { ErrorBody, Page } from '../helpers/types.ts';
 
-type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
 interface Key {
   id: number;
   name: string;
@@ -22,10 +22,6 @@ interface Invitation {
   key_id: number | null;
   sent: { email_at: string | null; sms_at: string | null };
   expires_at: string;
-}
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
 }
 
 const ctx = useTestService();

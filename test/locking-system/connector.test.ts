@@ -5,8 +5,7 @@ import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts'
 import type { Database } from '../../src/platform/db/database.ts';
 import { withFailingTransactions } from '../helpers/database.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 const ctx = useTestService();
 

@@ -6,8 +6,8 @@ import { hashToken } from '../../src/platform/secrets.ts';
 import { createAccount, createLock } from '../helpers/fixtures.ts';
 import { createGateway, dropped, gatewayClients, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
+import type { ErrorBody } from '../helpers/types.ts';
 
-type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
 interface GatewaySummary {
   id: number;
   name: string;

@@ -5,8 +5,7 @@ import { describe, test } from 'node:test';
 import { hashToken } from '../../src/platform/secrets.ts';
 import { advanceClock, createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
 import { startService, useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 const ctx = useTestService();
 

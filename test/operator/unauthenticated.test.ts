@@ -6,8 +6,7 @@ import { describe, test } from 'node:test';
 import { declaredRoutes } from '../../src/platform/route-table.ts';
 import { createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { ADMIN_TOKEN, freshIp, useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; message: string } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 const ctx = useTestService();
 

@@ -2,22 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { startService, useTestService } from '../helpers/service.ts';
+import type { ErrorBody, Page, Person } from '../helpers/types.ts';
 
-type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
-interface Person {
-  id: string;
-  name: string;
-  email: string | null;
-  phone: string | null;
-  company_name: string | null;
-  title: string | null;
-  language: string | null;
-  location: { id: number; name: string };
-}
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-}
 interface EventRow {
   type: string;
   data: Record<string, unknown>;

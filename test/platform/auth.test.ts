@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ALL_SCOPES, advanceClock, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { freshIp, useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; message: string } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 let account: { id: number; rootLocationId: number };
 let lockId: number;

@@ -7,8 +7,7 @@ import { describe, test } from 'node:test';
 import { createTestDatabase } from '../helpers/database.ts';
 import { alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { freshIp, startService, useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; message: string; details?: unknown } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 let token: string;
 let lockId: number;

@@ -4,8 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { sqlText, type Database } from '../../src/platform/db/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { ADMIN_TOKEN, startService, type TestService, useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; message: string; details?: Array<{ field: string; code: string; message: string }> } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 let token: string;
 let lockId: number;

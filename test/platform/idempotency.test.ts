@@ -5,8 +5,7 @@ import { createHash } from 'node:crypto';
 import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { withFailingTransactions } from '../helpers/database.ts';
 import { startService, useTestService, type HttpResult } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 const ctx = useTestService();
 

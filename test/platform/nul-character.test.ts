@@ -6,8 +6,7 @@ import { test } from 'node:test';
 import { declaredRoutes } from '../../src/platform/route-table.ts';
 import { ALL_SCOPES, createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; message: string; details?: Array<{ field: string; code: string; message: string }> } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 interface Schema {
   type?: string;

@@ -6,8 +6,7 @@ import { Type } from '@sinclair/typebox';
 import { validatorCompiler } from '../../src/platform/validation.ts';
 import { alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; message: string } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 let lockId: number;
 let token: string;

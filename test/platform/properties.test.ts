@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { ALL_SCOPES, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { freshIp, useTestService, type HttpResult, type TestService } from '../helpers/service.ts';
+import type { Page } from '../helpers/types.ts';
 
 const seed = Number(process.env.PROPERTY_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const REQUEST_RUNS = Number(process.env.PROPERTY_RUNS ?? 600);
@@ -306,7 +307,7 @@ async function listAll(service: TestService, token: string, path: string): Promi
   const rows: Array<Record<string, unknown>> = [];
   let cursor: string | null = null;
   do {
-    const res: HttpResult<{ data: Array<Record<string, unknown>>; next_cursor: string | null }> = await service.request('GET', `${path}${path.includes('?') ? '&' : '?'}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
+    const res: HttpResult<Page<Record<string, unknown>>> = await service.request('GET', `${path}${path.includes('?') ? '&' : '?'}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
     assert.equal(res.status, 200, `${path}: ${res.text}`);
     rows.push(...res.body.data);
     cursor = res.body.next_cursor;

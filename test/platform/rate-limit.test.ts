@@ -6,8 +6,7 @@ import { describe, test } from 'node:test';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { freshIp, type HttpResult, type RequestOptions, startService, type TestService, useTestService } from '../helpers/service.ts';
 import { backend } from '../helpers/database.ts';
-
-type ErrorBody = { error: { code: string } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 let rootLocationId: number;
 

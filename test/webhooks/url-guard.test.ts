@@ -13,8 +13,7 @@ import ipaddr from 'ipaddr.js';
 import { CREATE_LOOKUP_DEADLINE_MS, isPublicAddress, resolveHost, vetWebhookUrl } from '../../src/modules/webhooks/url-guard.ts';
 import { createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { useTestService } from '../helpers/service.ts';
-
-type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string; message: string }> } };
+import type { ErrorBody } from '../helpers/types.ts';
 
 /** Names under .invalid never resolve (RFC 6761). */
 const UNRESOLVABLE = 'hooks.latchkey-test.invalid';

@@ -4,8 +4,8 @@ import { createTestDatabase } from '../helpers/database.ts';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/receiver.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
+import type { ErrorBody, Page } from '../helpers/types.ts';
 
-type ErrorBody = { error: { code: string; details?: Array<{ field: string; code: string }> } };
 interface Subscription {
   id: string;
   url: string;
@@ -24,10 +24,6 @@ interface Delivery {
   last_error: string | null;
   next_attempt_at: string | null;
   payload: Record<string, unknown> | null;
-}
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
 }
 
 let receiver: Receiver;
