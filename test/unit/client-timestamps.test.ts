@@ -1,0 +1,38 @@
+// Client timestamps (README: API notes, "Client timestamps"): ISO 8601, UTC unless an offset is given.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseClientTimestamp } from '../../src/platform/time.ts';
+
+const iso = (value: string) => parseClientTimestamp(value)?.toISOString() ?? null;
+
+test('without an offset a timestamp is UTC; Z, z and +00:00 say the same', () => {
+  for (const value of ['2027-01-31T09:00:00', '2027-01-31T09:00:00Z', '2027-01-31T09:00:00z', '2027-01-31T09:00:00+00:00', '2027-01-31 09:00:00Z']) {
+    assert.equal(iso(value), '2027-01-31T09:00:00.000Z', value);
+  }
+});
+
+test('an offset is converted, with or without its colon, across the day boundary', () => {
+  assert.equal(iso('2027-01-31T09:00:00+02:00'), '2027-01-31T07:00:00.000Z');
+  assert.equal(iso('2027-01-31T09:00:00+0530'), '2027-01-31T03:30:00.000Z');
+  assert.equal(iso('2027-01-31T22:30:00-05:00'), '2027-02-01T03:30:00.000Z');
+});
+
+test('seconds and fractions are optional; fractions are rounded to the millisecond', () => {
+  assert.equal(iso('2027-01-31T09:00Z'), '2027-01-31T09:00:00.000Z');
+  assert.equal(iso('2027-01-31T09:00:05.1Z'), '2027-01-31T09:00:05.100Z');
+  assert.equal(iso('2027-01-31T09:00:05.123456789Z'), '2027-01-31T09:00:05.123Z');
+  assert.equal(iso('2027-01-31T09:00:05.9996Z'), '2027-01-31T09:00:06.000Z');
+});
+
+test('dates and times that do not exist are null, not rolled over', () => {
+  for (const value of ['2027-13-01T00:00:00Z', '2027-02-29T00:00:00Z', '2027-04-31T00:00:00Z', '2027-01-31T24:00:00Z', '2027-01-31T23:60:00Z', '2027-01-31T23:59:60Z', '2027-01-31T12:60:00Z', '2027-01-31T12:30:60Z', '2027-00-10T00:00:00Z']) {
+    assert.equal(parseClientTimestamp(value), null, value);
+  }
+  assert.equal(iso('2028-02-29T00:00:00Z'), '2028-02-29T00:00:00.000Z', 'a leap day exists in a leap year');
+});
+
+test('what is not ISO 8601 date-time is null', () => {
+  for (const value of ['', '2027-01-31', '31.01.2027 09:00', '2027-01-31T9:00:00Z', '2027-01-31T09:00:00 Z', '2027-01-31T09:00:00+2', 'tomorrow', '1798675200']) {
+    assert.equal(parseClientTimestamp(value), null, JSON.stringify(value));
+  }
+});
