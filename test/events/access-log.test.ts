@@ -5,7 +5,8 @@ import { createAccount, createApiKey, createDepartment, createLock } from '../he
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { AccessLogWriter, type AccessEvent, type AccessLogLock, type GatewayEvent, type WriteGuard } from '../../src/modules/events/index.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import type { Database, Queryable, Sql } from '../../src/platform/db/database.ts';
+import type { Database } from '../../src/platform/db/database.ts';
+import { withFaults } from '../helpers/database.ts';
 import { startService, useTestService } from '../helpers/service.ts';
 import type { Page } from '../helpers/types.ts';
 
@@ -153,37 +154,15 @@ describe('a guarded write (how a lock command ends together with its outcome)', 
 });
 
 /**
- * The test database, but away while `away()` says so, and refusing as data (SQLSTATE 22021) any statement
- * that carries the text `poison`.
+ * The test database, but away while `away()` says so, and refusing as data (SQLSTATE 22021) a write of
+ * access-log entries that carries the text `poison`.
  */
 function troubledDatabase(db: Database, away: () => boolean): Database {
-  const troubled = Object.create(db) as Database;
-  const check = (sql: Sql, params: readonly unknown[] = []): Error | null => {
+  return withFaults(db, ({ name, params }) => {
     if (away()) return new Error('the database went away');
-    const text = typeof sql === 'string' ? sql : sql.text;
-    if (text.includes('INSERT') && JSON.stringify(params).includes('poison')) return Object.assign(new Error('invalid byte sequence'), { code: '22021' });
-    return null;
-  };
-  troubled.query = (async (sql: Sql, params?: readonly unknown[]) => {
-    const error = check(sql, params);
-    if (error) throw error;
-    return db.query(sql, params);
-  }) as Database['query'];
-  troubled.transaction = async (fn) => {
-    const error = check('');
-    if (error) throw error;
-    return db.transaction((tx) =>
-      fn({
-        ...tx,
-        query: (async (sql: Sql, params?: readonly unknown[]) => {
-          const refused = check(sql, params);
-          if (refused) throw refused;
-          return tx.query(sql, params);
-        }) as Queryable['query'],
-      }),
-    );
-  };
-  return troubled;
+    if (name?.startsWith('accessLog.record') && JSON.stringify(params).includes('poison')) return Object.assign(new Error('invalid byte sequence'), { code: '22021' });
+    return undefined;
+  });
 }
 
 /** A second service on the troubled database, with a gateway, one lock on it and the gateway connected. */

@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import type { Database } from '../../src/platform/db/database.ts';
+import { sqlText, type Database, type Row, type Sql } from '../../src/platform/db/database.ts';
 import { listMigrations, migrate } from '../../src/platform/db/migrate.ts';
 import { openPglite } from '../../src/platform/db/pglite.ts';
 import { openPostgres } from '../../src/platform/db/postgres.ts';
@@ -93,12 +93,50 @@ export async function createTestDatabase(options: { migrateBefore?: string } = {
   };
 }
 
+/** A statement as a fault sees it, before it runs. */
+export interface Statement {
+  /** The prepared statement's name (`catalog.listLocks`), null for plain SQL: what a fault picks by. */
+  name: string | null;
+  /** `BEGIN` when a transaction is about to start. */
+  text: string;
+  params: readonly unknown[];
+}
+
+/** What a statement meets: an error to throw instead of running it, or nothing. */
+export type Fault = (statement: Statement) => Error | undefined;
+
+/**
+ * The same database, but every statement, on the database or inside a transaction, and every transaction
+ * before it starts (as `BEGIN`) first meets `fault`: the error it returns is thrown instead, as a lost
+ * connection or a database refusing the data would throw. Faults pick statements by their prepared name or
+ * parameters, never by the text of the SQL.
+ */
+export function withFaults(db: Database, fault: Fault): Database {
+  const check = (sql: Sql, params: readonly unknown[] = []): void => {
+    const error = fault({ name: typeof sql === 'string' ? null : sql.name, text: sqlText(sql), params });
+    if (error) throw error;
+  };
+  const faulty = Object.create(db) as Database;
+  faulty.query = async <T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]> => {
+    check(sql, params);
+    return db.query<T>(sql, params);
+  };
+  faulty.transaction = async (fn) => {
+    check('BEGIN');
+    return db.transaction((tx) => {
+      // Whatever else a transaction offers passes through unchanged.
+      const faultyTx = Object.create(tx) as typeof tx;
+      faultyTx.query = async <T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]> => {
+        check(sql, params);
+        return tx.query<T>(sql, params);
+      };
+      return fn(faultyTx);
+    });
+  };
+  return faulty;
+}
+
 /** The same database, but its transactions fail while `failing()` says so, as a lost connection would. */
 export function withFailingTransactions(db: Database, failing: () => boolean): Database {
-  const flaky = Object.create(db) as Database;
-  flaky.transaction = async (fn) => {
-    if (failing()) throw new Error('the database went away');
-    return db.transaction(fn);
-  };
-  return flaky;
+  return withFaults(db, ({ text }) => (text === 'BEGIN' && failing() ? new Error('the database went away') : undefined));
 }

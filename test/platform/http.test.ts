@@ -1,7 +1,7 @@
 // The platform rules every response follows: Cache-Control, the error envelope, 400/404/405/422/500.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sqlText, type Database } from '../../src/platform/db/database.ts';
+import { withFaults } from '../helpers/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { ADMIN_TOKEN, startService, type TestService, useTestService } from '../helpers/service.ts';
 import type { ErrorBody } from '../helpers/types.ts';
@@ -169,12 +169,9 @@ describe('unexpected failures', () => {
 
   before(async () => {
     // A database that fails the lock list the way a lost connection would.
-    const failing: Database = Object.create(ctx.database.db) as Database;
-    failing.query = async (sql, params) => {
-      const text = sqlText(sql);
-      if (text.includes('FROM locks') && text.includes('ORDER BY k.id')) throw new Error('connection terminated: secret internals');
-      return ctx.database.db.query(sql, params);
-    };
+    const failing = withFaults(ctx.database.db, ({ name }) =>
+      name === 'catalog.listLocks' ? new Error('connection terminated: secret internals') : undefined,
+    );
     broken = await startService(failing);
     const account = await createAccount(broken);
     brokenToken = (await createApiKey(broken, account.rootLocationId, ['catalog:read'])).token;
