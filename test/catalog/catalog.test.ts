@@ -12,7 +12,7 @@ interface Lock {
   location: { id: number; name: string };
 }
 
-const ctx = useTestService();
+const ctx = useTestService(undefined, {}, { transport: 'inject' });
 
 describe('location scope', () => {
   let root: number;

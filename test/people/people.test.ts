@@ -10,7 +10,7 @@ interface EventRow {
   person_id: string;
 }
 
-const ctx = useTestService();
+const ctx = useTestService(undefined, {}, { transport: 'inject' });
 
 async function tenant(accountBody: Record<string, unknown> = {}) {
   const account = await createAccount(ctx.service, accountBody);

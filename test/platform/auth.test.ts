@@ -12,7 +12,7 @@ let lockId: number;
 const ctx = useTestService(async (service) => {
   account = await createAccount(service);
   lockId = await createLock(service, account.rootLocationId);
-});
+}, {}, { transport: 'inject' });
 
 describe('bearer authentication', () => {
   test('a missing, malformed or unknown token answers 401 unauthenticated', async () => {

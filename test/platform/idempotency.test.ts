@@ -7,7 +7,7 @@ import { withFailingTransactions } from '../helpers/database.ts';
 import { startService, useTestService, type HttpResult } from '../helpers/service.ts';
 import type { ErrorBody } from '../helpers/types.ts';
 
-const ctx = useTestService();
+const ctx = useTestService(undefined, {}, { transport: 'inject' });
 
 async function tenant(accountBody: Record<string, unknown> = {}) {
   const account = await createAccount(ctx.service, accountBody);

@@ -82,7 +82,7 @@ let token: string;
 const ctx = useTestService(async (service) => {
   const account = await createAccount(service);
   token = (await createApiKey(service, account.rootLocationId, ALL_SCOPES)).token;
-});
+}, {}, { transport: 'inject' });
 
 test('a NUL character in any string of any route (body, query, path) answers 400/422 in the envelope, never 500', async () => {
   const routes = declaredRoutes(ctx.service.latchkey.app);

@@ -10,7 +10,7 @@ interface OpenApi {
   paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown }>>;
 }
 
-const ctx = useTestService();
+const ctx = useTestService(undefined, {}, { transport: 'inject' });
 
 
 test('GET /v1/openapi.json is an OpenAPI 3.1 document of every public route with its responses', async () => {

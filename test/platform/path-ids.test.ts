@@ -15,7 +15,7 @@ const ctx = useTestService(async (service) => {
   const account = await createAccount(service);
   lockId = await createLock(service, account.rootLocationId);
   token = (await createApiKey(service, account.rootLocationId, ['catalog:read', 'keys:read', 'locks:control'], { lock_allowlist: [lockId] })).token;
-});
+}, {}, { transport: 'inject' });
 
 /** The spellings ajv's coercion used to read as the number `n`. */
 const otherSpellings = (n: number) => [`0x${n.toString(16)}`, `${n}.0`, `${n}e0`, `+${n}`, `%2B${n}`, `%20${n}`, `${n}%20`, `%09${n}`, `${n}.`];

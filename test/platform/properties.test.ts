@@ -85,6 +85,7 @@ const ctx = useTestService(
   },
   // Rate limits are not under test here (429 is still a listed answer); the budget would end the run early.
   { API_RATE_LIMIT_PER_MINUTE: '1000000', WEBHOOK_ALLOW_HOSTS: 'localhost' },
+  { transport: 'inject' },
 );
 
 // ---- arbitraries ----------------------------------------------------------------------------------------
@@ -236,15 +237,7 @@ function requestFor(path: string, method: string, operation: Operation): fc.Arbi
 }
 
 async function send(service: TestService, request: DrawnRequest): Promise<HttpResult<unknown>> {
-  const response = await fetch(service.url + request.path, { method: request.method, headers: request.headers, body: request.body });
-  const text = await response.text();
-  let body: unknown = null;
-  try {
-    body = text === '' ? null : JSON.parse(text);
-  } catch {
-    body = text;
-  }
-  return { status: response.status, headers: response.headers, body, text };
+  return service.request<unknown>(request.method, request.path, { headers: request.headers, ...(request.body === undefined ? {} : { body: request.body }) });
 }
 
 function assertEnvelope(res: HttpResult<unknown>, label: string): void {

@@ -13,7 +13,7 @@ let rootLocationId: number;
 const ctx = useTestService(async (service) => {
   rootLocationId = (await createAccount(service)).rootLocationId;
   await createLock(service, rootLocationId);
-});
+}, {}, { transport: 'inject' });
 
 /** Sends `count` requests, 25 at a time, and returns the answers in order. */
 async function burst(target: TestService, count: number, path: string, options: RequestOptions): Promise<HttpResult[]> {

@@ -16,7 +16,7 @@ interface LogRow {
   at: Date;
 }
 
-const ctx = useTestService();
+const ctx = useTestService(undefined, {}, { transport: 'inject' });
 
 
 async function logRows(ip: string, expected: number): Promise<LogRow[]> {
