@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { sqlText, type Database, type Row, type Sql } from '../../src/platform/db/database.ts';
+import { sqlText, type Database, type Queryable, type Row, type Sql } from '../../src/platform/db/database.ts';
 import { listMigrations, migrate } from '../../src/platform/db/migrate.ts';
 import { openPglite } from '../../src/platform/db/pglite.ts';
 import { openPostgres } from '../../src/platform/db/postgres.ts';
@@ -116,24 +116,30 @@ export function withFaults(db: Database, fault: Fault): Database {
     const error = fault({ name: typeof sql === 'string' ? null : sql.name, text: sqlText(sql), params });
     if (error) throw error;
   };
-  const faulty = Object.create(db) as Database;
-  faulty.query = async <T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]> => {
-    check(sql, params);
-    return db.query<T>(sql, params);
-  };
-  faulty.transaction = async (fn) => {
+  const query = (on: Queryable): Queryable['query'] =>
+    async <T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]> => {
+      check(sql, params);
+      return on.query<T>(sql, params);
+    };
+  const transaction: Database['transaction'] = async (fn) => {
     check('BEGIN');
-    return db.transaction((tx) => {
-      // Whatever else a transaction offers passes through unchanged.
-      const faultyTx = Object.create(tx) as typeof tx;
-      faultyTx.query = async <T extends object = Row>(sql: Sql, params?: readonly unknown[]): Promise<T[]> => {
-        check(sql, params);
-        return tx.query<T>(sql, params);
-      };
-      return fn(faultyTx);
-    });
+    return db.transaction((tx) => fn(overriding(tx, { query: query(tx) })));
   };
-  return faulty;
+  return overriding(db, { query: query(db), transaction });
+}
+
+/**
+ * `target` with some members replaced; every other member is the target's own, called on the target, so
+ * that state it keeps (a LISTEN connection, a closed flag) stays where its close() finds it.
+ */
+function overriding<T extends object>(target: T, replaced: Partial<T>): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (Object.hasOwn(replaced, property)) return replaced[property as keyof T];
+      const value: unknown = Reflect.get(object, property, object);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+    },
+  });
 }
 
 /** The same database, but its transactions fail while `failing()` says so, as a lost connection would. */
