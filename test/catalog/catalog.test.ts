@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { useTestService } from '../helpers/service.ts';
-import type { ErrorBody, Page } from '../helpers/types.ts';
+import type { Page } from '../helpers/types.ts';
 
 interface Lock {
   id: number;
@@ -13,6 +13,7 @@ interface Lock {
 }
 
 const ctx = useTestService(undefined, {}, { transport: 'inject' });
+
 
 describe('location scope', () => {
   let root: number;
@@ -39,7 +40,7 @@ describe('location scope', () => {
 
   test("a department key gets 404 for its parent's and its sibling's locks", async () => {
     for (const id of [locks.root, locks.b]) {
-      const res = await ctx.service.request<ErrorBody>('GET', `/v1/locks/${id}`, { token: deptAKey });
+      const res = await ctx.service.request<{ error: { code: string } }>('GET', `/v1/locks/${id}`, { token: deptAKey });
       assert.equal(res.status, 404);
       assert.equal(res.body.error.code, 'not_found');
     }
@@ -126,7 +127,7 @@ describe('lock fields', () => {
   test('a non-integer lock id answers 400 invalid_request', async () => {
     const account = await createAccount(ctx.service);
     const key = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read'])).token;
-    const res = await ctx.service.request<ErrorBody>('GET', '/v1/locks/abc', { token: key });
+    const res = await ctx.service.request<{ error: { code: string } }>('GET', '/v1/locks/abc', { token: key });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
   });
@@ -184,7 +185,7 @@ describe('pagination', () => {
 
   test('a non-numeric limit or a forged cursor answers 400 invalid_request', async () => {
     for (const query of ['?limit=abc', '?limit=1.5', '?cursor=not-a-cursor', `?cursor=${Buffer.from('["x"]').toString('base64url')}`]) {
-      const res = await ctx.service.request<ErrorBody>('GET', `/v1/locks${query}`, { token: key });
+      const res = await ctx.service.request<{ error: { code: string } }>('GET', `/v1/locks${query}`, { token: key });
       assert.equal(res.status, 400, query);
       assert.equal(res.body.error.code, 'invalid_request', query);
     }

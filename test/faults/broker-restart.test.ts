@@ -10,7 +10,6 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { waitFor } from '../helpers/gateways.ts';
 import { mosquittoAvailable, startMosquitto, type TestBroker } from '../helpers/mosquitto.ts';
 import { processStorage, startServiceProcess, type ServiceProcess } from '../helpers/process.ts';
-import type { ErrorBody } from '../helpers/types.ts';
 
 const ADMIN = 'broker-restart-admin-token-0123';
 const UNLOCK_TIMEOUT_SECONDS = 4;
@@ -200,7 +199,7 @@ test('a command the broker did not acknowledge in time (502) is never sent later
   // The broker stalls with the connections open: the command waits in a socket it never reads.
   const stalled = broker.process();
   stalled.kill('SIGSTOP');
-  const refused = await call<ErrorBody>('POST', `/v1/locks/${lock}/unlock`, token);
+  const refused = await call<{ error: { code: string } }>('POST', `/v1/locks/${lock}/unlock`, token);
   assert.equal(refused.status, 502);
   assert.equal(refused.body.error.code, 'publish_failed');
   // It dies with that socket's contents, and comes back empty; gateway and service reconnect by themselves.
