@@ -13,7 +13,8 @@ function testFiles(dir) {
 }
 
 const args = process.argv.slice(2);
-const files = args.length > 0 ? args : testFiles('test').sort();
+// Arguments are test files or folders of them (npm run test:unit passes test/unit).
+const files = (args.length > 0 ? args : ['test']).flatMap((arg) => (!arg.startsWith('-') && statSync(arg).isDirectory() ? testFiles(arg).sort() : [arg]));
 const backends = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
 
 let failed = false;

@@ -201,4 +201,39 @@ describe('Idempotency-Key', () => {
     assert.equal(again.status, 200);
     assert.equal(again.headers.get('idempotent-replayed'), null);
   });
+
+  test('a key whose claim is released under every attempt is answered 409 idempotency_in_progress, not retried without end', async () => {
+    const { token } = await tenant();
+    // Every statement about this key finds nothing: the INSERT meets a record it may not take over, and the
+    // record is gone when read, as if each first call failed and released it in between. Picked by parameter.
+    let statements = 0;
+    const flickering = new Proxy(ctx.database.db, {
+      get(db, property) {
+        if (property === 'query') {
+          return async (sql: Parameters<typeof db.query>[0], params: readonly unknown[] = []) => {
+            if (params.includes('flicker')) {
+              statements += 1;
+              return [];
+            }
+            return db.query(sql, params);
+          };
+        }
+        const value: unknown = Reflect.get(db, property, db);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(db) : value;
+      },
+    });
+    const service = await startService(flickering, {}, undefined, undefined, 'inject');
+    try {
+      const answer = await Promise.race([
+        service.request('POST', '/v1/people', { token, body: { name: 'Flo' }, headers: { 'idempotency-key': 'flicker' } }),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer after ${statements} statements`)), 10_000).unref()),
+      ]);
+      assert.equal(answer.status, 409, answer.text);
+      assert.equal((answer.body as ErrorBody).error.code, 'idempotency_in_progress');
+      assert.equal(answer.headers.get('retry-after'), '2');
+      assert.equal(statements, 6, 'three claims of two statements each');
+    } finally {
+      await service.close();
+    }
+  });
 });
