@@ -66,8 +66,10 @@ export async function tryCreateCommand(
   return attempt;
 }
 
+const IN_FLIGHT_COMMAND = { name: 'lockCommands.inFlight', text: `SELECT * FROM lock_commands WHERE lock_id = $1 AND status = 'published'` };
+
 export async function findInFlightCommand(db: Queryable, lockId: number): Promise<CommandRow | undefined> {
-  const [row] = await db.query<CommandRow>(`SELECT * FROM lock_commands WHERE lock_id = $1 AND status = 'published'`, [lockId]);
+  const [row] = await db.query<CommandRow>(IN_FLIGHT_COMMAND, [lockId]);
   return row;
 }
 
