@@ -141,6 +141,15 @@ describe('keys, invitations and webhooks', () => {
     assert.match(again.stderr, /invitation_not_pending, HTTP 409/);
     assert.deepEqual((await lk.json<{ data: unknown[] }>(['keys', 'list', '--person', person.id])).data, []);
 
+    // A card handed over by the operator, renamed and revoked by the client.
+    const card = await lk.json<{ id: number }>(['admin', 'keys', 'create', 'Badge', '--person', person.id, '--type', 'card', '--security-groups', 'staff']);
+    const renamed = await lk.json<{ name: string; state: string }>(['keys', 'update', String(card.id), '--name', 'Badge 2']);
+    assert.deepEqual([renamed.name, renamed.state], ['Badge 2', 'handed_over']);
+    const keys = await lk.run(['keys', 'list', '--person', person.id]);
+    assert.match(keys.stdout, new RegExp(`^${card.id}\\s+Badge 2\\s+card\\s+handed_over\\s+${person.id}\\s+staff`, 'm'));
+    assert.deepEqual(await lk.json(['keys', 'revoke', String(card.id)]), { id: card.id, revoked: true });
+    assert.equal((await lk.run(['keys', 'get', String(card.id)])).code, 1);
+
     const refused = await lk.run(['webhooks', 'create', 'http://example.com/hook', '--events', 'person.created']);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /^ {2}url: .+ \(invalid\)$/m);
