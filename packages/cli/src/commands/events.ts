@@ -1,0 +1,94 @@
+// latchkey events list|tail: the access log (docs/spec/public-api-v1.md, Events: `GET /events`, oldest first).
+import type { Command } from 'commander';
+import type { Event, EventQuery } from '../../../sdk/src/index.ts';
+import type { Context, Io } from '../context.ts';
+import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
+import { ref, text, type Column } from '../output.ts';
+import { durationMs, list, positiveInteger, sinceTime } from '../parse.ts';
+
+const EVENT_COLUMNS: ReadonlyArray<Column<Event>> = [
+  ['id', (e) => e.id],
+  ['occurred at', (e) => e.occurred_at],
+  ['type', (e) => e.type],
+  ['result', (e) => e.result],
+  ['reason', (e) => e.reason],
+  ['lock', (e) => ref(e.lock)],
+  ['person', (e) => e.person?.name],
+  ['key', (e) => (e.key ? ref(e.key) : null)],
+  ['source', (e) => e.source],
+];
+
+interface FilterFlags {
+  since?: string;
+  lock?: number;
+  person?: string;
+  type?: string[];
+}
+
+function withFilterFlags(command: Command, since: string): Command {
+  return command
+    .option('--since <time>', `${since}: an ISO 8601 date-time, or how long ago (15m, 2h, 1d)`)
+    .option('--lock <id>', 'only this lock', positiveInteger)
+    .option('--person <id>', 'only this person (uuid)')
+    .option('--type <types>', 'only these types, comma-separated: access.granted, access.denied, door.closed, door.left_open', list);
+}
+
+function query(o: FilterFlags): EventQuery {
+  return defined({
+    since: o.since === undefined ? undefined : sinceTime(o.since),
+    lock_id: o.lock,
+    person_id: o.person,
+    type: o.type?.join(','),
+  }) as EventQuery;
+}
+
+/** One event per line: columns for people, one JSON object per line (NDJSON) with --json. */
+function printLine(ctx: Context, event: Event): void {
+  if (ctx.json) return ctx.io.out(JSON.stringify(event));
+  const who = event.person ? `${event.person.name}${event.key ? ` key ${event.key.id}` : ''}` : '';
+  ctx.io.out([event.occurred_at, event.type, event.result, ref(event.lock), who, event.reason ? `(${event.reason})` : ''].map(text).filter((c) => c !== '' && c !== '-').join('  '));
+}
+
+export function registerEvents(program: Command, io: Io): void {
+  const events = program.command('events').description('the access log: list, tail (API key)');
+
+  withListFlags(withFilterFlags(events.command('list').description('access-log entries, oldest first'), 'only entries since then')).action(
+    action<ListFlags & FilterFlags>(io, async (ctx, o) => {
+      const lk = ctx.sdk();
+      const filters = query(o);
+      const page = await readPages((limit, cursor) => lk.events.list({ ...filters, limit, cursor }).page(), o);
+      printPage(ctx, page, EVENT_COLUMNS, 'events');
+    }),
+  );
+
+  withFilterFlags(
+    events
+      .command('tail')
+      .description('print entries since a time, one a line (--json: one JSON object a line); --follow keeps printing new ones until Ctrl-C'),
+    'from then on (default: 1h)',
+  )
+    .option('-f, --follow', 'keep reading new entries')
+    .option('--interval <duration>', 'with --follow: time between two reads', durationMs, 5000)
+    .action(
+      action<FilterFlags & { follow?: boolean; interval: number }>(io, async (ctx, o) => {
+        const lk = ctx.sdk();
+        const filters = query({ ...o, since: o.since ?? '1h' });
+        if (!o.follow) {
+          const page = await readPages((limit, cursor) => lk.events.list({ ...filters, limit, cursor }).page(), { limit: 200, all: true });
+          for (const event of page.data) printLine(ctx, event);
+          return;
+        }
+        const stop = new AbortController();
+        const end = () => stop.abort();
+        process.once('SIGINT', end).once('SIGTERM', end);
+        try {
+          const { since, ...rest } = filters;
+          for await (const event of lk.events.since(since as string, { ...rest, intervalMs: o.interval, signal: stop.signal })) printLine(ctx, event);
+        } catch (error) {
+          if (!stop.signal.aborted) throw error; // Ctrl-C is the normal end of --follow
+        } finally {
+          process.off('SIGINT', end).off('SIGTERM', end);
+        }
+      }),
+    );
+}

@@ -1,0 +1,56 @@
+// latchkey gateway simulate: a gateway on the service's MQTT broker, for trying unlocks and door activity by
+// hand (README: "Trying it with a simulated gateway").
+import { Option, type Command } from 'commander';
+import type { Io } from '../context.ts';
+import { UsageError } from '../failures.ts';
+import { simulateGateway, STDIN_HELP } from '../gateway-simulator.ts';
+import { action } from '../kit.ts';
+import { integerList, positiveInteger, wholeNumber } from '../parse.ts';
+
+interface SimulateFlags {
+  id: number;
+  password?: string;
+  mqttUrl: string;
+  prefix: string;
+  answer: 'ok' | 'error' | 'none';
+  error: string;
+  locks: number[];
+  key?: number;
+  random: number;
+}
+
+export function registerGateway(program: Command, io: Io): void {
+  program
+    .command('gateway')
+    .description('a simulated gateway')
+    .command('simulate')
+    .description(`connect as a gateway and answer unlock commands until Ctrl-C. ${STDIN_HELP}`)
+    .requiredOption('--id <id>', 'gateway id (from `latchkey admin gateways create`)', positiveInteger)
+    .option('--password <password>', 'its MQTT password (or LATCHKEY_GATEWAY_PASSWORD)')
+    .option('--mqtt-url <url>', "the broker: the gateway's mqtt.url", 'mqtt://localhost:1884')
+    .option('--prefix <prefix>', 'topic prefix', 'latchkey/v1')
+    .addOption(new Option('--answer <answer>', 'how unlock commands are answered').choices(['ok', 'error', 'none']).default('ok'))
+    .addOption(new Option('--error <code>', 'the error of --answer error').choices(['device_error', 'device_missing']).default('device_error'))
+    .option('--locks <ids>', 'lock ids for random door activity, comma-separated', integerList, [])
+    .option('--key <id>', 'the key id random activity uses', positiveInteger)
+    .option('--random <n>', 'random door events a minute', wholeNumber, 0)
+    .action(
+      action<SimulateFlags>(io, async (ctx, o) => {
+        const password = o.password ?? ctx.io.env.LATCHKEY_GATEWAY_PASSWORD;
+        if (!password) throw new UsageError('no gateway password: pass --password or set LATCHKEY_GATEWAY_PASSWORD.');
+        await simulateGateway({
+          url: o.mqttUrl,
+          id: String(o.id),
+          password,
+          prefix: o.prefix,
+          answer: o.answer,
+          error: o.error,
+          locks: o.locks,
+          key: o.key ?? null,
+          randomPerMinute: o.random,
+          input: process.stdin,
+          log: (line, record) => ctx.io.out(ctx.json ? JSON.stringify(record) : line),
+        });
+      }),
+    );
+}
