@@ -7,7 +7,7 @@
 // nothing, even with several instances. Each gateway's changes run in its order of messages (inOrder).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
-import { notify, type Database } from '../../platform/db/index.ts';
+import type { Database } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { CATALOG_CHANNEL } from '../catalog/index.ts';
@@ -92,7 +92,7 @@ export class PresenceService {
           occurredAt: now,
         });
       }
-      await notify(this.db, tx, CATALOG_CHANNEL);
+      await tx.notify(CATALOG_CHANNEL);
       return true;
     });
     if (changed) this.log.info({ gatewayId, online }, 'gateway presence changed');

@@ -1,6 +1,6 @@
 // Accounts, their departments (locations) and dashboard users (docs/spec/operator-api.md).
 import { AUTH_CHANNEL } from '../../platform/auth.ts';
-import { notify, type Queryable } from '../../platform/db/index.ts';
+import type { Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import type { Account, AccountCreate, AccountUpdate, Location, User } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
@@ -36,7 +36,7 @@ export class AccountsService {
     return this.deps.db.transaction(async (tx) => {
       if (!(await updateAccount(tx, id, body))) throw errors.notFound('account');
       // reseller decides what every key of the account may do: drop cached keys everywhere.
-      await notify(this.deps.db, tx, AUTH_CHANNEL);
+      await tx.notify(AUTH_CHANNEL);
       return (await findAccount(tx, id)) as Account;
     });
   }

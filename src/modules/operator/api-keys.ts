@@ -1,7 +1,6 @@
 // API keys as the operator issues them: the token shown once and stored hashed, expiry rules, the lock
 // allowlist inside the key's scope (README "API notes": Expired keys).
 import { AUTH_CHANNEL, API_KEY_TOKEN_PREFIX } from '../../platform/auth.ts';
-import { notify } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
@@ -104,7 +103,7 @@ export class ApiKeysService {
     const { db } = this.deps;
     await db.transaction(async (tx) => {
       if (!(await revokeApiKey(tx, id, this.deps.clock.now()))) throw errors.notFound('API key');
-      await notify(db, tx, AUTH_CHANNEL);
+      await tx.notify(AUTH_CHANNEL);
     });
   }
 }

@@ -1,6 +1,5 @@
 // Locks and security groups as the operator provisions them; the public API reads them through the
 // catalog module (README "API notes": Security groups in scope).
-import { notify } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { CATALOG_CHANNEL, lockById, unknownSecurityGroups } from '../catalog/index.ts';
 import type { Lock, SecurityGroup } from '../catalog/schemas.ts';
@@ -48,7 +47,7 @@ export class LocksService {
         this.deps.clock.now(),
       );
       // Every instance drops its cached locks (README "Architecture": caches).
-      await notify(db, tx, CATALOG_CHANNEL);
+      await tx.notify(CATALOG_CHANNEL);
       const lock = await lockById(tx, id);
       if (!lock) throw new Error('inserted lock not found');
       return lock;

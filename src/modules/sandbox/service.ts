@@ -1,7 +1,7 @@
 // The sandbox (SANDBOX=true): a clock that tests and integrators move forward, and later the simulated
 // locking system, MQTT publish switch and message outbox.
 import type { SandboxClock } from '../../platform/clock.ts';
-import { notify, type Database } from '../../platform/db/index.ts';
+import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { addToClockOffset, readClockOffset } from './store.ts';
 
@@ -36,7 +36,7 @@ export class SandboxService {
     const delta = Math.round(seconds * 1000);
     const offset = await this.db.transaction(async (tx) => {
       const value = await addToClockOffset(tx, delta);
-      await notify(this.db, tx, CLOCK_CHANNEL, String(value));
+      await tx.notify(CLOCK_CHANNEL, String(value));
       return value;
     });
     this.clock.setOffset(offset);

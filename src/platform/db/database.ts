@@ -26,6 +26,13 @@ export interface Queryable {
 export interface Transaction extends Queryable {
   /** Runs a script of statements separated by `;`, unparameterised, as one message (simple query protocol). */
   script(sql: string): Promise<void>;
+  /**
+   * pg_notify on `channel` (namespaced like Database.listen) inside this transaction: heard only if it
+   * commits. This instance's own listeners hear it as soon as the commit returns, so a change is never
+   * served from this instance's cache after the call that made it; other instances, when PostgreSQL
+   * delivers it (a handler may hear one notification twice: handlers only drop or refresh).
+   */
+  notify(channel: string, payload?: string): Promise<void>;
 }
 
 export interface Database extends Queryable {
@@ -47,7 +54,4 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
-/** pg_notify inside the caller's transaction: delivered to listeners only if the transaction commits. */
-export async function notify(db: Database, tx: Queryable, channel: string, payload = ''): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [db.channel(channel), payload]);
-}
+

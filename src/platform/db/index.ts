@@ -6,7 +6,6 @@ import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 
 export type { Database, PreparedSql, Queryable, Row, Transaction } from './database.ts';
-export { notify } from './database.ts';
 
 /** Opens the configured database (server PostgreSQL when DATABASE_URL is set, else PGlite) and migrates it. */
 export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseTimeoutSeconds'>): Promise<Database> {

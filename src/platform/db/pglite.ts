@@ -67,6 +67,10 @@ export class PgliteDatabase implements Database {
                   throw databaseError(error, sql.slice(0, 80));
                 }
               },
+              // PGlite runs in this process: its listeners hear the notification as the commit returns.
+              notify: async (channel: string, payload = '') => {
+                await tx.query('SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
+              },
             });
           } catch (error) {
             callerError = error;

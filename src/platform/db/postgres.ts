@@ -122,14 +122,21 @@ export class PostgresDatabase implements Database {
     // A connection that failed or did not answer is closed rather than reused (the server rolls back what
     // it held); ROLLBACK on it would only wait for the timeout once more.
     let broken: unknown = undefined;
+    const notified: Array<[string, string]> = [];
     try {
       await run(client, 'BEGIN', []);
       const result = await fn({
         query: <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => run<R>(client, sql, params),
         // Without parameters node-postgres sends the simple query protocol, which takes several statements.
         script: async (sql: string) => void (await run(client, sql, [])),
+        notify: async (channel: string, payload = '') => {
+          await run(client, 'SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
+          notified.push([this.channel(channel), payload]);
+        },
       });
       await run(client, 'COMMIT', []);
+      // This instance's listeners at once; the server's delivery over the LISTEN connection follows.
+      for (const [name, payload] of notified) this.deliver(name, payload);
       return result;
     } catch (error) {
       if (isDatabaseUnavailable(error)) broken = error;
@@ -167,12 +174,14 @@ export class PostgresDatabase implements Database {
     }
   }
 
+  private deliver(name: string, payload: string): void {
+    for (const handler of this.handlers.get(name) ?? []) handler(payload);
+  }
+
   /** Connects the LISTEN connection and LISTENs on every channel that has handlers, including any added meanwhile. */
   private async connectListener(): Promise<void> {
     const client = new pg.Client(clientConfig(this.options));
-    client.on('notification', (message) => {
-      for (const handler of this.handlers.get(message.channel) ?? []) handler(message.payload ?? '');
-    });
+    client.on('notification', (message) => this.deliver(message.channel, message.payload ?? ''));
     client.on('error', () => undefined); // followed by 'end'
     try {
       await client.connect();
