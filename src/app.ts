@@ -45,6 +45,7 @@ import {
 import { Idempotency } from './platform/idempotency.ts';
 import { loggableError } from './platform/logging.ts';
 import { registerOpenApiDocuments } from './platform/openapi.ts';
+import { registerApiDocs } from './platform/api-docs.ts';
 import { trackRoutes } from './platform/route-table.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
@@ -171,6 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
+  registerApiDocs(app, config.brandName);
 
   catalogRoutes(app, catalog);
   peopleRoutes(
