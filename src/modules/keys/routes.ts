@@ -192,7 +192,7 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     {
       config: { access: { kind: 'admin' } },
       schema: {
-        operationId: 'createOperatorKey',
+        operationId: 'handOverKey',
         tags: ['Keys'],
         summary: 'Hand a key over (dashboard)',
         description: 'A card, fob or phone key handed over at once: 201 Key `handed_over`, `key.activated` fires.',
@@ -208,7 +208,7 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     {
       config: { access: { kind: 'admin' } },
       schema: {
-        operationId: 'returnOperatorKey',
+        operationId: 'returnKey',
         tags: ['Keys'],
         summary: 'Take a key back',
         description: 'The key stays listed with state `returned`; `key.revoked` fires.',
