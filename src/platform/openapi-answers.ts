@@ -118,7 +118,7 @@ function commonFailures(kind: 'public' | 'admin', takesBody: boolean): FailureSp
 
 /**
  * `response` with the answers every route of `kind` gives added; where the route names one of those statuses
- * too, the codes of both are listed (the route's meaning wins for a code named by both).
+ * too, the codes of both are listed (a code both name has both meanings).
  */
 export function withCommonFailures(
   response: Record<string, unknown> | undefined,
@@ -131,7 +131,12 @@ export function withCommonFailures(
     const own = merged[status];
     const ownMeanings = own && typeof own === 'object' ? codesOf.get(own) : undefined;
     if (own && !ownMeanings) continue; // answered by the route in a shape of its own
-    merged[status] = answer(s, { ...meaningsOf(s, codes), ...ownMeanings });
+    const meanings = meaningsOf(s, codes);
+    for (const [code, text] of Object.entries(ownMeanings ?? {}) as Array<[ErrorCode, string]>) {
+      const common = meanings[code];
+      meanings[code] = common && common !== text ? `${text}; or ${common}` : text;
+    }
+    merged[status] = answer(s, meanings);
   }
   return merged;
 }

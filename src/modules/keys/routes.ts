@@ -60,7 +60,10 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
           ...failures({
             404: { not_found: "the person is not in the API key's scope" },
             409: ['idempotency_conflict', 'idempotency_in_progress'],
-            422: ['validation_failed', 'entitlement_exceeded'],
+            422: {
+              validation_failed: 'the body failed validation: among others `unknown_security_group` on `security_groups[i]`, `sms_disabled` on `channel`',
+              entitlement_exceeded: "the account's phone-key allowance is used up",
+            },
           }),
         },
       },
@@ -88,7 +91,14 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
         description: 'Changes name, security groups or validity; a change that alters nothing answers 200 without writing. On a physical fob only `name` can change.',
         params: IdParams,
         body: ref(KeyUpdate),
-        response: { 200: ref(Key), ...failures({ 404: ['not_found'], 409: ['lockingsystem_rejected'], 422: ['validation_failed'] }) },
+        response: {
+          200: ref(Key),
+          ...failures({
+            404: ['not_found'],
+            409: ['lockingsystem_rejected'],
+            422: { validation_failed: 'the body failed validation: among others `unknown_security_group`, and `not_editable` on every field but `name` of a fob managed in the locking system' },
+          }),
+        },
       },
     },
     async (request) => keys.updateKey(callerOf(request), request.params.id, request.body),

@@ -13,6 +13,8 @@ const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 const read = { access: { kind: 'public' as const, scopes: readScopes('people') } };
 const write = { access: { kind: 'public' as const, scopes: ['people:write' as const] } };
 const tags = ['People'];
+const personRules =
+  'the body failed validation: among others `unknown_field`, `reserved_name` on `name`, `invalid` on `phone` (not international) or on `location_id` (not in scope)';
 const IdempotencyKey = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ description: '1 to 64 of A-Z a-z 0-9 _ -; a retry with the same key and body gets the stored answer' })),
 });
@@ -55,7 +57,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
           201: ref(Person, { description: 'The new person.' }),
           ...failures({
             409: ['lockingsystem_rejected', 'idempotency_conflict', 'idempotency_in_progress'],
-            422: ['validation_failed'],
+            422: { validation_failed: personRules },
           }),
         },
       },
@@ -95,7 +97,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         body: ref(PersonUpdate),
         response: {
           200: ref(Person),
-          ...failures({ 403: ['forbidden'], 404: ['not_found'], 409: ['lockingsystem_rejected'], 422: ['validation_failed'] }),
+          ...failures({ 403: ['forbidden'], 404: ['not_found'], 409: ['lockingsystem_rejected'], 422: { validation_failed: personRules } }),
         },
       },
     },
