@@ -58,7 +58,6 @@ export async function registerOpenApiDocuments(app: FastifyInstance, settings: D
   const common = {
     // components.schemas keep the names the schemas were given (openapi-schemas.ts), not def-0, def-1, …
     refResolver: { buildLocalReference: (json: { $id?: string }, _base: unknown, _fragment: unknown, i: number) => json.$id ?? `def-${i}` },
-    convertConstToEnum: false,
   };
   // The project grants no licence yet (package.json is private): npm's word for that, until one is chosen.
   const license = { name: 'UNLICENSED' };
