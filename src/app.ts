@@ -1,5 +1,4 @@
 // Builds the Latchkey HTTP app from its dependencies, without listening: tests and main.ts both use it.
-import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
@@ -45,6 +44,8 @@ import {
 } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
 import { loggableError } from './platform/logging.ts';
+import { registerOpenApiDocuments } from './platform/openapi.ts';
+import { registerApiDocs } from './platform/api-docs.ts';
 import { trackRoutes } from './platform/route-table.ts';
 import { JobRunner } from './platform/jobs.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
@@ -170,21 +171,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   idempotency.install(app);
 
   const finishRoutes = trackRoutes(app);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Latchkey public API',
-        version: API_VERSION,
-        description: 'Access control for physical doors: people, keys, locks, the access log and webhooks.',
-      },
-      servers: [{ url: config.publicUrl }],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
-  });
-
-  app.get('/v1/openapi.json', { config: { access: { kind: 'open' } }, schema: { hide: true } }, async () => app.swagger());
+  await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
+  registerApiDocs(app, config.brandName);
 
   catalogRoutes(app, catalog);
   peopleRoutes(

@@ -2,6 +2,7 @@
 // named factory below; call sites never spell a code. Mapped to the spec's envelope in one place
 // (platform/http.ts); the OpenAPI document lists ERROR_CODES and DETAIL_CODES as enums.
 import { type Static, Type } from '@sinclair/typebox';
+import { named, ref } from './openapi-schemas.ts';
 
 /** `error.code` of the envelope: the spec's table (README: API notes adds gateway_in_use, broker_unavailable, link_unusable). */
 export const ERROR_CODES = [
@@ -42,20 +43,29 @@ export const DETAIL_CODES = [
 ] as const;
 export type DetailCode = (typeof DETAIL_CODES)[number];
 
-const ErrorDetailSchema = Type.Object({
-  field: Type.String(),
-  code: Type.Unsafe<DetailCode>({ type: 'string', enum: [...DETAIL_CODES] }),
-  message: Type.String(),
-});
+const ErrorDetailSchema = named(
+  'ErrorDetail',
+  Type.Object({
+    field: Type.String({ description: 'the offending field, e.g. `phone` or `security_groups[0]`' }),
+    code: Type.Unsafe<DetailCode>({ type: 'string', enum: [...DETAIL_CODES] }),
+    message: Type.String(),
+  }),
+);
 
 /** The spec's envelope of every non-2xx answer; the OpenAPI document shows both codes as enums. */
-export const ErrorEnvelope = Type.Object({
-  error: Type.Object({
-    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES] }),
-    message: Type.String(),
-    details: Type.Optional(Type.Array(ErrorDetailSchema)),
-  }),
-});
+export const ErrorEnvelope = named(
+  'Error',
+  Type.Object(
+    {
+      error: Type.Object({
+        code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES] }),
+        message: Type.String(),
+        details: Type.Optional(Type.Array(ref(ErrorDetailSchema), { description: 'only with `validation_failed`' })),
+      }),
+    },
+    { description: 'The envelope of every answer that is not a success (spec: Errors).' },
+  ),
+);
 
 export type ErrorDetail = Static<typeof ErrorDetailSchema>;
 export type ErrorBody = Static<typeof ErrorEnvelope>;

@@ -9,6 +9,7 @@ import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyInstance,
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { ApiError, errors, type ErrorBody } from './errors.ts';
 import { loggableError } from './logging.ts';
+import { namedSchemas } from './openapi-schemas.ts';
 import { bodyErrorDetails, fieldPath, validatorCompiler } from './validation.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
@@ -38,7 +39,7 @@ function toApiError(error: FastifyError): ApiError | null {
 const serverErrorBody = (requestId: string): ErrorBody => errors.serverError(requestId).toBody();
 
 export function installHttpPlumbing(app: FastifyInstance): void {
-  app.setValidatorCompiler(validatorCompiler());
+  app.setValidatorCompiler(validatorCompiler(namedSchemas()));
 
   // Requests that arrive on an open connection while the app closes (app.ts sets return503OnClosing: false,
   // whose 503 had Fastify's own body) are refused here, in the envelope; Fastify adds Connection: close.

@@ -11,8 +11,12 @@ export const PageQuery = {
   cursor: Type.Optional(Type.String({ description: 'opaque; pass back next_cursor verbatim', maxLength: 512 })),
 };
 
-export const Page = <T extends TSchema>(item: T) =>
-  Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+/** The page envelope of every list (spec: Page envelope). */
+export const Page = <T extends TSchema>(item: T, description = 'A page of the list.') =>
+  Type.Object(
+    { data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'opaque; null on the last page' }) },
+    { description },
+  );
 
 export type PageOf<T> = { data: T[]; next_cursor: string | null };
 

@@ -3,9 +3,10 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { RouteAccess } from './access.ts';
 import { errors } from './errors.ts';
-import { ErrorEnvelope } from './schemas.ts';
+import { withCommonFailures } from './openapi-answers.ts';
+import { inlineRefs } from './openapi-schemas.ts';
 
-/** A route as a module declared it: the rules common to every route are tested by walking these. */
+/** A route as a module declared it, named schemas inlined: the rules common to every route are tested by walking these. */
 export interface DeclaredRoute {
   methods: string[];
   url: string;
@@ -36,14 +37,16 @@ export function trackRoutes(app: FastifyInstance): () => void {
     // A route that forgot to say who may call it must not go live open.
     if (!access) throw new Error(`route ${String(route.method)} ${route.url} declares no access`);
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (access.kind === 'public') {
-      // The OpenAPI document names the scopes each operation accepts (any one of them), and, where a body
-      // can be sent, the answers to one too large (413) or not JSON (415).
-      const bodyErrors = methods.some((m) => BODY_METHODS.has(m)) ? { 413: ErrorEnvelope, 415: ErrorEnvelope } : {};
-      const response = route.schema?.response ? { ...bodyErrors, ...(route.schema.response as object) } : undefined;
-      route.schema = { ...route.schema, security: [{ bearer: access.scopes }], ...(response ? { response } : {}) };
+    if (access.kind !== 'open') {
+      // The OpenAPI documents list the answers every route of its kind can give (among them 413 and 415
+      // where a body can be sent), and each public operation names the scopes it accepts (any one of them).
+      const takesBody = methods.some((m) => BODY_METHODS.has(m));
+      const response = route.schema?.response
+        ? { response: withCommonFailures(route.schema.response as Record<string, unknown>, access.kind, takesBody) }
+        : {};
+      route.schema = { ...route.schema, ...(access.kind === 'public' ? { security: [{ bearer: access.scopes }] } : {}), ...response };
     }
-    declared.push({ methods, url: route.url, schema: route.schema, access });
+    declared.push({ methods, url: route.url, schema: inlineRefs(route.schema) as RouteOptions['schema'], access });
     const set = methodsByPath.get(route.url) ?? new Set<string>();
     for (const method of methods) set.add(method);
     methodsByPath.set(route.url, set);

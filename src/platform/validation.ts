@@ -87,9 +87,14 @@ function malformedIntegerErrors(data: unknown, integerNames: string[]): ErrorObj
 
 type CheckFunction = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
-export function validatorCompiler(): FastifySchemaCompiler<unknown> {
+/** `named`: the schemas routes refer to by `$ref` (openapi-schemas.ts); both validators know them. */
+export function validatorCompiler(named: readonly object[] = []): FastifySchemaCompiler<unknown> {
   const bodyAjv = newAjv(false);
   const textAjv = newAjv(true);
+  for (const schema of named) {
+    bodyAjv.addSchema(schema);
+    textAjv.addSchema(schema);
+  }
   return ({ schema, httpPart }) => {
     if (httpPart === 'body') {
       const validate = bodyAjv.compile(schema as object);

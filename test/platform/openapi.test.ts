@@ -31,25 +31,38 @@ test('GET /v1/openapi.json is an OpenAPI 3.1 document of every public route with
   }
 });
 
-test('the committed docs/openapi.json matches the routes (run npm run openapi after changing them)', async () => {
-  const live = (await ctx.service.request<OpenApi>('GET', '/v1/openapi.json')).body;
-  const committed = JSON.parse(await readFile('docs/openapi.json', 'utf8')) as OpenApi;
-  delete live.servers;
-  delete committed.servers;
-  assert.deepEqual(live, committed);
+for (const [path, file, admin] of [['/v1/openapi.json', 'docs/openapi.json', false], ['/admin/v1/openapi.json', 'docs/operator-openapi.json', true]] as const) {
+  test(`the committed ${file} matches the routes (run npm run openapi after changing them)`, async () => {
+    const live = (admin ? await ctx.service.admin<OpenApi>('GET', path) : await ctx.service.request<OpenApi>('GET', path)).body;
+    const committed = JSON.parse(await readFile(file, 'utf8')) as OpenApi;
+    delete live.servers;
+    delete committed.servers;
+    assert.deepEqual(live, committed);
+  });
+}
+
+test('GET /admin/v1/openapi.json describes the operator API and needs ADMIN_TOKEN', async () => {
+  assert.equal((await ctx.service.request('GET', '/admin/v1/openapi.json')).status, 401);
+  const res = await ctx.service.admin<OpenApi>('GET', '/admin/v1/openapi.json');
+  assert.equal(res.status, 200);
+  const paths = Object.keys(res.body.paths);
+  assert.ok(paths.length >= 20 && paths.every((p) => p.startsWith('/admin/v1/')), paths.join(' '));
 });
 
 test('every error answer documents the closed catalogue: error codes and detail codes as enums', async () => {
   const document = (await ctx.service.request<OpenApi>('GET', '/v1/openapi.json')).body;
-  type Envelope = { content?: Record<string, { schema?: { properties?: { error?: { properties?: Record<string, { enum?: string[]; items?: { properties?: { code?: { enum?: string[] } } } }> } } } }> };
+  type Envelope = { content?: Record<string, { schema?: { $ref?: string } }> };
+  type ErrorSchema = { properties: { error: { properties: { code: { enum?: string[] }; details: { items: { $ref: string } } } } } };
+  const named = (document as unknown as { components: { schemas: Record<string, unknown> } }).components.schemas;
+  const schemaAt = <T>(ref: string | undefined) => named[String(ref).replace('#/components/schemas/', '')] as T;
   let seen = 0;
   for (const methods of Object.values(document.paths)) {
     for (const operation of Object.values(methods)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         if (status.startsWith('2')) continue;
-        const error = (response as Envelope).content?.['application/json']?.schema?.properties?.error?.properties;
-        assert.deepEqual(error?.code?.enum, [...ERROR_CODES], status);
-        assert.deepEqual(error?.details?.items?.properties?.code?.enum, [...DETAIL_CODES], status);
+        const error = schemaAt<ErrorSchema>((response as Envelope).content?.['application/json']?.schema?.$ref).properties.error.properties;
+        assert.deepEqual(error.code.enum, [...ERROR_CODES], status);
+        assert.deepEqual(schemaAt<{ properties: { code: { enum?: string[] } } }>(error.details.items.$ref).properties.code.enum, [...DETAIL_CODES], status);
         seen += 1;
       }
     }

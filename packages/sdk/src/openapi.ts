@@ -11,199 +11,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List locks */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    /** @description only locks at this location and its descendants (inside the key scope) */
-                    location_id?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: int64 */
-                                id: number;
-                                name: string;
-                                serial_number: string | null;
-                                place: string;
-                                /** @description kind of lock hardware/integration, e.g. sandbox */
-                                provider: string;
-                                /** @description null for a lock that is not remote */
-                                online: boolean | null;
-                                security_groups: string[];
-                                location: {
-                                    id: number;
-                                    name: string;
-                                };
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List locks
+         * @description The locks of the API key's location and its departments, in id order.
+         */
+        get: operations["listLocks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -219,191 +31,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a lock */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: int64 */
-                            id: number;
-                            name: string;
-                            serial_number: string | null;
-                            place: string;
-                            /** @description kind of lock hardware/integration, e.g. sandbox */
-                            provider: string;
-                            /** @description null for a lock that is not remote */
-                            online: boolean | null;
-                            security_groups: string[];
-                            location: {
-                                id: number;
-                                name: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get a lock
+         * @description One lock of the API key's scope; a lock elsewhere answers 404.
+         */
+        get: operations["getLock"];
         put?: never;
         post?: never;
         delete?: never;
@@ -419,189 +51,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List security groups (access profiles) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    is_default?: boolean;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                id: number;
-                                code: string;
-                                title: string;
-                                description: string;
-                                is_default: boolean;
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List security groups (access profiles)
+         * @description The security groups defined at the API key's location and its departments; their codes are what `POST /keys` takes.
+         */
+        get: operations["listSecurityGroups"];
         put?: never;
         post?: never;
         delete?: never;
@@ -617,489 +71,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List people */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    /** @description exact, case-insensitive */
-                    email?: string;
-                    /** @description any international format; normalised before matching */
-                    phone?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: uuid */
-                                id: string;
-                                name: string;
-                                email: string | null;
-                                /** @description E.164 */
-                                phone: string | null;
-                                company_name: string | null;
-                                title: string | null;
-                                language: string | null;
-                                location: {
-                                    id: number;
-                                    name: string;
-                                };
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List people
+         * @description The people in scope, in creation order; `email` and `phone` find one person.
+         */
+        get: operations["listPeople"];
         put?: never;
-        /** Create a person (idempotent on phone and e-mail) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 64 of A-Z a-z 0-9 _ - */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description a reserved name is refused */
-                        name: string;
-                        email?: string | null;
-                        phone?: string | null;
-                        company_name?: string | null;
-                        title?: string | null;
-                        language?: string | null;
-                        /**
-                         * Format: int64
-                         * @description default: the API key's location
-                         */
-                        location_id?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            name: string;
-                            email: string | null;
-                            /** @description E.164 */
-                            phone: string | null;
-                            company_name: string | null;
-                            title: string | null;
-                            language: string | null;
-                            location: {
-                                id: number;
-                                name: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            name: string;
-                            email: string | null;
-                            /** @description E.164 */
-                            phone: string | null;
-                            company_name: string | null;
-                            title: string | null;
-                            language: string | null;
-                            location: {
-                                id: number;
-                                name: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create a person (idempotent on phone and e-mail)
+         * @description A person in scope with the same phone or e-mail is answered with 200 and not changed; otherwise the person is made (201) and `person.created` fires.
+         */
+        post: operations["createPerson"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1113,659 +95,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a person and their keys */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            name: string;
-                            email: string | null;
-                            /** @description E.164 */
-                            phone: string | null;
-                            company_name: string | null;
-                            title: string | null;
-                            language: string | null;
-                            location: {
-                                id: number;
-                                name: string;
-                            };
-                            /** @description the person's keys in scope */
-                            keys: {
-                                /** Format: int64 */
-                                id: number;
-                                name: string;
-                                /** @description `digital` for phone keys; `card` and `fob` for physical ones */
-                                type: string;
-                                state: "planning" | "sent" | "handed_over" | "returned" | "other";
-                                /** Format: uuid */
-                                person_id: string;
-                                security_groups: string[];
-                                /** Format: date-time */
-                                starts_at: string;
-                                expires_at: string | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
-        /** Update a person (only the fields sent change) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description a reserved name is refused */
-                        name?: string;
-                        email?: string | null;
-                        phone?: string | null;
-                        company_name?: string | null;
-                        title?: string | null;
-                        language?: string | null;
-                        /**
-                         * Format: int64
-                         * @description default: the API key's location
-                         */
-                        location_id?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            name: string;
-                            email: string | null;
-                            /** @description E.164 */
-                            phone: string | null;
-                            company_name: string | null;
-                            title: string | null;
-                            language: string | null;
-                            location: {
-                                id: number;
-                                name: string;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get a person and their keys
+         * @description The person with the keys they hold inside the API key's scope.
+         */
+        get: operations["getPerson"];
+        /**
+         * Update a person (only the fields sent change)
+         * @description Emits `person.updated` with the changed fields; a request that changes nothing answers 200 and sends nothing.
+         */
+        put: operations["updatePerson"];
         post?: never;
-        /** Delete a person */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description no body */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delete a person
+         * @description A soft delete: the person leaves every read, their keys are revoked and pending invitations cancelled, the payloads of webhook deliveries about them are purged, and `person.deleted` fires.
+         */
+        delete: operations["deletePerson"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1778,468 +123,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List keys in scope (phone keys, cards and fobs) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    person_id?: string;
-                    /** @description an unrecognised state matches nothing */
-                    state?: string;
-                    /** @description a security group code */
-                    security_group?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: int64 */
-                                id: number;
-                                name: string;
-                                /** @description `digital` for phone keys; `card` and `fob` for physical ones */
-                                type: string;
-                                state: "planning" | "sent" | "handed_over" | "returned" | "other";
-                                /** Format: uuid */
-                                person_id: string;
-                                security_groups: string[];
-                                /** Format: date-time */
-                                starts_at: string;
-                                expires_at: string | null;
-                                invitation_id: number | null;
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List keys in scope (phone keys, cards and fobs)
+         * @description Every access grant in scope, also cards and fobs managed elsewhere (`type` tells them apart); revoked keys are absent.
+         */
+        get: operations["listKeys"];
         put?: never;
-        /** Issue a key: an invitation whose setup link is sent by SMS, e-mail or both */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** Format: uuid */
-                        person_id: string;
-                        security_groups: string[];
-                        /** @default Phone key */
-                        name?: string;
-                        /**
-                         * @description ISO 8601 date-time; UTC unless an offset is given. default: now
-                         * @example 2027-01-31T09:00:00Z
-                         */
-                        starts_at?: string;
-                        /**
-                         * @description ISO 8601 date-time; UTC unless an offset is given. default: no expiry
-                         * @example 2027-01-31T09:00:00Z
-                         */
-                        expires_at?: string;
-                        /** @default sms */
-                        channel?: "sms" | "email" | "both";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            invitation_id: number;
-                            /** Format: uuid */
-                            person_id: string;
-                            security_groups: string[];
-                            /** @enum {string} */
-                            state: "sent";
-                            sent: {
-                                email: boolean;
-                                sms: boolean;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Issue a key: an invitation whose setup link is sent by SMS, e-mail or both
+         * @description Answers 202 with the invitation, not a key: the key appears, `handed_over`, when the person activates the link. `key.issued` fires. 30 a minute per API key, shared with resend.
+         */
+        post: operations["createKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2253,665 +147,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a key */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: int64 */
-                            id: number;
-                            name: string;
-                            /** @description `digital` for phone keys; `card` and `fob` for physical ones */
-                            type: string;
-                            state: "planning" | "sent" | "handed_over" | "returned" | "other";
-                            /** Format: uuid */
-                            person_id: string;
-                            security_groups: string[];
-                            /** Format: date-time */
-                            starts_at: string;
-                            expires_at: string | null;
-                            invitation_id: number | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get a key
+         * @description One key in scope; a revoked key answers 404.
+         */
+        get: operations["getKey"];
         put?: never;
         post?: never;
-        /** Revoke a key */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description no body */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Revoke a key
+         * @description The key leaves every read at once and `key.revoked` fires; its removal from the locking system follows.
+         */
+        delete: operations["revokeKey"];
         options?: never;
         head?: never;
-        /** Change a key */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string;
-                        security_groups?: string[];
-                        /**
-                         * @description ISO 8601 date-time; UTC unless an offset is given
-                         * @example 2027-01-31T09:00:00Z
-                         */
-                        starts_at?: string;
-                        /** @description null removes the expiry */
-                        expires_at?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: int64 */
-                            id: number;
-                            name: string;
-                            /** @description `digital` for phone keys; `card` and `fob` for physical ones */
-                            type: string;
-                            state: "planning" | "sent" | "handed_over" | "returned" | "other";
-                            /** Format: uuid */
-                            person_id: string;
-                            security_groups: string[];
-                            /** Format: date-time */
-                            starts_at: string;
-                            expires_at: string | null;
-                            invitation_id: number | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Change a key
+         * @description Changes name, security groups or validity; a change that alters nothing answers 200 without writing. On a physical fob only `name` can change.
+         */
+        patch: operations["updateKey"];
         trace?: never;
     };
     "/v1/invitations": {
@@ -2921,204 +175,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List invitations */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    person_id?: string;
-                    /** @description pending, activated, expired or cancelled; anything else answers 422 */
-                    state?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: int64 */
-                                id: number;
-                                state: "pending" | "activated" | "expired" | "cancelled";
-                                /** Format: uuid */
-                                person_id: string;
-                                key_id: number | null;
-                                name: string;
-                                security_groups: string[];
-                                /** Format: date-time */
-                                starts_at: string;
-                                /** Format: date-time */
-                                expires_at: string;
-                                sent: {
-                                    email_at: string | null;
-                                    sms_at: string | null;
-                                };
-                                /** Format: date-time */
-                                created_at: string;
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List invitations
+         * @description Every invitation in scope, cancelled ones too.
+         */
+        get: operations["listInvitations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3134,386 +195,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an invitation */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: int64 */
-                            id: number;
-                            state: "pending" | "activated" | "expired" | "cancelled";
-                            /** Format: uuid */
-                            person_id: string;
-                            key_id: number | null;
-                            name: string;
-                            security_groups: string[];
-                            /** Format: date-time */
-                            starts_at: string;
-                            /** Format: date-time */
-                            expires_at: string;
-                            sent: {
-                                email_at: string | null;
-                                sms_at: string | null;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get an invitation
+         * @description One invitation in scope.
+         */
+        get: operations["getInvitation"];
         put?: never;
         post?: never;
-        /** Cancel a pending invitation */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description no body */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Cancel a pending invitation
+         * @description Its setup link stops working and its waiting messages are withdrawn.
+         */
+        delete: operations["cancelInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3528,265 +221,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send the setup link again */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @default sms */
-                        channel?: "sms" | "email" | "both";
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: int64 */
-                            id: number;
-                            state: "pending" | "activated" | "expired" | "cancelled";
-                            /** Format: uuid */
-                            person_id: string;
-                            key_id: number | null;
-                            name: string;
-                            security_groups: string[];
-                            /** Format: date-time */
-                            starts_at: string;
-                            /** Format: date-time */
-                            expires_at: string;
-                            sent: {
-                                email_at: string | null;
-                                sms_at: string | null;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send the setup link again
+         * @description Makes a new setup link (the previous one stops working) and sends it; the body may be left out (channel `sms`). 30 a minute per API key, shared with `POST /keys`.
+         */
+        post: operations["resendInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3800,222 +239,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The access log of the locks in scope, oldest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    /** @description inclusive; UTC unless an offset is given */
-                    since?: string;
-                    lock_id?: number;
-                    person_id?: string;
-                    /** @description comma-separated event types; an unrecognised list matches nothing */
-                    type?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description ascending in order of receipt */
-                                id: number;
-                                /** @description access.granted, access.denied, door.closed or door.left_open */
-                                type: string;
-                                /** Format: date-time */
-                                occurred_at: string;
-                                result: "success" | "denied";
-                                reason: string | null;
-                                /** @description `gateway` for door activity, `api` for remote unlocks */
-                                source: string;
-                                api_key: {
-                                    id: number;
-                                    name: string;
-                                    prefix: string;
-                                } | null;
-                                lock: {
-                                    id: number;
-                                    name: string;
-                                    place: string;
-                                };
-                                location: {
-                                    id: number;
-                                    name: string;
-                                };
-                                person: {
-                                    id: string;
-                                    name: string;
-                                    email: string | null;
-                                } | null;
-                                key: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The access log of the locks in scope, oldest first
+         * @description Door activity only (`access.granted`, `access.denied`, `door.closed`, `door.left_open`), in order of receipt. Poll it, or replay a webhook gap with `since`.
+         */
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4033,274 +261,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open a remote lock */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            lock_id: number;
-                            status: "published" | "confirmed" | "timed_out" | "failed";
-                            /** Format: date-time */
-                            requested_at: string;
-                            published_at: string | null;
-                            confirmed_at: string | null;
-                            timeout_seconds: number;
-                            error: {
-                                code: string;
-                                message: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                502: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Open a remote lock
+         * @description Publishes an unlock to the lock's gateway and answers 202 with the command; its outcome reaches webhooks as `access.granted` or `unlock.failed`. A second unlock while one is `published` answers with that command. 10 a minute per API key and lock.
+         */
+        post: operations["unlockLock"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4314,191 +279,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read an unlock command */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                    command_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            lock_id: number;
-                            status: "published" | "confirmed" | "timed_out" | "failed";
-                            /** Format: date-time */
-                            requested_at: string;
-                            published_at: string | null;
-                            confirmed_at: string | null;
-                            timeout_seconds: number;
-                            error: {
-                                code: string;
-                                message: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Read an unlock command
+         * @description The command's status; the lock must be on the API key's allowlist.
+         */
+        get: operations["getLockCommand"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4514,450 +299,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the subscriptions of the key's location */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: uuid */
-                                id: string;
-                                url: string;
-                                events: string[];
-                                description: string;
-                                status: "active" | "paused";
-                                failing_since: string | null;
-                                last_delivery_at: string | null;
-                                /** Format: date-time */
-                                created_at: string;
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List the subscriptions of the key's location
+         * @description The subscriptions of the API key's own location (not its departments'), without secrets.
+         */
+        get: operations["listWebhooks"];
         put?: never;
-        /** Create a subscription (the signing secret is shown once) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description https, a public host */
-                        url: string;
-                        /** @description event names, or the single wildcard * */
-                        events: ("*" | "access.granted" | "access.denied" | "door.closed" | "door.left_open" | "key.activated" | "key.revoked" | "key.issued" | "unlock.failed" | "lock.online" | "lock.offline" | "person.created" | "person.updated" | "person.deleted")[];
-                        description?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            url: string;
-                            events: string[];
-                            description: string;
-                            status: "active" | "paused";
-                            failing_since: string | null;
-                            last_delivery_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** @description shown only here */
-                            secret: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create a subscription (the signing secret is shown once)
+         * @description The URL must be https and resolve to public addresses only; a location holds at most 5 active subscriptions.
+         */
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4971,426 +323,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a subscription */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            url: string;
-                            events: string[];
-                            description: string;
-                            status: "active" | "paused";
-                            failing_since: string | null;
-                            last_delivery_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get a subscription
+         * @description A subscription of the API key's location, without its secret.
+         */
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change, pause or resume a subscription */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description https, a public host */
-                        url?: string;
-                        /** @description event names, or the single wildcard * */
-                        events?: ("*" | "access.granted" | "access.denied" | "door.closed" | "door.left_open" | "key.activated" | "key.revoked" | "key.issued" | "unlock.failed" | "lock.online" | "lock.offline" | "person.created" | "person.updated" | "person.deleted")[];
-                        description?: string;
-                        status?: "active" | "paused";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            url: string;
-                            events: string[];
-                            description: string;
-                            status: "active" | "paused";
-                            failing_since: string | null;
-                            last_delivery_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Change, pause or resume a subscription
+         * @description Only the fields sent change; resuming counts against the 5 active subscriptions.
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/v1/webhooks/{id}/deliveries": {
@@ -5400,208 +347,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Delivery records, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description 1 to 200, default 50; out-of-range values are clamped */
-                    limit?: number;
-                    /** @description opaque; pass back next_cursor verbatim */
-                    cursor?: string;
-                    status?: string;
-                    event_type?: string;
-                    /** @description ISO 8601; UTC unless an offset is given */
-                    since?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: uuid */
-                                id: string;
-                                /** Format: uuid */
-                                subscription_id: string;
-                                event_type: string;
-                                event_id: string;
-                                /** @description pending, delivered, failed or exhausted */
-                                status: string;
-                                attempt: number;
-                                response_status: number | null;
-                                last_error: string | null;
-                                next_attempt_at: string | null;
-                                delivered_at: string | null;
-                                /** Format: date-time */
-                                created_at: string;
-                                /** @description null once purged */
-                                payload: {
-                                    [key: string]: unknown;
-                                } | null;
-                            }[];
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delivery records, newest first
+         * @description The deliveries of one subscription; payloads are kept 30 days.
+         */
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5619,260 +369,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deliver again, as a new delivery */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    delivery_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            /** Format: uuid */
-                            subscription_id: string;
-                            event_type: string;
-                            event_id: string;
-                            /** @description pending, delivered, failed or exhausted */
-                            status: string;
-                            attempt: number;
-                            response_status: number | null;
-                            last_error: string | null;
-                            next_attempt_at: string | null;
-                            delivered_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** @description null once purged */
-                            payload: {
-                                [key: string]: unknown;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Deliver again, as a new delivery
+         * @description A fresh delivery of the same event type and payload (its `event_id` is the original id), queued with the full retry ladder; any status, pings too. 30 a minute per API key.
+         */
+        post: operations["redeliverWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5888,238 +389,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send one ping now */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            id: string;
-                            /** Format: uuid */
-                            subscription_id: string;
-                            event_type: string;
-                            event_id: string;
-                            /** @description pending, delivered, failed or exhausted */
-                            status: string;
-                            attempt: number;
-                            response_status: number | null;
-                            last_error: string | null;
-                            next_attempt_at: string | null;
-                            delivered_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** @description null once purged */
-                            payload: {
-                                [key: string]: unknown;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                /** @enum {string} */
-                                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
-                                message: string;
-                                details?: {
-                                    field: string;
-                                    /** @enum {string} */
-                                    code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
-                                    message: string;
-                                }[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send one ping now
+         * @description One attempt, never retried, whatever the receiver answers; a paused subscription can be pinged. 10 a minute per API key.
+         */
+        post: operations["pingWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6129,12 +403,3234 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description The envelope of every answer that is not a success (spec: Errors). */
+        Error: {
+            error: {
+                /** @enum {string} */
+                code: "invalid_request" | "unauthenticated" | "insufficient_scope" | "not_available" | "forbidden" | "lock_not_allowed" | "not_found" | "lockingsystem_rejected" | "invitation_not_pending" | "idempotency_conflict" | "idempotency_in_progress" | "subscription_paused" | "lock_not_remote" | "lock_offline" | "gateway_in_use" | "link_unusable" | "validation_failed" | "entitlement_exceeded" | "rate_limited" | "server_error" | "publish_failed" | "broker_unavailable";
+                message: string;
+                /** @description only with `validation_failed` */
+                details?: components["schemas"]["ErrorDetail"][];
+            };
+        };
+        ErrorDetail: {
+            /** @description the offending field, e.g. `phone` or `security_groups[0]` */
+            field: string;
+            /** @enum {string} */
+            code: "invalid" | "unknown_field" | "reserved_name" | "unknown_security_group" | "sms_disabled" | "limit_reached" | "not_editable";
+            message: string;
+        };
+        /** @description An entry of the access log (and the `data` of the access.* and door.* webhooks). */
+        Event: {
+            /** @description ascending in order of receipt */
+            id: number;
+            /** @description access.granted, access.denied, door.closed or door.left_open */
+            type: string;
+            /** Format: date-time */
+            occurred_at: string;
+            result: "success" | "denied";
+            reason: string | null;
+            /** @description `gateway` for door activity, `api` for remote unlocks */
+            source: string;
+            api_key: {
+                id: number;
+                name: string;
+                prefix: string;
+            } | null;
+            lock: {
+                id: number;
+                name: string;
+                place: string;
+            };
+            location: components["schemas"]["LocationRef"];
+            person: {
+                id: string;
+                name: string;
+                email: string | null;
+            } | null;
+            key: {
+                id: number;
+                name: string;
+            } | null;
+        };
+        /** @description A page of the access log. */
+        EventPage: {
+            data: components["schemas"]["Event"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description A setup link sent to a person, and what became of it. */
+        Invitation: {
+            /** Format: int64 */
+            id: number;
+            state: "pending" | "activated" | "expired" | "cancelled";
+            /** Format: uuid */
+            person_id: string;
+            key_id: number | null;
+            name: string;
+            security_groups: string[];
+            /** Format: date-time */
+            starts_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            sent: {
+                email_at: string | null;
+                sms_at: string | null;
+            };
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description The answer to `POST /keys`: the invitation made; the key appears once the person activates the link. */
+        InvitationCreated: {
+            invitation_id: number;
+            /** Format: uuid */
+            person_id: string;
+            security_groups: string[];
+            /** @enum {string} */
+            state: "sent";
+            /** @description the channels the setup link was sent on */
+            sent: {
+                email: boolean;
+                sms: boolean;
+            };
+        };
+        /** @description A page of invitations. */
+        InvitationPage: {
+            data: components["schemas"]["Invitation"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description The optional body of a resend. */
+        InvitationResend: {
+            /**
+             * @description where the new setup link goes
+             * @default sms
+             */
+            channel?: "sms" | "email" | "both";
+        };
+        /** @description An access grant: a phone key, card or fob. */
+        Key: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            /** @description `digital` for phone keys; `card` and `fob` for physical ones */
+            type: string;
+            state: "planning" | "sent" | "handed_over" | "returned" | "other";
+            /** Format: uuid */
+            person_id: string;
+            security_groups: string[];
+            /** Format: date-time */
+            starts_at: string;
+            expires_at: string | null;
+            /** @description the invitation it came from, if any */
+            invitation_id: number | null;
+        };
+        /** @description A key to issue: the person gets a setup link by SMS, e-mail or both. */
+        KeyCreate: {
+            /** Format: uuid */
+            person_id: string;
+            security_groups: string[];
+            /** @default Phone key */
+            name?: string;
+            /**
+             * @description ISO 8601 date-time; UTC unless an offset is given. default: now
+             * @example 2027-01-31T09:00:00Z
+             */
+            starts_at?: string;
+            /**
+             * @description ISO 8601 date-time; UTC unless an offset is given. default: no expiry
+             * @example 2027-01-31T09:00:00Z
+             */
+            expires_at?: string;
+            /**
+             * @description where the setup link goes
+             * @default sms
+             */
+            channel?: "sms" | "email" | "both";
+        };
+        /** @description A page of keys. */
+        KeyPage: {
+            data: components["schemas"]["Key"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description At least one field; only the fields sent change. */
+        KeyUpdate: {
+            name?: string;
+            security_groups?: string[];
+            /**
+             * @description ISO 8601 date-time; UTC unless an offset is given
+             * @example 2027-01-31T09:00:00Z
+             */
+            starts_at?: string;
+            /** @description null removes the expiry */
+            expires_at?: string | null;
+        };
+        /** @description A location or department, as other resources name it. */
+        LocationRef: {
+            id: number;
+            name: string;
+        };
+        /** @description A lock (door) in the API key's scope. */
+        Lock: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            serial_number: string | null;
+            place: string;
+            /** @description kind of lock hardware/integration, e.g. sandbox */
+            provider: string;
+            /** @description null for a lock that is not remote */
+            online: boolean | null;
+            /** @description security group codes */
+            security_groups: string[];
+            location: components["schemas"]["LocationRef"];
+        };
+        /** @description A remote unlock and how far it got. */
+        LockCommand: {
+            /** Format: uuid */
+            id: string;
+            lock_id: number;
+            status: "published" | "confirmed" | "timed_out" | "failed";
+            /** Format: date-time */
+            requested_at: string;
+            published_at: string | null;
+            confirmed_at: string | null;
+            /** @description seconds before an unanswered command becomes `timed_out` */
+            timeout_seconds: number;
+            error: {
+                /** @description publish_failed, device_missing, device_error or timed_out */
+                code: string;
+                message: string;
+            } | null;
+        };
+        /** @description A page of locks. */
+        LockPage: {
+            data: components["schemas"]["Lock"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description A person who may hold keys; a field never given reads null. */
+        Person: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            email: string | null;
+            /** @description E.164 */
+            phone: string | null;
+            company_name: string | null;
+            title: string | null;
+            language: string | null;
+            location: components["schemas"]["LocationRef"];
+        };
+        /** @description A new person: `name` is required; unknown fields are refused. */
+        PersonCreate: {
+            /** @description a reserved name is refused */
+            name: string;
+            email?: string | null;
+            phone?: string | null;
+            company_name?: string | null;
+            title?: string | null;
+            language?: string | null;
+            /**
+             * Format: int64
+             * @description default: the API key's location
+             */
+            location_id?: number;
+        };
+        /** @description A key as a person read shows it (no `invitation_id`). */
+        PersonKey: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            /** @description `digital` for phone keys; `card` and `fob` for physical ones */
+            type: string;
+            state: "planning" | "sent" | "handed_over" | "returned" | "other";
+            /** Format: uuid */
+            person_id: string;
+            security_groups: string[];
+            /** Format: date-time */
+            starts_at: string;
+            expires_at: string | null;
+        };
+        /** @description A page of people. */
+        PersonPage: {
+            data: components["schemas"]["Person"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description Only the fields sent change; `null` clears a field (except `name`). */
+        PersonUpdate: {
+            /** @description a reserved name is refused */
+            name?: string;
+            email?: string | null;
+            phone?: string | null;
+            company_name?: string | null;
+            title?: string | null;
+            language?: string | null;
+            /**
+             * Format: int64
+             * @description default: the API key's location
+             */
+            location_id?: number;
+        };
+        /** @description A person with the keys they hold inside the API key's scope. */
+        PersonWithKeys: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            email: string | null;
+            /** @description E.164 */
+            phone: string | null;
+            company_name: string | null;
+            title: string | null;
+            language: string | null;
+            location: components["schemas"]["LocationRef"];
+            /** @description the person's keys in scope */
+            keys: components["schemas"]["PersonKey"][];
+        };
+        /** @description A security group (access profile): the doors a key with it opens. */
+        SecurityGroup: {
+            id: number;
+            /** @description the value passed in `security_groups` of key requests */
+            code: string;
+            title: string;
+            description: string;
+            is_default: boolean;
+        };
+        /** @description A page of security groups. */
+        SecurityGroupPage: {
+            data: components["schemas"]["SecurityGroup"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description One webhook delivery and its attempts. */
+        WebhookDelivery: {
+            /**
+             * Format: uuid
+             * @description the delivery id, stable across retries
+             */
+            id: string;
+            /** Format: uuid */
+            subscription_id: string;
+            event_type: string;
+            /** @description for a redelivery, the id of the original delivery */
+            event_id: string;
+            /** @description pending, delivered, failed or exhausted */
+            status: string;
+            /** @description attempts made, counted from 1 */
+            attempt: number;
+            /** @description the HTTP status the endpoint answered */
+            response_status: number | null;
+            last_error: string | null;
+            next_attempt_at: string | null;
+            delivered_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description the delivered `data`; null once purged */
+            payload: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /** @description A page of delivery records, newest first. */
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description A webhook subscription (never with its secret). */
+        WebhookSubscription: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            /** @description event names, or the single wildcard `*` */
+            events: string[];
+            description: string;
+            status: "active" | "paused";
+            /** @description start of the current failure streak */
+            failing_since: string | null;
+            last_delivery_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description A new subscription; a `secret` field is refused as unknown. */
+        WebhookSubscriptionCreate: {
+            /** @description https, a public host */
+            url: string;
+            /** @description event names, or the single wildcard * */
+            events: ("*" | "access.granted" | "access.denied" | "door.closed" | "door.left_open" | "key.activated" | "key.revoked" | "key.issued" | "unlock.failed" | "lock.online" | "lock.offline" | "person.created" | "person.updated" | "person.deleted")[];
+            description?: string;
+        };
+        /** @description A new subscription with its signing secret, shown only in this answer. */
+        WebhookSubscriptionCreated: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            /** @description event names, or the single wildcard `*` */
+            events: string[];
+            description: string;
+            status: "active" | "paused";
+            /** @description start of the current failure streak */
+            failing_since: string | null;
+            last_delivery_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description the signing secret, shown only here */
+            secret: string;
+        };
+        /** @description A page of webhook subscriptions. */
+        WebhookSubscriptionPage: {
+            data: components["schemas"]["WebhookSubscription"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
+        };
+        /** @description At least one field; changing `url` keeps the secret. */
+        WebhookSubscriptionUpdate: {
+            /** @description https, a public host */
+            url?: string;
+            /** @description event names, or the single wildcard * */
+            events?: ("*" | "access.granted" | "access.denied" | "door.closed" | "door.left_open" | "key.activated" | "key.revoked" | "key.issued" | "unlock.failed" | "lock.online" | "lock.offline" | "person.created" | "person.updated" | "person.deleted")[];
+            description?: string;
+            /** @description pause or resume */
+            status?: "active" | "paused";
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description Requests allowed a minute by the limiter closest to exhaustion (the API key's budget or the operation's own). */
+        "X-RateLimit-Limit": number;
+        /** @description Requests left in the current one-minute window of that limiter. */
+        "X-RateLimit-Remaining": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    listLocks: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                /** @description only locks at this location and its descendants (inside the key scope); another location gives an empty page */
+                location_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of locks. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A lock (door) in the API key's scope. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lock"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSecurityGroups: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                /** @description only default groups, or only the others */
+                is_default?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of security groups. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecurityGroupPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPeople: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                /** @description exact, case-insensitive */
+                email?: string;
+                /** @description any international format; normalised before matching (another answers 400) */
+                phone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of people. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPerson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 64 of A-Z a-z 0-9 _ -; a retry with the same key and body gets the stored answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PersonCreate"];
+            };
+        };
+        responses: {
+            /** @description An existing person with the same phone or e-mail, unchanged. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Person"];
+                };
+            };
+            /** @description The new person. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Person"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. `idempotency_conflict`: the Idempotency-Key was already used with a different body. `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation: among others `unknown_field`, `reserved_name` on `name`, `invalid` on `phone` (not international) or on `location_id` (not in scope). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPerson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A person with the keys they hold inside the API key's scope. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonWithKeys"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePerson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PersonUpdate"];
+            };
+        };
+        responses: {
+            /** @description A person who may hold keys; a field never given reads null. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Person"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. `forbidden`: the person is managed by the service and cannot be modified. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation: among others `unknown_field`, `reserved_name` on `name`, `invalid` on `phone` (not international) or on `location_id` (not in scope). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePerson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. `forbidden`: the person is managed by the service and cannot be modified. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                person_id?: string;
+                /** @description an unrecognised state matches nothing */
+                state?: string;
+                /** @description a security group code */
+                security_group?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 64 of A-Z a-z 0-9 _ -; a retry with the same key and body gets the stored answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The answer to `POST /keys`: the invitation made; the key appears once the person activates the link. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationCreated"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: the person is not in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `idempotency_conflict`: the Idempotency-Key was already used with a different body. `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation: among others `unknown_security_group` on `security_groups[i]`, `sms_disabled` on `channel`. `entitlement_exceeded`: the account's phone-key allowance is used up. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An access grant: a phone key, card or fob. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Key"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: key revocation is not enabled on this server (nothing changed); or the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyUpdate"];
+            };
+        };
+        responses: {
+            /** @description An access grant: a phone key, card or fob. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Key"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation: among others `unknown_security_group`, and `not_editable` on every field but `name` of a fob managed in the locking system. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                person_id?: string;
+                /** @description pending, activated, expired or cancelled; anything else answers 422 */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: `state` is not one of pending, activated, expired, cancelled. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A setup link sent to a person, and what became of it. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `invitation_not_pending`: the invitation was already activated, has expired or was cancelled. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resendInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["InvitationResend"];
+            };
+        };
+        responses: {
+            /** @description The invitation, read again. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `invitation_not_pending`: the invitation was already activated, has expired or was cancelled. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: `sms_disabled` on `channel` for an account without SMS, or `invalid` on `channel` when the person has no phone number. `entitlement_exceeded`: the account's phone-key allowance is used up. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                /** @description inclusive, compared with `occurred_at`; UTC unless an offset is given; not a date-time: 400 */
+                since?: string;
+                lock_id?: number;
+                person_id?: string;
+                /** @description comma-separated event types; an unrecognised list matches nothing */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the access log. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unlockLock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A remote unlock and how far it got. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockCommand"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. `lock_not_allowed`: the lock is not on the API key's allowlist. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `lock_not_remote`: the lock cannot be opened over the network. `lock_offline`: the lock's device has not been heard from recently. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad gateway. `publish_failed`: the command could not be handed to the device. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLockCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                command_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A remote unlock and how far it got. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockCommand"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. `lock_not_allowed`: the lock is not on the API key's allowlist. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook subscriptions. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 64 of A-Z a-z 0-9 _ -; a retry with the same key and body gets the stored answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSubscriptionCreate"];
+            };
+        };
+        responses: {
+            /** @description A new subscription with its signing secret, shown only in this answer. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionCreated"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `idempotency_conflict`: the Idempotency-Key was already used with a different body. `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation: among others `invalid` on `url` (not https, not a public host) and `limit_reached` on `url` (5 active subscriptions). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A webhook subscription (never with its secret). */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSubscriptionUpdate"];
+            };
+        };
+        responses: {
+            /** @description A webhook subscription (never with its secret). */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation: among others `invalid` on `url` (not https, not a public host) and `limit_reached` on `url` (5 active subscriptions). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                /** @description pending, delivered, failed or exhausted */
+                status?: string;
+                /** @description one event name */
+                event_type?: string;
+                /** @description ISO 8601; UTC unless an offset is given; not a date-time: 400 */
+                since?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of delivery records, newest first. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, queued. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such subscription or delivery, or its payload was purged. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `subscription_paused`: the subscription is paused. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pingWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery record of the attempt. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+}

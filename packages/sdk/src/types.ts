@@ -2,7 +2,7 @@
 // this one file. They are derived from the responses and bodies of `paths` in the generated src/openapi.ts
 // because docs/openapi.json has no named schemas yet; once it has them, each alias below becomes
 // `components['schemas']['Person']` and so on, and nothing else in the SDK changes.
-import type { paths } from './openapi.js';
+import type { components, paths } from './openapi.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type Operation<P extends keyof paths, M extends Method> = paths[P][M];
@@ -82,7 +82,7 @@ export type WebhookDeliveryQuery = QueryOf<'/v1/webhooks/{id}/deliveries', 'get'
 
 // Errors (docs/spec/public-api-v1.md, Errors)
 /** The error envelope of every non-2xx answer. */
-export type ErrorBody = ResponseBody<'/v1/people', 'get', 404>;
+export type ErrorBody = components['schemas']['Error'];
 /** The closed catalogue of `error.code`. */
 export type ErrorCode = ErrorBody['error']['code'];
 export type ErrorDetail = NonNullable<ErrorBody['error']['details']>[number];

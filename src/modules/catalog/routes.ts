@@ -1,9 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { Page, PageQuery, pageRequest } from '../../platform/pagination.ts';
-import { Id, errorResponses } from '../../platform/schemas.ts';
-import { Lock, SecurityGroup } from './schemas.ts';
+import { failures } from '../../platform/openapi-answers.ts';
+import { ref } from '../../platform/openapi-schemas.ts';
+import { PageQuery, pageRequest } from '../../platform/pagination.ts';
+import { Id } from '../../platform/schemas.ts';
+import { Lock, LockPage, SecurityGroupPage } from './schemas.ts';
 import type { CatalogService } from './service.ts';
 
 const IdParams = Type.Object({ id: Id() });
@@ -14,15 +16,17 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
     {
       config: { access: { kind: 'public', scopes: ['catalog:read'] } },
       schema: {
+        operationId: 'listLocks',
         tags: ['Locks'],
         summary: 'List locks',
+        description: "The locks of the API key's location and its departments, in id order.",
         querystring: Type.Object({
           ...PageQuery,
           location_id: Type.Optional(
-            Id({ description: 'only locks at this location and its descendants (inside the key scope)' }),
+            Id({ description: 'only locks at this location and its descendants (inside the key scope); another location gives an empty page' }),
           ),
         }),
-        response: { 200: Page(Lock), ...errorResponses },
+        response: { 200: ref(LockPage) },
       },
     },
     async (request) => catalog.listLocks(callerOf(request), pageRequest(request.query), request.query.location_id),
@@ -33,10 +37,12 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
     {
       config: { access: { kind: 'public', scopes: ['catalog:read'] } },
       schema: {
+        operationId: 'getLock',
         tags: ['Locks'],
         summary: 'Get a lock',
+        description: "One lock of the API key's scope; a lock elsewhere answers 404.",
         params: IdParams,
-        response: { 200: Lock, ...errorResponses },
+        response: { 200: ref(Lock), ...failures({ 404: ['not_found'] }) },
       },
     },
     async (request) => catalog.getLock(callerOf(request), request.params.id),
@@ -47,10 +53,12 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
     {
       config: { access: { kind: 'public', scopes: ['catalog:read'] } },
       schema: {
+        operationId: 'listSecurityGroups',
         tags: ['Security groups'],
         summary: 'List security groups (access profiles)',
-        querystring: Type.Object({ ...PageQuery, is_default: Type.Optional(Type.Boolean()) }),
-        response: { 200: Page(SecurityGroup), ...errorResponses },
+        description: "The security groups defined at the API key's location and its departments; their codes are what `POST /keys` takes.",
+        querystring: Type.Object({ ...PageQuery, is_default: Type.Optional(Type.Boolean({ description: 'only default groups, or only the others' })) }),
+        response: { 200: ref(SecurityGroupPage) },
       },
     },
     async (request) => catalog.listSecurityGroups(callerOf(request), pageRequest(request.query), request.query.is_default),

@@ -1,30 +1,44 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { named, ref } from '../../platform/openapi-schemas.ts';
+import { Page } from '../../platform/pagination.ts';
 
-export const LocationRef = Type.Object({ id: Type.Integer(), name: Type.String() });
+export const LocationRef = named(
+  'LocationRef',
+  Type.Object({ id: Type.Integer(), name: Type.String() }, { description: 'A location or department, as other resources name it.' }),
+);
 
-export const Lock = Type.Object(
-  {
-    id: Type.Integer({ format: 'int64' }),
-    name: Type.String(),
-    serial_number: Type.Union([Type.String(), Type.Null()]),
-    place: Type.String(),
-    provider: Type.String({ description: 'kind of lock hardware/integration, e.g. sandbox' }),
-    online: Type.Union([Type.Boolean(), Type.Null()], { description: 'null for a lock that is not remote' }),
-    security_groups: Type.Array(Type.String()),
-    location: LocationRef,
-  },
-
+export const Lock = named(
+  'Lock',
+  Type.Object(
+    {
+      id: Type.Integer({ format: 'int64' }),
+      name: Type.String(),
+      serial_number: Type.Union([Type.String(), Type.Null()]),
+      place: Type.String(),
+      provider: Type.String({ description: 'kind of lock hardware/integration, e.g. sandbox' }),
+      online: Type.Union([Type.Boolean(), Type.Null()], { description: 'null for a lock that is not remote' }),
+      security_groups: Type.Array(Type.String(), { description: 'security group codes' }),
+      location: ref(LocationRef),
+    },
+    { description: 'A lock (door) in the API key\'s scope.' },
+  ),
 );
 export type Lock = Static<typeof Lock>;
 
-export const SecurityGroup = Type.Object(
-  {
-    id: Type.Integer(),
-    code: Type.String(),
-    title: Type.String(),
-    description: Type.String(),
-    is_default: Type.Boolean(),
-  },
-
+export const SecurityGroup = named(
+  'SecurityGroup',
+  Type.Object(
+    {
+      id: Type.Integer(),
+      code: Type.String({ description: 'the value passed in `security_groups` of key requests' }),
+      title: Type.String(),
+      description: Type.String(),
+      is_default: Type.Boolean(),
+    },
+    { description: 'A security group (access profile): the doors a key with it opens.' },
+  ),
 );
 export type SecurityGroup = Static<typeof SecurityGroup>;
+
+export const LockPage = named('LockPage', Page(ref(Lock), 'A page of locks.'));
+export const SecurityGroupPage = named('SecurityGroupPage', Page(ref(SecurityGroup), 'A page of security groups.'));

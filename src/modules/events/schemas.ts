@@ -1,25 +1,35 @@
 // The access log's shapes: the Event object of GET /events and of the access.* / door.* webhooks, and
 // what other modules hand the log to write.
 import { Type, type Static } from '@sinclair/typebox';
+import { named, ref } from '../../platform/openapi-schemas.ts';
+import { Page } from '../../platform/pagination.ts';
 import { Nullable } from '../../platform/schemas.ts';
+import { LocationRef } from '../catalog/schemas.ts';
 
 /** The door activity a gateway reports and GET /events lists (unlock.failed is webhook-only). */
 export const DOOR_EVENT_TYPES = ['access.granted', 'access.denied', 'door.closed', 'door.left_open'] as const;
 export type DoorEventType = (typeof DOOR_EVENT_TYPES)[number];
 
-export const EventSchema = Type.Object({
-  id: Type.Integer({ description: 'ascending in order of receipt' }),
-  type: Type.String({ description: 'access.granted, access.denied, door.closed or door.left_open' }),
-  occurred_at: Type.String({ format: 'date-time' }),
-  result: Type.Union([Type.Literal('success'), Type.Literal('denied')]),
-  reason: Nullable(Type.String()),
-  source: Type.String({ description: '`gateway` for door activity, `api` for remote unlocks' }),
-  api_key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), prefix: Type.String() })),
-  lock: Type.Object({ id: Type.Integer(), name: Type.String(), place: Type.String() }),
-  location: Type.Object({ id: Type.Integer(), name: Type.String() }),
-  person: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Nullable(Type.String()) })),
-  key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String() })),
-});
+export const EventSchema = named(
+  'Event',
+  Type.Object(
+    {
+      id: Type.Integer({ description: 'ascending in order of receipt' }),
+      type: Type.String({ description: 'access.granted, access.denied, door.closed or door.left_open' }),
+      occurred_at: Type.String({ format: 'date-time' }),
+      result: Type.Union([Type.Literal('success'), Type.Literal('denied')]),
+      reason: Nullable(Type.String()),
+      source: Type.String({ description: '`gateway` for door activity, `api` for remote unlocks' }),
+      api_key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), prefix: Type.String() })),
+      lock: Type.Object({ id: Type.Integer(), name: Type.String(), place: Type.String() }),
+      location: ref(LocationRef),
+      person: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Nullable(Type.String()) })),
+      key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String() })),
+    },
+    { description: 'An entry of the access log (and the `data` of the access.* and door.* webhooks).' },
+  ),
+);
+export const EventPage = named('EventPage', Page(ref(EventSchema), 'A page of the access log.'));
 /** The Event object of GET /events and of the access.* / door.* webhooks. */
 export type AccessEvent = Static<typeof EventSchema>;
 

@@ -1,16 +1,29 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { Page } from '../../platform/pagination.ts';
-import { ErrorEnvelope, Id, NoContent, errorResponses } from '../../platform/schemas.ts';
+import { failures } from '../../platform/openapi-answers.ts';
+import { named, ref } from '../../platform/openapi-schemas.ts';
+import { Id, NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
-import { Invitation, InvitationCreated, InvitationListQuery, Key, KeyCreate, KeyListQuery, KeyUpdate, OperatorKeyCreate, ResendBody } from './schemas.ts';
+import {
+  Invitation,
+  InvitationCreated,
+  InvitationListQuery,
+  InvitationPage,
+  Key,
+  KeyCreate,
+  KeyListQuery,
+  KeyPage,
+  KeyUpdate,
+  OperatorKeyCreate,
+  ResendBody,
+} from './schemas.ts';
 import type { KeysArea } from './area.ts';
 
 const IdParams = Type.Object({ id: Id() });
 const read = { access: { kind: 'public' as const, scopes: readScopes('keys') } };
 const write = { access: { kind: 'public' as const, scopes: ['keys:write' as const] } };
-const writeErrors = { ...errorResponses, 409: ErrorEnvelope };
+const notFound = failures({ 404: ['not_found'] });
 
 export function keysRoutes(app: ApiInstance, area: KeysArea): void {
   const { keys, invitations, handOver } = area;
@@ -19,10 +32,12 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     {
       config: read,
       schema: {
+        operationId: 'listKeys',
         tags: ['Keys'],
         summary: 'List keys in scope (phone keys, cards and fobs)',
+        description: 'Every access grant in scope, also cards and fobs managed elsewhere (`type` tells them apart); revoked keys are absent.',
         querystring: KeyListQuery,
-        response: { 200: Page(Key), ...errorResponses },
+        response: { 200: ref(KeyPage) },
       },
     },
     async (request) => keys.listKeys(callerOf(request), request.query),
@@ -33,11 +48,24 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     {
       config: { ...write, idempotent: true },
       schema: {
+        operationId: 'createKey',
         tags: ['Keys'],
         summary: 'Issue a key: an invitation whose setup link is sent by SMS, e-mail or both',
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
-        body: KeyCreate,
-        response: { 202: InvitationCreated, ...writeErrors },
+        description:
+          'Answers 202 with the invitation, not a key: the key appears, `handed_over`, when the person activates the link. `key.issued` fires. 30 a minute per API key, shared with resend.',
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: '1 to 64 of A-Z a-z 0-9 _ -; a retry with the same key and body gets the stored answer' })) }),
+        body: ref(KeyCreate),
+        response: {
+          202: ref(InvitationCreated),
+          ...failures({
+            404: { not_found: "the person is not in the API key's scope" },
+            409: ['idempotency_conflict', 'idempotency_in_progress'],
+            422: {
+              validation_failed: 'the body failed validation: among others `unknown_security_group` on `security_groups[i]`, `sms_disabled` on `channel`',
+              entitlement_exceeded: "the account's phone-key allowance is used up",
+            },
+          }),
+        },
       },
     },
     async (request, reply) => reply.code(202).send(await invitations.issue(callerOf(request), request.body)),
@@ -45,7 +73,10 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
 
   app.get(
     '/v1/keys/:id',
-    { config: read, schema: { tags: ['Keys'], summary: 'Get a key', params: IdParams, response: { 200: Key, ...errorResponses } } },
+    {
+      config: read,
+      schema: { operationId: 'getKey', tags: ['Keys'], summary: 'Get a key', description: 'One key in scope; a revoked key answers 404.', params: IdParams, response: { 200: ref(Key), ...notFound } },
+    },
     async (request) => keys.getKey(callerOf(request), request.params.id),
   );
 
@@ -53,7 +84,22 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     '/v1/keys/:id',
     {
       config: write,
-      schema: { tags: ['Keys'], summary: 'Change a key', params: IdParams, body: KeyUpdate, response: { 200: Key, ...writeErrors } },
+      schema: {
+        operationId: 'updateKey',
+        tags: ['Keys'],
+        summary: 'Change a key',
+        description: 'Changes name, security groups or validity; a change that alters nothing answers 200 without writing. On a physical fob only `name` can change.',
+        params: IdParams,
+        body: ref(KeyUpdate),
+        response: {
+          200: ref(Key),
+          ...failures({
+            404: ['not_found'],
+            409: ['lockingsystem_rejected'],
+            422: { validation_failed: 'the body failed validation: among others `unknown_security_group`, and `not_editable` on every field but `name` of a fob managed in the locking system' },
+          }),
+        },
+      },
     },
     async (request) => keys.updateKey(callerOf(request), request.params.id, request.body),
   );
@@ -62,7 +108,17 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     '/v1/keys/:id',
     {
       config: write,
-      schema: { tags: ['Keys'], summary: 'Revoke a key', params: IdParams, response: { 204: NoContent, ...writeErrors, 503: ErrorEnvelope } },
+      schema: {
+        operationId: 'revokeKey',
+        tags: ['Keys'],
+        summary: 'Revoke a key',
+        description: 'The key leaves every read at once and `key.revoked` fires; its removal from the locking system follows.',
+        params: IdParams,
+        response: {
+          204: NoContent,
+          ...failures({ 404: ['not_found'], 503: { not_available: 'key revocation is not enabled on this server (nothing changed)' } }),
+        },
+      },
     },
     async (request, reply) => {
       await keys.revokeKey(callerOf(request), request.params.id);
@@ -75,10 +131,12 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     {
       config: read,
       schema: {
+        operationId: 'listInvitations',
         tags: ['Invitations'],
         summary: 'List invitations',
+        description: 'Every invitation in scope, cancelled ones too.',
         querystring: InvitationListQuery,
-        response: { 200: Page(Invitation), ...errorResponses },
+        response: { 200: ref(InvitationPage), ...failures({ 422: { validation_failed: '`state` is not one of pending, activated, expired, cancelled' } }) },
       },
     },
     async (request) => invitations.listInvitations(callerOf(request), request.query),
@@ -86,7 +144,10 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
 
   app.get(
     '/v1/invitations/:id',
-    { config: read, schema: { tags: ['Invitations'], summary: 'Get an invitation', params: IdParams, response: { 200: Invitation, ...errorResponses } } },
+    {
+      config: read,
+      schema: { operationId: 'getInvitation', tags: ['Invitations'], summary: 'Get an invitation', description: 'One invitation in scope.', params: IdParams, response: { 200: ref(Invitation), ...notFound } },
+    },
     async (request) => invitations.getInvitation(callerOf(request), request.params.id),
   );
 
@@ -94,7 +155,14 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     '/v1/invitations/:id',
     {
       config: write,
-      schema: { tags: ['Invitations'], summary: 'Cancel a pending invitation', params: IdParams, response: { 204: NoContent, ...writeErrors } },
+      schema: {
+        operationId: 'cancelInvitation',
+        tags: ['Invitations'],
+        summary: 'Cancel a pending invitation',
+        description: 'Its setup link stops working and its waiting messages are withdrawn.',
+        params: IdParams,
+        response: { 204: NoContent, ...failures({ 404: ['not_found'], 409: ['invitation_not_pending'] }) },
+      },
     },
     async (request, reply) => {
       await invitations.cancelInvitation(callerOf(request), request.params.id);
@@ -107,11 +175,23 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     {
       config: write,
       schema: {
+        operationId: 'resendInvitation',
         tags: ['Invitations'],
         summary: 'Send the setup link again',
+        description: 'Makes a new setup link (the previous one stops working) and sends it; the body may be left out (channel `sms`). 30 a minute per API key, shared with `POST /keys`.',
         params: IdParams,
         body: ResendBody,
-        response: { 202: Invitation, ...writeErrors },
+        response: {
+          202: ref(Invitation, { description: 'The invitation, read again.' }),
+          ...failures({
+            404: ['not_found'],
+            409: ['invitation_not_pending'],
+            422: {
+              validation_failed: '`sms_disabled` on `channel` for an account without SMS, or `invalid` on `channel` when the person has no phone number',
+              entitlement_exceeded: "the account's phone-key allowance is used up",
+            },
+          }),
+        },
       },
     },
     async (request, reply) => reply.code(202).send(await invitations.resend(callerOf(request), request.params.id, request.body?.channel)),
@@ -121,7 +201,14 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     '/admin/v1/keys',
     {
       config: { access: { kind: 'admin' } },
-      schema: { hide: true, body: OperatorKeyCreate, response: { 201: Key, 401: ErrorEnvelope, 422: ErrorEnvelope } },
+      schema: {
+        operationId: 'handOverKey',
+        tags: ['Keys'],
+        summary: 'Hand a key over (dashboard)',
+        description: 'A card, fob or phone key handed over at once: 201 Key `handed_over`, `key.activated` fires.',
+        body: ref(OperatorKeyCreate),
+        response: { 201: ref(Key), ...failures({ 422: ['validation_failed'] }) },
+      },
     },
     async (request, reply) => reply.code(201).send(await handOver.createByOperator(request.body)),
   );
@@ -130,11 +217,21 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
     '/admin/v1/keys/:id/return',
     {
       config: { access: { kind: 'admin' } },
-      schema: { hide: true, params: IdParams, response: { 200: Key, 401: ErrorEnvelope, 404: ErrorEnvelope } },
+      schema: {
+        operationId: 'returnKey',
+        tags: ['Keys'],
+        summary: 'Take a key back',
+        description: 'The key stays listed with state `returned`; `key.revoked` fires.',
+        params: IdParams,
+        response: { 200: ref(Key), ...notFound },
+      },
     },
     async (request) => handOver.returnByOperator(request.params.id),
   );
 }
+
+const ConfirmBody = named('LockingSystemConfirm', Type.Object({ account_id: Id() }, { additionalProperties: false, description: 'The account whose held key changes to confirm.' }));
+const Confirmed = named('LockingSystemConfirmed', Type.Object({ confirmed: Type.Integer({ description: 'key changes confirmed' }) }));
 
 /** POST /admin/v1/sandbox/locking_system/confirm (SANDBOX=true only). */
 export function keysSandboxRoutes(app: ApiInstance, { keys }: KeysArea): void {
@@ -143,9 +240,12 @@ export function keysSandboxRoutes(app: ApiInstance, { keys }: KeysArea): void {
     {
       config: { access: { kind: 'admin' } },
       schema: {
-        hide: true,
-        body: Type.Object({ account_id: Id() }, { additionalProperties: false }),
-        response: { 200: Type.Object({ confirmed: Type.Integer() }), 401: ErrorEnvelope, 422: ErrorEnvelope },
+        operationId: 'confirmSandboxKeyChanges',
+        tags: ['Sandbox'],
+        summary: 'Confirm held key changes',
+        description: 'Every key change the simulator holds (mode `hold`) goes from `sent` to `handed_over`, with `key.activated`.',
+        body: ref(ConfirmBody),
+        response: { 200: ref(Confirmed), ...failures({ 422: ['validation_failed'] }) },
       },
     },
     async (request) => ({ confirmed: await keys.confirmHeldChanges(request.body.account_id) }),

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PageQuery } from '../../platform/pagination.ts';
+import { named, ref } from '../../platform/openapi-schemas.ts';
+import { Page, PageQuery } from '../../platform/pagination.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 import { Nullable } from '../../platform/schemas.ts';
 
@@ -23,10 +24,16 @@ const keyFields = {
   expires_at: Nullable(Timestamp),
 };
 
-export const Key = Type.Object({ ...keyFields, invitation_id: Type.Union([Type.Integer(), Type.Null()]) });
+export const Key = named(
+  'Key',
+  Type.Object(
+    { ...keyFields, invitation_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the invitation it came from, if any' }) },
+    { description: 'An access grant: a phone key, card or fob.' },
+  ),
+);
 export type Key = Static<typeof Key>;
 /** A key inside a Person: no invitation_id. */
-export const EmbeddedKey = Type.Object(keyFields);
+export const EmbeddedKey = named('PersonKey', Type.Object(keyFields, { description: 'A key as a person read shows it (no `invitation_id`).' }));
 export type EmbeddedKey = Static<typeof EmbeddedKey>;
 
 export const KeyListQuery = Type.Object({
@@ -37,51 +44,69 @@ export const KeyListQuery = Type.Object({
 });
 export type KeyListQuery = Static<typeof KeyListQuery>;
 
-export const KeyCreate = Type.Object(
-  {
-    person_id: Type.String({ format: 'uuid' }),
-    security_groups: GroupCodes,
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', default: 'Phone key' })),
-    starts_at: Type.Optional(ClientTimestamp('default: now')),
-    expires_at: Type.Optional(ClientTimestamp('default: no expiry')),
-    channel: Type.Optional(Type.Union(Channel.anyOf, { default: 'sms' })),
-  },
-  { additionalProperties: false },
+export const KeyCreate = named(
+  'KeyCreate',
+  Type.Object(
+    {
+      person_id: Type.String({ format: 'uuid' }),
+      security_groups: GroupCodes,
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', default: 'Phone key' })),
+      starts_at: Type.Optional(ClientTimestamp('default: now')),
+      expires_at: Type.Optional(ClientTimestamp('default: no expiry')),
+      channel: Type.Optional(Type.Union(Channel.anyOf, { default: 'sms', description: 'where the setup link goes' })),
+    },
+    { additionalProperties: false, description: 'A key to issue: the person gets a setup link by SMS, e-mail or both.' },
+  ),
 );
 export type KeyCreate = Static<typeof KeyCreate>;
 
-export const KeyUpdate = Type.Object(
-  {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })),
-    security_groups: Type.Optional(GroupCodes),
-    starts_at: Type.Optional(ClientTimestamp()),
-    expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()], { description: 'null removes the expiry' })),
-  },
-  { additionalProperties: false, minProperties: 1 },
+export const KeyUpdate = named(
+  'KeyUpdate',
+  Type.Object(
+    {
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })),
+      security_groups: Type.Optional(GroupCodes),
+      starts_at: Type.Optional(ClientTimestamp()),
+      expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()], { description: 'null removes the expiry' })),
+    },
+    { additionalProperties: false, minProperties: 1, description: 'At least one field; only the fields sent change.' },
+  ),
 );
 export type KeyUpdate = Static<typeof KeyUpdate>;
 
-export const InvitationCreated = Type.Object({
-  invitation_id: Type.Integer(),
-  person_id: Type.String({ format: 'uuid' }),
-  security_groups: Type.Array(Type.String()),
-  state: Type.Literal('sent'),
-  sent: Type.Object({ email: Type.Boolean(), sms: Type.Boolean() }),
-});
+export const InvitationCreated = named(
+  'InvitationCreated',
+  Type.Object(
+    {
+      invitation_id: Type.Integer(),
+      person_id: Type.String({ format: 'uuid' }),
+      security_groups: Type.Array(Type.String()),
+      state: Type.Literal('sent'),
+      sent: Type.Object({ email: Type.Boolean(), sms: Type.Boolean() }, { description: 'the channels the setup link was sent on' }),
+    },
+    { description: 'The answer to `POST /keys`: the invitation made; the key appears once the person activates the link.' },
+  ),
+);
 export type InvitationCreated = Static<typeof InvitationCreated>;
 
-export const Invitation = Type.Object({
-  id: Type.Integer({ format: 'int64' }),
-  state: Type.Union([Type.Literal('pending'), Type.Literal('activated'), Type.Literal('expired'), Type.Literal('cancelled')]),
-  person_id: Type.String({ format: 'uuid' }),
-  key_id: Type.Union([Type.Integer(), Type.Null()]),
-  name: Type.String(),
-  security_groups: Type.Array(Type.String()),
-  starts_at: Timestamp,
-  expires_at: Timestamp,
-  sent: Type.Object({ email_at: Nullable(Timestamp), sms_at: Nullable(Timestamp) }),
-  created_at: Timestamp,
-});
+export const Invitation = named(
+  'Invitation',
+  Type.Object(
+    {
+      id: Type.Integer({ format: 'int64' }),
+      state: Type.Union([Type.Literal('pending'), Type.Literal('activated'), Type.Literal('expired'), Type.Literal('cancelled')]),
+      person_id: Type.String({ format: 'uuid' }),
+      key_id: Type.Union([Type.Integer(), Type.Null()]),
+      name: Type.String(),
+      security_groups: Type.Array(Type.String()),
+      starts_at: Timestamp,
+      expires_at: Timestamp,
+      sent: Type.Object({ email_at: Nullable(Timestamp), sms_at: Nullable(Timestamp) }),
+      created_at: Timestamp,
+    },
+    { description: 'A setup link sent to a person, and what became of it.' },
+  ),
+);
 export type Invitation = Static<typeof Invitation>;
 
 export const InvitationListQuery = Type.Object({
@@ -91,18 +116,32 @@ export const InvitationListQuery = Type.Object({
 });
 export type InvitationListQuery = Static<typeof InvitationListQuery>;
 
-export const ResendBody = Type.Union([Type.Object({ channel: Type.Optional(Type.Union(Channel.anyOf, { default: 'sms' })) }, { additionalProperties: false }), Type.Null()]);
+export const InvitationResend = named(
+  'InvitationResend',
+  Type.Object(
+    { channel: Type.Optional(Type.Union(Channel.anyOf, { default: 'sms', description: 'where the new setup link goes' })) },
+    { additionalProperties: false, description: 'The optional body of a resend.' },
+  ),
+);
+/** The body of a resend may be left out (spec: Invitation resend body, optional). */
+export const ResendBody = Type.Union([ref(InvitationResend), Type.Null()]);
 
-export const OperatorKeyCreate = Type.Object(
-  {
-    person_id: Type.String({ format: 'uuid' }),
-    type: Type.Union([Type.Literal('digital'), Type.Literal('card'), Type.Literal('fob')]),
-    name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
-    security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { uniqueItems: true, maxItems: 100 })),
-    starts_at: Type.Optional(ClientTimestamp('default: now')),
-    expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()])),
-    managed_in_locking_system: Type.Optional(Type.Boolean({ default: false })),
-  },
-  { additionalProperties: false },
+export const KeyPage = named('KeyPage', Page(ref(Key), 'A page of keys.'));
+export const InvitationPage = named('InvitationPage', Page(ref(Invitation), 'A page of invitations.'));
+
+export const OperatorKeyCreate = named(
+  'OperatorKeyCreate',
+  Type.Object(
+    {
+      person_id: Type.String({ format: 'uuid' }),
+      type: Type.Union([Type.Literal('digital'), Type.Literal('card'), Type.Literal('fob')]),
+      name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+      security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { uniqueItems: true, maxItems: 100 })),
+      starts_at: Type.Optional(ClientTimestamp('default: now')),
+      expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()])),
+      managed_in_locking_system: Type.Optional(Type.Boolean({ default: false, description: 'a physical fob managed in the locking system (only `name` can change)' })),
+    },
+    { additionalProperties: false, description: 'A key handed over in the dashboard: it is `handed_over` at once.' },
+  ),
 );
 export type OperatorKeyCreate = Static<typeof OperatorKeyCreate>;

@@ -1,18 +1,21 @@
-// The operator API (/admin/v1), behind ADMIN_TOKEN. Hidden from the public OpenAPI document.
+// The operator API (/admin/v1), behind ADMIN_TOKEN; described by its own document (GET /admin/v1/openapi.json).
 import { Type } from '@sinclair/typebox';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { Page, PageQuery, pageRequest } from '../../platform/pagination.ts';
-import { ErrorEnvelope, Id, NoContent } from '../../platform/schemas.ts';
+import { failures } from '../../platform/openapi-answers.ts';
+import { ref } from '../../platform/openapi-schemas.ts';
+import { PageQuery, pageRequest } from '../../platform/pagination.ts';
+import { Id, NoContent } from '../../platform/schemas.ts';
 import { Lock, SecurityGroup } from '../catalog/schemas.ts';
 import {
   Account,
   AccountCreate,
   AccountUpdate,
-  ApiKey,
   ApiKeyCreate,
+  ApiKeyPage,
   ApiKeyWithToken,
   Gateway,
   GatewayCreate,
+  GatewayPage,
   GatewaySummary,
   Location,
   LocationCreate,
@@ -24,79 +27,112 @@ import {
 import type { OperatorService } from './service.ts';
 
 const IdParams = Type.Object({ id: Id() });
-const errorsOf = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope };
 const admin = { access: { kind: 'admin' as const } };
-const hidden = { hide: true, tags: ['Operator'] };
+const invalid = failures({ 422: ['validation_failed'] });
+const notFound = failures({ 404: ['not_found'] });
+const brokerDown = { broker_unavailable: 'the MQTT broker in front could not be updated; nothing was changed' };
+const ListQuery = Type.Object({ ...PageQuery, location_id: Type.Optional(Id({ description: 'only those of this location' })) });
 
 export function operatorRoutes(app: ApiInstance, operator: OperatorService): void {
-  app.post('/admin/v1/accounts', { config: admin, schema: { ...hidden, body: AccountCreate, response: { 201: Account, ...errorsOf } } },
+  const tags = ['Accounts'];
+  app.post('/admin/v1/accounts',
+    { config: admin, schema: { operationId: 'createAccount', tags, summary: 'Create an account', description: 'An account with its root location.', body: ref(AccountCreate), response: { 201: ref(Account), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.create(request.body)));
 
-  app.get('/admin/v1/accounts/:id', { config: admin, schema: { ...hidden, params: IdParams, response: { 200: Account, ...errorsOf } } },
+  app.get('/admin/v1/accounts/:id',
+    { config: admin, schema: { operationId: 'getAccount', tags, summary: 'Get an account', description: 'One account with its root location.', params: IdParams, response: { 200: ref(Account), ...notFound } } },
     async (request) => operator.accounts.get(request.params.id));
 
   app.patch('/admin/v1/accounts/:id',
-    { config: admin, schema: { ...hidden, params: IdParams, body: AccountUpdate, response: { 200: Account, ...errorsOf } } },
+    {
+      config: admin,
+      schema: { operationId: 'updateAccount', tags, summary: 'Change an account', description: 'Only the fields sent change; at least one.', params: IdParams, body: ref(AccountUpdate), response: { 200: ref(Account), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) } },
+    },
     async (request) => operator.accounts.update(request.params.id, request.body));
 
-  app.post('/admin/v1/locations', { config: admin, schema: { ...hidden, body: LocationCreate, response: { 201: Location, ...errorsOf } } },
+  app.post('/admin/v1/locations',
+    { config: admin, schema: { operationId: 'createLocation', tags, summary: 'Create a department', description: 'A location under `parent_id` (an unknown parent: 422 on `parent_id`).', body: ref(LocationCreate), response: { 201: ref(Location), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.createLocation(request.body)));
 
-  app.post('/admin/v1/users', { config: admin, schema: { ...hidden, body: UserCreate, response: { 201: User, ...errorsOf } } },
+  app.post('/admin/v1/users',
+    { config: admin, schema: { operationId: 'createUser', tags, summary: 'Create a dashboard user', description: 'A dashboard user of an account (e-mailed when its API keys\' webhooks auto-pause).', body: ref(UserCreate), response: { 201: ref(User), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.createUser(request.body)));
 
-  app.post('/admin/v1/api_keys', { config: admin, schema: { ...hidden, body: ApiKeyCreate, response: { 201: ApiKeyWithToken, ...errorsOf } } },
+  const keyTags = ['API keys'];
+  app.post('/admin/v1/api_keys',
+    {
+      config: admin,
+      schema: { operationId: 'createApiKey', tags: keyTags, summary: 'Create an API key', description: 'The token is shown only in this answer; `lock_allowlist` must name locks in the key\'s scope.', body: ref(ApiKeyCreate), response: { 201: ref(ApiKeyWithToken), ...invalid } },
+    },
     async (request, reply) => reply.code(201).send(await operator.apiKeys.create(request.body)));
 
   app.get('/admin/v1/api_keys',
-    {
-      config: admin,
-      schema: {
-        ...hidden,
-        querystring: Type.Object({ ...PageQuery, location_id: Type.Optional(Id()) }),
-        response: { 200: Page(ApiKey), ...errorsOf },
-      },
-    },
+    { config: admin, schema: { operationId: 'listApiKeys', tags: keyTags, summary: 'List API keys', description: 'Never with the token.', querystring: ListQuery, response: { 200: ref(ApiKeyPage) } } },
     async (request) => operator.apiKeys.list(pageRequest(request.query), request.query.location_id));
 
-  app.delete('/admin/v1/api_keys/:id', { config: admin, schema: { ...hidden, params: IdParams, response: { 204: NoContent, ...errorsOf } } },
+  app.delete('/admin/v1/api_keys/:id',
+    { config: admin, schema: { operationId: 'revokeApiKey', tags: keyTags, summary: 'Revoke an API key', description: 'Its token answers 401 at once on every instance.', params: IdParams, response: { 204: NoContent, ...notFound } } },
     async (request, reply) => {
       await operator.apiKeys.revoke(request.params.id);
       return reply.code(204).send(null);
     });
 
   app.post('/admin/v1/security_groups',
-    { config: admin, schema: { ...hidden, body: SecurityGroupCreate, response: { 201: SecurityGroup, ...errorsOf } } },
+    {
+      config: admin,
+      schema: { operationId: 'createSecurityGroup', tags: ['Locks'], summary: 'Create a security group', description: '`code` is unique per location (422 on `code` otherwise).', body: ref(SecurityGroupCreate), response: { 201: ref(SecurityGroup), ...invalid } },
+    },
     async (request, reply) => reply.code(201).send(await operator.locks.createSecurityGroup(request.body)));
 
-  app.post('/admin/v1/gateways', { config: admin, schema: { ...hidden, body: GatewayCreate, response: { 201: Gateway, ...errorsOf, 503: ErrorEnvelope } } },
-    async (request, reply) => reply.code(201).send(await operator.gateways.create(request.body)));
-
-  app.get('/admin/v1/gateways',
+  const gatewayTags = ['Gateways'];
+  app.post('/admin/v1/gateways',
     {
       config: admin,
       schema: {
-        ...hidden,
-        querystring: Type.Object({ ...PageQuery, location_id: Type.Optional(Id()) }),
-        response: { 200: Page(GatewaySummary), ...errorsOf },
+        operationId: 'createGateway', tags: gatewayTags, summary: 'Create a gateway',
+        description: 'Its MQTT credentials; the password is shown only in this answer and stored hashed.',
+        body: ref(GatewayCreate), response: { 201: ref(Gateway), ...failures({ 422: ['validation_failed'], 503: brokerDown }) },
       },
     },
+    async (request, reply) => reply.code(201).send(await operator.gateways.create(request.body)));
+
+  app.get('/admin/v1/gateways',
+    { config: admin, schema: { operationId: 'listGateways', tags: gatewayTags, summary: 'List gateways', description: 'With `online` and `last_seen_at`; never the password.', querystring: ListQuery, response: { 200: ref(GatewayPage) } } },
     async (request) => operator.gateways.list(pageRequest(request.query), request.query.location_id));
 
-  app.get('/admin/v1/gateways/:id', { config: admin, schema: { ...hidden, params: IdParams, response: { 200: GatewaySummary, ...errorsOf } } },
+  app.get('/admin/v1/gateways/:id',
+    { config: admin, schema: { operationId: 'getGateway', tags: gatewayTags, summary: 'Get a gateway', description: 'The fields of the list; never the password.', params: IdParams, response: { 200: ref(GatewaySummary), ...notFound } } },
     async (request) => operator.gateways.get(request.params.id));
 
   app.post('/admin/v1/gateways/:id/rotate_password',
-    { config: admin, schema: { ...hidden, params: IdParams, response: { 200: Gateway, ...errorsOf, 503: ErrorEnvelope } } },
+    {
+      config: admin,
+      schema: {
+        operationId: 'rotateGatewayPassword', tags: gatewayTags, summary: "Rotate a gateway's password",
+        description: 'A new password, shown only here; the old one is refused and its live connection dropped. The gateway reads offline until it says online.',
+        params: IdParams, response: { 200: ref(Gateway), ...failures({ 404: ['not_found'], 503: brokerDown }) },
+      },
+    },
     async (request) => operator.gateways.rotatePassword(request.params.id));
 
   app.delete('/admin/v1/gateways/:id',
-    { config: admin, schema: { ...hidden, params: IdParams, response: { 204: NoContent, ...errorsOf, 409: ErrorEnvelope, 503: ErrorEnvelope } } },
+    {
+      config: admin,
+      schema: {
+        operationId: 'deleteGateway', tags: gatewayTags, summary: 'Delete a gateway',
+        description: 'The row and its broker account go together; refused while locks, the access log or lock commands refer to it.',
+        params: IdParams, response: { 204: NoContent, ...failures({ 404: ['not_found'], 409: ['gateway_in_use'], 503: brokerDown }) },
+      },
+    },
     async (request, reply) => {
       await operator.gateways.delete(request.params.id);
       return reply.code(204).send(null);
     });
 
-  app.post('/admin/v1/locks', { config: admin, schema: { ...hidden, body: LockCreate, response: { 201: Lock, ...errorsOf } } },
+  app.post('/admin/v1/locks',
+    {
+      config: admin,
+      schema: { operationId: 'createLock', tags: ['Locks'], summary: 'Create a lock', description: '`gateway_id` makes it remote; `security_groups` are codes of its location or above.', body: ref(LockCreate), response: { 201: ref(Lock), ...invalid } },
+    },
     async (request, reply) => reply.code(201).send(await operator.locks.create(request.body)));
 }

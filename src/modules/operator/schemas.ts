@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { named, ref } from '../../platform/openapi-schemas.ts';
+import { Page } from '../../platform/pagination.ts';
 import { Id } from '../../platform/schemas.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
@@ -20,7 +22,7 @@ export const AccountFields = {
   }),
 };
 
-export const AccountCreate = Type.Object(
+export const AccountCreate = named('AccountCreate', Type.Object(
   {
     name: AccountFields.name,
     reseller: Type.Optional(AccountFields.reseller),
@@ -29,13 +31,13 @@ export const AccountCreate = Type.Object(
     locking_system: Type.Optional(AccountFields.locking_system),
   },
   { additionalProperties: false },
-);
+));
 export type AccountCreate = Static<typeof AccountCreate>;
 
-export const AccountUpdate = Type.Partial(Type.Object(AccountFields), { additionalProperties: false, minProperties: 1 });
+export const AccountUpdate = named('AccountUpdate', Type.Partial(Type.Object(AccountFields), { additionalProperties: false, minProperties: 1 }));
 export type AccountUpdate = Static<typeof AccountUpdate>;
 
-export const Account = Type.Object({
+export const Account = named('Account', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   reseller: Type.Boolean(),
@@ -43,26 +45,26 @@ export const Account = Type.Object({
   phone_key_allowance: Type.Union([Type.Integer(), Type.Null()]),
   locking_system: Type.Union([Type.String(), Type.Null()]),
   root_location: Type.Object({ id: Type.Integer(), name: Type.String() }),
-});
+}));
 export type Account = Static<typeof Account>;
 
-export const LocationCreate = Type.Object({ parent_id: RowId, name: Name }, { additionalProperties: false });
-export const Location = Type.Object({
+export const LocationCreate = named('LocationCreate', Type.Object({ parent_id: RowId, name: Name }, { additionalProperties: false }));
+export const Location = named('Location', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   parent_id: Type.Union([Type.Integer(), Type.Null()]),
   account_id: Type.Integer(),
-});
+}));
 export type Location = Static<typeof Location>;
 
-export const UserCreate = Type.Object(
+export const UserCreate = named('UserCreate', Type.Object(
   { account_id: RowId, name: Name, email: Type.String({ format: 'email', maxLength: 254 }) },
   { additionalProperties: false },
-);
-export const User = Type.Object({ id: Type.Integer(), account_id: Type.Integer(), name: Type.String(), email: Type.String() });
+));
+export const User = named('User', Type.Object({ id: Type.Integer(), account_id: Type.Integer(), name: Type.String(), email: Type.String() }));
 export type User = Static<typeof User>;
 
-export const ApiKeyCreate = Type.Object(
+export const ApiKeyCreate = named('ApiKeyCreate', Type.Object(
   {
     location_id: RowId,
     name: Name,
@@ -72,10 +74,10 @@ export const ApiKeyCreate = Type.Object(
     created_by_user_id: Type.Optional(Type.Union([RowId, Type.Null()])),
   },
   { additionalProperties: false },
-);
+));
 export type ApiKeyCreate = Static<typeof ApiKeyCreate>;
 
-export const ApiKey = Type.Object({
+export const ApiKey = named('ApiKey', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   prefix: Type.String(),
@@ -86,11 +88,11 @@ export const ApiKey = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   revoked_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   created_by_user_id: Type.Union([Type.Integer(), Type.Null()]),
-});
+}));
 export type ApiKey = Static<typeof ApiKey>;
-export const ApiKeyWithToken = Type.Composite([ApiKey, Type.Object({ token: Type.String() })]);
+export const ApiKeyWithToken = named('ApiKeyCreated', Type.Composite([ApiKey, Type.Object({ token: Type.String() })]));
 
-export const SecurityGroupCreate = Type.Object(
+export const SecurityGroupCreate = named('SecurityGroupCreate', Type.Object(
   {
     location_id: RowId,
     code: Type.String({ minLength: 1, maxLength: 64, pattern: '^\\S+$' }),
@@ -99,10 +101,10 @@ export const SecurityGroupCreate = Type.Object(
     is_default: Type.Optional(Type.Boolean({ default: false })),
   },
   { additionalProperties: false },
-);
+));
 export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
 
-export const GatewayCreate = Type.Object({ location_id: RowId, name: Name }, { additionalProperties: false });
+export const GatewayCreate = named('GatewayCreate', Type.Object({ location_id: RowId, name: Name }, { additionalProperties: false }));
 const GatewayMqttFields = {
   url: Type.String(),
   client_id: Type.String(),
@@ -110,15 +112,15 @@ const GatewayMqttFields = {
   topic_prefix: Type.String(),
 };
 /** A gateway with its MQTT credentials: the answer of create and of rotate_password, the only ones with the password. */
-export const Gateway = Type.Object({
+export const Gateway = named('Gateway', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   location_id: Type.Integer(),
   mqtt: Type.Object({ ...GatewayMqttFields, password: Type.String({ description: 'shown only in this answer' }) }),
-});
+}));
 export type Gateway = Static<typeof Gateway>;
 /** A gateway as listed: connection state and last contact, never the password. */
-export const GatewaySummary = Type.Object({
+export const GatewaySummary = named('GatewaySummary', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   location_id: Type.Integer(),
@@ -126,10 +128,10 @@ export const GatewaySummary = Type.Object({
   online: Type.Boolean(),
   last_seen_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
-});
+}));
 export type GatewaySummary = Static<typeof GatewaySummary>;
 
-export const LockCreate = Type.Object(
+export const LockCreate = named('LockCreate', Type.Object(
   {
     location_id: RowId,
     name: Name,
@@ -140,5 +142,8 @@ export const LockCreate = Type.Object(
     security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [] })),
   },
   { additionalProperties: false },
-);
+));
 export type LockCreate = Static<typeof LockCreate>;
+
+export const ApiKeyPage = named('ApiKeyPage', Page(ref(ApiKey), 'A page of API keys.'));
+export const GatewayPage = named('GatewayPage', Page(ref(GatewaySummary), 'A page of gateways.'));

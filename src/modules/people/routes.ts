@@ -1,17 +1,23 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { Page, PageQuery } from '../../platform/pagination.ts';
-import { ErrorEnvelope, NoContent, errorResponses } from '../../platform/schemas.ts';
+import { failures } from '../../platform/openapi-answers.ts';
+import { ref } from '../../platform/openapi-schemas.ts';
+import { PageQuery } from '../../platform/pagination.ts';
+import { NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
-import { OperatorPersonCreate, Person, PersonCreate, PersonUpdate, PersonWithKeys } from './schemas.ts';
+import { OperatorPersonCreate, Person, PersonCreate, PersonPage, PersonUpdate, PersonWithKeys } from './schemas.ts';
 import type { PeopleService } from './service.ts';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 const read = { access: { kind: 'public' as const, scopes: readScopes('people') } };
 const write = { access: { kind: 'public' as const, scopes: ['people:write' as const] } };
 const tags = ['People'];
-const writeErrors = { ...errorResponses, 409: ErrorEnvelope };
+const personRules =
+  'the body failed validation: among others `unknown_field`, `reserved_name` on `name`, `invalid` on `phone` (not international) or on `location_id` (not in scope)';
+const IdempotencyKey = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ description: '1 to 64 of A-Z a-z 0-9 _ -; a retry with the same key and body gets the stored answer' })),
+});
 
 export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
   app.get(
@@ -19,14 +25,16 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
     {
       config: read,
       schema: {
+        operationId: 'listPeople',
         tags,
         summary: 'List people',
+        description: 'The people in scope, in creation order; `email` and `phone` find one person.',
         querystring: Type.Object({
           ...PageQuery,
           email: Type.Optional(Type.String({ maxLength: 254, description: 'exact, case-insensitive' })),
-          phone: Type.Optional(Type.String({ maxLength: 40, description: 'any international format; normalised before matching' })),
+          phone: Type.Optional(Type.String({ maxLength: 40, description: 'any international format; normalised before matching (another answers 400)' })),
         }),
-        response: { 200: Page(Person), ...errorResponses },
+        response: { 200: ref(PersonPage) },
       },
     },
     async (request) => people.list(callerOf(request), request.query),
@@ -37,11 +45,21 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
     {
       config: { ...write, idempotent: true },
       schema: {
+        operationId: 'createPerson',
         tags,
         summary: 'Create a person (idempotent on phone and e-mail)',
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: '1 to 64 of A-Z a-z 0-9 _ -' })) }),
-        body: PersonCreate,
-        response: { 200: Person, 201: Person, ...writeErrors },
+        description:
+          'A person in scope with the same phone or e-mail is answered with 200 and not changed; otherwise the person is made (201) and `person.created` fires.',
+        headers: IdempotencyKey,
+        body: ref(PersonCreate),
+        response: {
+          200: ref(Person, { description: 'An existing person with the same phone or e-mail, unchanged.' }),
+          201: ref(Person, { description: 'The new person.' }),
+          ...failures({
+            409: ['lockingsystem_rejected', 'idempotency_conflict', 'idempotency_in_progress'],
+            422: { validation_failed: personRules },
+          }),
+        },
       },
     },
     async (request, reply) => {
@@ -54,7 +72,14 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
     '/v1/people/:id',
     {
       config: read,
-      schema: { tags, summary: 'Get a person and their keys', params: IdParams, response: { 200: PersonWithKeys, ...errorResponses } },
+      schema: {
+        operationId: 'getPerson',
+        tags,
+        summary: 'Get a person and their keys',
+        description: 'The person with the keys they hold inside the API key\'s scope.',
+        params: IdParams,
+        response: { 200: ref(PersonWithKeys), ...failures({ 404: ['not_found'] }) },
+      },
     },
     async (request) => people.get(callerOf(request), request.params.id),
   );
@@ -63,7 +88,18 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
     '/v1/people/:id',
     {
       config: write,
-      schema: { tags, summary: 'Update a person (only the fields sent change)', params: IdParams, body: PersonUpdate, response: { 200: Person, ...writeErrors } },
+      schema: {
+        operationId: 'updatePerson',
+        tags,
+        summary: 'Update a person (only the fields sent change)',
+        description: 'Emits `person.updated` with the changed fields; a request that changes nothing answers 200 and sends nothing.',
+        params: IdParams,
+        body: ref(PersonUpdate),
+        response: {
+          200: ref(Person),
+          ...failures({ 403: ['forbidden'], 404: ['not_found'], 409: ['lockingsystem_rejected'], 422: { validation_failed: personRules } }),
+        },
+      },
     },
     async (request) => people.update(callerOf(request), request.params.id, request.body),
   );
@@ -72,7 +108,14 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
     '/v1/people/:id',
     {
       config: write,
-      schema: { tags, summary: 'Delete a person', params: IdParams, response: { 204: NoContent, ...writeErrors } },
+      schema: {
+        operationId: 'deletePerson',
+        tags,
+        summary: 'Delete a person',
+        description: 'A soft delete: the person leaves every read, their keys are revoked and pending invitations cancelled, the payloads of webhook deliveries about them are purged, and `person.deleted` fires.',
+        params: IdParams,
+        response: { 204: NoContent, ...failures({ 403: ['forbidden'], 404: ['not_found'], 409: ['lockingsystem_rejected'] }) },
+      },
     },
     async (request, reply) => {
       await people.delete(callerOf(request), request.params.id);
@@ -85,9 +128,12 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
     {
       config: { access: { kind: 'admin' } },
       schema: {
-        hide: true,
-        body: OperatorPersonCreate,
-        response: { 201: Person, 401: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope },
+        operationId: 'createOperatorPerson',
+        tags: ['People'],
+        summary: 'Create a person (no de-duplication)',
+        description: 'Like the public create at any location, plus `managed`; emits `person.created`.',
+        body: ref(OperatorPersonCreate),
+        response: { 201: ref(Person), ...failures({ 409: ['lockingsystem_rejected'], 422: ['validation_failed'] }) },
       },
     },
     async (request, reply) => reply.code(201).send(await people.createByOperator(request.body)),

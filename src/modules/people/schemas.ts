@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { named, ref } from '../../platform/openapi-schemas.ts';
+import { Page } from '../../platform/pagination.ts';
 import { Id, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
@@ -17,7 +19,7 @@ export const personFields = {
   location_id: Id({ description: "default: the API key's location" }),
 };
 
-export const PersonCreate = Type.Object(
+const personCreateFields = Type.Object(
   {
     name: personFields.name,
     email: Type.Optional(personFields.email),
@@ -29,22 +31,35 @@ export const PersonCreate = Type.Object(
   },
   { additionalProperties: false },
 );
+export const PersonCreate = named(
+  'PersonCreate',
+  Type.Object(personCreateFields.properties, {
+    additionalProperties: false,
+    description: 'A new person: `name` is required; unknown fields are refused.',
+  }),
+);
 export type PersonCreate = Static<typeof PersonCreate>;
 
-export const PersonUpdate = Type.Partial(PersonCreate, { additionalProperties: false });
+export const PersonUpdate = named(
+  'PersonUpdate',
+  Type.Partial(personCreateFields, { additionalProperties: false, description: 'Only the fields sent change; `null` clears a field (except `name`).' }),
+);
 export type PersonUpdate = Static<typeof PersonUpdate>;
 
-export const OperatorPersonCreate = Type.Object(
-  {
-    ...PersonCreate.properties,
-    location_id: personFields.location_id,
-    managed: Type.Optional(Type.Boolean({ default: false })),
-  },
-  { additionalProperties: false },
+export const OperatorPersonCreate = named(
+  'OperatorPersonCreate',
+  Type.Object(
+    {
+      ...personCreateFields.properties,
+      location_id: personFields.location_id,
+      managed: Type.Optional(Type.Boolean({ default: false, description: 'a managed person answers 403 forbidden to public PUT and DELETE' })),
+    },
+    { additionalProperties: false, description: 'The public create fields, `location_id` required, plus `managed`.' },
+  ),
 );
 export type OperatorPersonCreate = Static<typeof OperatorPersonCreate>;
 
-export const Person = Type.Object({
+const personFieldsOut = {
   id: Type.String({ format: 'uuid' }),
   name: Type.String(),
   email: Type.Union([Type.String(), Type.Null()]),
@@ -52,8 +67,17 @@ export const Person = Type.Object({
   company_name: Type.Union([Type.String(), Type.Null()]),
   title: Type.Union([Type.String(), Type.Null()]),
   language: Type.Union([Type.String(), Type.Null()]),
-  location: LocationRef,
-});
+  location: ref(LocationRef),
+};
+
+export const Person = named('Person', Type.Object(personFieldsOut, { description: 'A person who may hold keys; a field never given reads null.' }));
 export type Person = Static<typeof Person>;
 
-export const PersonWithKeys = Type.Composite([Person, Type.Object({ keys: Type.Array(EmbeddedKey, { description: "the person's keys in scope" }) })]);
+export const PersonWithKeys = named(
+  'PersonWithKeys',
+  Type.Object(
+    { ...personFieldsOut, keys: Type.Array(ref(EmbeddedKey), { description: "the person's keys in scope" }) },
+    { description: 'A person with the keys they hold inside the API key\'s scope.' },
+  ),
+);
+export const PersonPage = named('PersonPage', Page(ref(Person), 'A page of people.'));
