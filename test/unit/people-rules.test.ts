@@ -23,7 +23,7 @@ describe('canonical phones', () => {
   });
 
   test('a number inside other text is not a phone, even when the text holds a valid one', () => {
-    for (const spelling of ['call +44 20 7946 0958', 'tel:+44-20-7946-0958', 'x+44 20 7946 0958']) {
+    for (const spelling of ['call +44 20 7946 0958', 'tel:+44-20-7946-0958', 'x+44 20 7946 0958', '+44 20 7946 0958 ext 2', '+44 20 7946 0958 call me', '+44 20 7946 0958;ext=2']) {
       assert.equal(normalisePhone(spelling), null, spelling);
     }
   });

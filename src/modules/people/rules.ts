@@ -5,9 +5,13 @@ import { parsePhoneNumberWithError } from 'libphonenumber-js';
  * An international number (leading `+` and country code) in E.164, or null when it is not a valid one.
  * Spaces, dashes, dots and brackets are allowed in the input.
  */
+/** A phone as sent: + first, then digits with spaces, dashes, dots and brackets only (README: People: phone). */
+const PHONE_SPELLING = /^\+[0-9 ().-]+$/;
+
 export function normalisePhone(raw: string): string | null {
   const trimmed = raw.trim();
-  if (!trimmed.startsWith('+')) return null;
+  // libphonenumber reads a number out of longer text ("… ext 2", "… call me"); the API stores what was sent.
+  if (!PHONE_SPELLING.test(trimmed)) return null;
   try {
     const parsed = parsePhoneNumberWithError(trimmed);
     return parsed.isValid() ? parsed.number : null;
