@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Database } from '../../src/platform/db/index.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { createTestDatabase, overriding, type TestDatabase } from '../helpers/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients, gatewayTopic, waitFor } from '../helpers/gateways.ts';
 import { startService, type TestService } from '../helpers/service.ts';
@@ -17,20 +17,12 @@ let inFlightReads = 0;
 
 /** The database, but while `hideInFlight` the read of a lock's command in flight (by its prepared name) finds none. */
 function racing(db: Database): Database {
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === 'query') {
-        return async (sql: Parameters<Database['query']>[0], params?: readonly unknown[]) => {
-          if (hideInFlight && typeof sql !== 'string' && sql.name === 'lockCommands.inFlight') {
-            inFlightReads += 1;
-            return [];
-          }
-          return target.query(sql, params);
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
+  return overriding(db, {
+    query: (async (sql, params) => {
+      if (!hideInFlight || typeof sql === 'string' || sql.name !== 'lockCommands.inFlight') return db.query(sql, params);
+      inFlightReads += 1;
+      return [];
+    }) as Database['query'],
   });
 }
 

@@ -8,7 +8,7 @@ import { systemClock } from '../../src/platform/clock.ts';
 import type { Database } from '../../src/platform/db/index.ts';
 import { databaseError } from '../../src/platform/db/errors.ts';
 import { RequestLog } from '../../src/platform/request-log.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { createTestDatabase, withFaults, type TestDatabase } from '../helpers/database.ts';
 
 let database: TestDatabase;
 before(async () => {
@@ -21,13 +21,12 @@ after(async () => {
 /** The database, but its statements fail as `unavailable` (or as a wrong statement) while `mode` says so. */
 function troubled(db: Database): { db: Database; mode: { now: 'ok' | 'away' | 'refuses' } } {
   const mode = { now: 'ok' as 'ok' | 'away' | 'refuses' };
-  const wrapper = Object.create(db) as Database;
-  wrapper.query = (async (sql, params) => {
-    if (mode.now === 'away') throw databaseError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), '', true);
-    if (mode.now === 'refuses') throw databaseError(Object.assign(new Error('invalid input'), { code: '22P02' }), '', false);
-    return db.query(sql, params);
-  }) as Database['query'];
-  return { db: wrapper, mode };
+  const faulty = withFaults(db, () => {
+    if (mode.now === 'away') return databaseError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), '', true);
+    if (mode.now === 'refuses') return databaseError(Object.assign(new Error('invalid input'), { code: '22P02' }), '', false);
+    return undefined;
+  });
+  return { db: faulty, mode };
 }
 
 async function served(log: RequestLog, requests: number, ip: string): Promise<void> {

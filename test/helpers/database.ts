@@ -130,9 +130,10 @@ export function withFaults(db: Database, fault: Fault): Database {
 
 /**
  * `target` with some members replaced; every other member is the target's own, called on the target, so
- * that state it keeps (a LISTEN connection, a closed flag) stays where its close() finds it.
+ * that state it keeps (a LISTEN connection, a closed flag) stays where its close() finds it. For a test
+ * whose fake statement must answer rows rather than fail (withFaults only throws).
  */
-function overriding<T extends object>(target: T, replaced: Partial<T>): T {
+export function overriding<T extends object>(target: T, replaced: Partial<T>): T {
   return new Proxy(target, {
     get(object, property) {
       if (Object.hasOwn(replaced, property)) return replaced[property as keyof T];

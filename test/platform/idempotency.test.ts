@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
-import { withFailingTransactions } from '../helpers/database.ts';
+import type { Database } from '../../src/platform/db/index.ts';
+import { overriding, withFailingTransactions } from '../helpers/database.ts';
 import { startService, useTestService, type HttpResult } from '../helpers/service.ts';
 import type { ErrorBody } from '../helpers/types.ts';
 
@@ -207,20 +208,13 @@ describe('Idempotency-Key', () => {
     // Every statement about this key finds nothing: the INSERT meets a record it may not take over, and the
     // record is gone when read, as if each first call failed and released it in between. Picked by parameter.
     let statements = 0;
-    const flickering = new Proxy(ctx.database.db, {
-      get(db, property) {
-        if (property === 'query') {
-          return async (sql: Parameters<typeof db.query>[0], params: readonly unknown[] = []) => {
-            if (params.includes('flicker')) {
-              statements += 1;
-              return [];
-            }
-            return db.query(sql, params);
-          };
-        }
-        const value: unknown = Reflect.get(db, property, db);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(db) : value;
-      },
+    const db = ctx.database.db;
+    const flickering = overriding(db, {
+      query: (async (sql, params = []) => {
+        if (!params.includes('flicker')) return db.query(sql, params);
+        statements += 1;
+        return [];
+      }) as Database['query'],
     });
     const service = await startService(flickering, {}, undefined, undefined, 'inject');
     try {
