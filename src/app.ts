@@ -207,13 +207,15 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       disconnectGateway: (gatewayId) => devices.disconnectGateway(gatewayId),
     }),
   );
-  const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
-  jobs.register(consoleSessions.purgeJob());
-  const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
-  await live.start(db);
-  // Open streams would hold app.close() until the browsers leave.
-  app.addHook('preClose', async () => live.close());
-  consoleRoutes(app, { sessions: consoleSessions, proxy: new ConsoleProxy(app, db, secrets), live, limits, publicUrl: config.publicUrl });
+  if (config.consoleEnabled) {
+    const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
+    jobs.register(consoleSessions.purgeJob());
+    const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
+    await live.start(db);
+    // Open streams would hold app.close() until the browsers leave.
+    app.addHook('preClose', async () => live.close());
+    consoleRoutes(app, { sessions: consoleSessions, proxy: new ConsoleProxy(app, db, secrets), live, limits, publicUrl: config.publicUrl });
+  }
   if (config.mqttHttpAuthSecret) brokerAuthRoutes(app, { db, limits, secret: config.mqttHttpAuthSecret });
   if (sandboxClock) {
     const sandbox = new SandboxService(db, sandboxClock, jobs);

@@ -2,10 +2,11 @@
 // per-IP failed-attempt limit, the cookie's attributes, CSRF on every change, what the forwarder refuses,
 // the per-account key, sign-out and expiry, and nothing in clear at rest.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { targetOf } from '../../src/modules/console/proxy.ts';
 import { advanceClock, createAccount } from '../helpers/fixtures.ts';
-import { ADMIN_TOKEN, freshIp, useTestService, type RequestOptions } from '../helpers/service.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { ADMIN_TOKEN, freshIp, startService, useTestService, type RequestOptions, type TestService } from '../helpers/service.ts';
 import type { ErrorBody, Page } from '../helpers/types.ts';
 
 const ctx = useTestService(undefined, {}, { transport: 'inject' });
@@ -208,5 +209,26 @@ describe('signing out and expiry', () => {
     assert.ok(!stored.includes(ADMIN_TOKEN));
     const keys = JSON.stringify(await ctx.database.db.query('SELECT * FROM console_session_keys'));
     assert.ok(!keys.includes('lk_'), 'the account keys are sealed');
+  });
+});
+
+describe('with CONSOLE_ENABLED=false', () => {
+  let database: TestDatabase;
+  let service: TestService;
+  before(async () => {
+    database = await createTestDatabase();
+    service = await startService(database.db, { CONSOLE_ENABLED: 'false' }, undefined, undefined, 'inject');
+  });
+  after(async () => {
+    await service?.close();
+    await database?.close();
+  });
+
+  test('no console path exists: not the sign-in, not the forwarder, not the stream', async () => {
+    for (const [method, path] of [['POST', '/console/session'], ['GET', '/console/api/admin/v1/accounts'], ['GET', '/console/live']] as const) {
+      const answer = await service.request<ErrorBody>(method, path, { body: method === 'POST' ? { token: ADMIN_TOKEN } : undefined });
+      assert.equal(answer.status, 404, `${method} ${path}`);
+      assert.equal(answer.body.error.code, 'not_found');
+    }
   });
 });
