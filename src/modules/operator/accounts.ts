@@ -2,9 +2,23 @@
 import { AUTH_CHANNEL } from '../../platform/auth.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
-import type { Account, AccountCreate, AccountUpdate, Location, User } from './schemas.ts';
+import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
+import type { Account, AccountCreate, AccountUpdate, Location, Overview, User } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
-import { accountExists, findAccount, findLocation, insertAccount, insertLocation, insertUser, updateAccount, type LocationRow } from './store.ts';
+import {
+  accountExists,
+  findAccount,
+  findLocation,
+  insertAccount,
+  insertLocation,
+  insertUser,
+  listAccounts,
+  listLocations,
+  listUsers,
+  overviewCounts,
+  updateAccount,
+  type LocationRow,
+} from './store.ts';
 
 /** The location a body names in `field`, or 422 on that field. */
 export async function requireLocation(db: Queryable, id: number, field: string): Promise<LocationRow> {
@@ -30,6 +44,32 @@ export class AccountsService {
     const account = await findAccount(this.deps.db, id);
     if (!account) throw errors.notFound('account');
     return account;
+  }
+
+  async list(page: PageRequest, q: string | undefined): Promise<PageOf<Account>> {
+    const rows = await listAccounts(this.deps.db, q === undefined || q === '' ? null : q, page.afterId, page.limit + 1);
+    return toPage(rows, page.limit, (a) => a.id);
+  }
+
+  /** Every location of the account, a parent before its children (ids grow down the tree). */
+  async listLocations(accountId: number, page: PageRequest): Promise<PageOf<Location>> {
+    await this.requireAccount(accountId);
+    return toPage(await listLocations(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (l) => l.id);
+  }
+
+  async listUsers(accountId: number, page: PageRequest): Promise<PageOf<User>> {
+    await this.requireAccount(accountId);
+    return toPage(await listUsers(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (u) => u.id);
+  }
+
+  /** The counts of the console's first page. */
+  async overview(): Promise<Overview> {
+    return overviewCounts(this.deps.db);
+  }
+
+  /** An unknown account in a list filter is 404, like the row it names (not an empty page that hides a typo). */
+  private async requireAccount(id: number): Promise<void> {
+    if (!(await accountExists(this.deps.db, id))) throw errors.notFound('account');
   }
 
   async update(id: number, body: AccountUpdate): Promise<Account> {

@@ -8,7 +8,7 @@ import { parseClientTimestamp } from '../../platform/time.ts';
 import { requireLocation } from './accounts.ts';
 import type { ApiKey, ApiKeyCreate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
-import { insertApiKey, listApiKeys, locksUnder, revokeApiKey, userInAccount, type ApiKeyRow } from './store.ts';
+import { insertApiKey, listApiKeys, type OwnerFilter, locksUnder, revokeApiKey, userInAccount, type ApiKeyRow } from './store.ts';
 
 const DAY_MS = 86_400_000;
 export const API_KEY_DEFAULT_LIFETIME_MS = 365 * DAY_MS;
@@ -93,8 +93,8 @@ export class ApiKeysService {
     return { ...toApiKey(row), token };
   }
 
-  async list(page: PageRequest, locationId: number | undefined): Promise<PageOf<ApiKey>> {
-    const rows = await listApiKeys(this.deps.db, locationId ?? null, page.afterId, page.limit + 1);
+  async list(page: PageRequest, owner: OwnerFilter): Promise<PageOf<ApiKey>> {
+    const rows = await listApiKeys(this.deps.db, owner, page.afterId, page.limit + 1);
     return toPage(rows.map(toApiKey), page.limit, (k) => k.id);
   }
 

@@ -13,6 +13,7 @@ import {
   gatewayUse,
   insertGateway,
   listGateways,
+  type OwnerFilter,
   lockGateway,
   reserveGatewayId,
   setGatewayPasswordHash,
@@ -48,8 +49,8 @@ export class GatewaysService {
     return this.withPassword({ id, name: body.name, location_id: body.location_id }, password);
   }
 
-  async list(page: PageRequest, locationId: number | undefined): Promise<PageOf<GatewaySummary>> {
-    const rows = await listGateways(this.deps.db, locationId ?? null, page.afterId, page.limit + 1);
+  async list(page: PageRequest, owner: OwnerFilter): Promise<PageOf<GatewaySummary>> {
+    const rows = await listGateways(this.deps.db, owner, page.afterId, page.limit + 1);
     return toPage(rows.map((row) => this.toSummary(row)), page.limit, (g) => g.id);
   }
 

@@ -4,9 +4,9 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { CATALOG_CHANNEL, lockById, unknownSecurityGroups } from '../catalog/index.ts';
 import type { Lock, SecurityGroup } from '../catalog/schemas.ts';
 import { requireLocation } from './accounts.ts';
-import type { LockCreate, SecurityGroupCreate } from './schemas.ts';
+import type { LockCreate, LockUpdate, SecurityGroupCreate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
-import { gatewayInAccount, insertLock, insertSecurityGroup } from './store.ts';
+import { gatewayInAccount, insertLock, insertSecurityGroup, lockLocation, updateLock } from './store.ts';
 
 export class LocksService {
   constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock'>) {}
@@ -50,6 +50,28 @@ export class LocksService {
       await tx.notify(CATALOG_CHANNEL);
       const lock = await lockById(tx, id);
       if (!lock) throw new Error('inserted lock not found');
+      return lock;
+    });
+  }
+
+  /** Puts a lock on a gateway (or off: null), renames it or replaces its security groups; the rules of create. */
+  async update(id: number, body: LockUpdate): Promise<Lock> {
+    const { db } = this.deps;
+    const locationId = await lockLocation(db, id);
+    if (locationId === null) throw errors.notFound('lock');
+    const location = await requireLocation(db, locationId, 'location_id');
+    const details: ErrorDetail[] = [];
+    if (body.gateway_id != null && !(await gatewayInAccount(db, body.gateway_id, location.account_id))) {
+      details.push({ field: 'gateway_id', code: 'invalid', message: `No gateway ${body.gateway_id} in this account.` });
+    }
+    if (body.security_groups) details.push(...(await unknownSecurityGroups(db, location.id, body.security_groups)));
+    if (details.length > 0) throw errors.validation(details);
+
+    return db.transaction(async (tx) => {
+      await updateLock(tx, id, { name: body.name, place: body.place, gatewayId: body.gateway_id, groupCodes: body.security_groups });
+      await tx.notify(CATALOG_CHANNEL);
+      const lock = await lockById(tx, id);
+      if (!lock) throw errors.notFound('lock');
       return lock;
     });
   }

@@ -9,6 +9,7 @@ import { Lock, SecurityGroup } from '../catalog/schemas.ts';
 import {
   Account,
   AccountCreate,
+  AccountPage,
   AccountUpdate,
   ApiKeyCreate,
   ApiKeyPage,
@@ -19,10 +20,14 @@ import {
   GatewaySummary,
   Location,
   LocationCreate,
+  LocationPage,
   LockCreate,
+  LockUpdate,
+  Overview,
   SecurityGroupCreate,
   User,
   UserCreate,
+  UserPage,
 } from './schemas.ts';
 import type { OperatorService } from './service.ts';
 
@@ -31,13 +36,27 @@ const admin = { access: { kind: 'admin' as const } };
 const invalid = failures({ 422: ['validation_failed'] });
 const notFound = failures({ 404: ['not_found'] });
 const brokerDown = { broker_unavailable: 'the MQTT broker in front could not be updated; nothing was changed' };
-const ListQuery = Type.Object({ ...PageQuery, location_id: Type.Optional(Id({ description: 'only those of this location' })) });
+const ListQuery = Type.Object({
+  ...PageQuery,
+  location_id: Type.Optional(Id({ description: 'only those of this location' })),
+  account_id: Type.Optional(Id({ description: 'only those of this account (every location of it)' })),
+});
+const OfAccountQuery = Type.Object({ ...PageQuery, account_id: Id({ description: 'the account' }) });
+const AccountsQuery = Type.Object({ ...PageQuery, q: Type.Optional(Type.String({ maxLength: 200, description: 'the name contains this, case-insensitive' })) });
 
 export function operatorRoutes(app: ApiInstance, operator: OperatorService): void {
   const tags = ['Accounts'];
   app.post('/admin/v1/accounts',
     { config: admin, schema: { operationId: 'createAccount', tags, summary: 'Create an account', description: 'An account with its root location.', body: ref(AccountCreate), response: { 201: ref(Account), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.create(request.body)));
+
+  app.get('/admin/v1/overview',
+    { config: admin, schema: { operationId: 'getOverview', tags, summary: 'What needs attention', description: 'Counts across every account: gateways and locks offline, webhooks failing or paused, deliveries pending.', response: { 200: ref(Overview) } } },
+    async () => operator.accounts.overview());
+
+  app.get('/admin/v1/accounts',
+    { config: admin, schema: { operationId: 'listAccounts', tags, summary: 'List accounts', description: 'In creation order; `q` filters by name.', querystring: AccountsQuery, response: { 200: ref(AccountPage) } } },
+    async (request) => operator.accounts.list(pageRequest(request.query), request.query.q));
 
   app.get('/admin/v1/accounts/:id',
     { config: admin, schema: { operationId: 'getAccount', tags, summary: 'Get an account', description: 'One account with its root location.', params: IdParams, response: { 200: ref(Account), ...notFound } } },
@@ -54,6 +73,14 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
     { config: admin, schema: { operationId: 'createLocation', tags, summary: 'Create a department', description: 'A location under `parent_id` (an unknown parent: 422 on `parent_id`).', body: ref(LocationCreate), response: { 201: ref(Location), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.createLocation(request.body)));
 
+  app.get('/admin/v1/locations',
+    { config: admin, schema: { operationId: 'listLocations', tags, summary: "List an account's locations", description: 'The root and every department, a parent before its children.', querystring: OfAccountQuery, response: { 200: ref(LocationPage), ...notFound } } },
+    async (request) => operator.accounts.listLocations(request.query.account_id, pageRequest(request.query)));
+
+  app.get('/admin/v1/users',
+    { config: admin, schema: { operationId: 'listUsers', tags, summary: "List an account's dashboard users", description: 'In creation order.', querystring: OfAccountQuery, response: { 200: ref(UserPage), ...notFound } } },
+    async (request) => operator.accounts.listUsers(request.query.account_id, pageRequest(request.query)));
+
   app.post('/admin/v1/users',
     { config: admin, schema: { operationId: 'createUser', tags, summary: 'Create a dashboard user', description: 'A dashboard user of an account (e-mailed when its API keys\' webhooks auto-pause).', body: ref(UserCreate), response: { 201: ref(User), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.createUser(request.body)));
@@ -68,7 +95,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/api_keys',
     { config: admin, schema: { operationId: 'listApiKeys', tags: keyTags, summary: 'List API keys', description: 'Never with the token.', querystring: ListQuery, response: { 200: ref(ApiKeyPage) } } },
-    async (request) => operator.apiKeys.list(pageRequest(request.query), request.query.location_id));
+    async (request) => operator.apiKeys.list(pageRequest(request.query), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.delete('/admin/v1/api_keys/:id',
     { config: admin, schema: { operationId: 'revokeApiKey', tags: keyTags, summary: 'Revoke an API key', description: 'Its token answers 401 at once on every instance.', params: IdParams, response: { 204: NoContent, ...notFound } } },
@@ -98,7 +125,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/gateways',
     { config: admin, schema: { operationId: 'listGateways', tags: gatewayTags, summary: 'List gateways', description: 'With `online` and `last_seen_at`; never the password.', querystring: ListQuery, response: { 200: ref(GatewayPage) } } },
-    async (request) => operator.gateways.list(pageRequest(request.query), request.query.location_id));
+    async (request) => operator.gateways.list(pageRequest(request.query), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.get('/admin/v1/gateways/:id',
     { config: admin, schema: { operationId: 'getGateway', tags: gatewayTags, summary: 'Get a gateway', description: 'The fields of the list; never the password.', params: IdParams, response: { 200: ref(GatewaySummary), ...notFound } } },
@@ -135,4 +162,15 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
       schema: { operationId: 'createLock', tags: ['Locks'], summary: 'Create a lock', description: '`gateway_id` makes it remote; `security_groups` are codes of its location or above.', body: ref(LockCreate), response: { 201: ref(Lock), ...invalid } },
     },
     async (request, reply) => reply.code(201).send(await operator.locks.create(request.body)));
+
+  app.patch('/admin/v1/locks/:id',
+    {
+      config: admin,
+      schema: {
+        operationId: 'updateLock', tags: ['Locks'], summary: 'Change a lock',
+        description: 'Put it on a gateway of its account (or off it: `gateway_id: null`), rename it, replace its security groups (codes of its location or above).',
+        params: IdParams, body: ref(LockUpdate), response: { 200: ref(Lock), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) },
+      },
+    },
+    async (request) => operator.locks.update(request.params.id, request.body));
 }

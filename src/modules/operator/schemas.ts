@@ -147,3 +147,30 @@ export type LockCreate = Static<typeof LockCreate>;
 
 export const ApiKeyPage = named('ApiKeyPage', Page(ref(ApiKey), 'A page of API keys.'));
 export const GatewayPage = named('GatewayPage', Page(ref(GatewaySummary), 'A page of gateways.'));
+
+export const LockUpdate = named('LockUpdate', Type.Object(
+  {
+    name: Type.Optional(Name),
+    place: Type.Optional(Type.String({ maxLength: 200 })),
+    gateway_id: Type.Optional(Type.Union([RowId, Type.Null()], { description: 'null: not remote any more' })),
+    security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, description: 'codes; replaces the list' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+));
+export type LockUpdate = Static<typeof LockUpdate>;
+
+export const Overview = named('Overview', Type.Object({
+  accounts: Type.Integer(),
+  gateways: Type.Object({ online: Type.Integer(), offline: Type.Integer() }),
+  locks_offline: Type.Integer({ description: 'remote locks whose gateway is offline' }),
+  webhooks: Type.Object({
+    failing: Type.Integer({ description: 'active subscriptions with failing_since set' }),
+    paused: Type.Integer(),
+  }),
+  deliveries_pending: Type.Integer(),
+}));
+export type Overview = Static<typeof Overview>;
+
+export const AccountPage = named('AccountPage', Page(ref(Account), 'A page of accounts.'));
+export const LocationPage = named('LocationPage', Page(ref(Location), 'A page of locations, a parent before its children.'));
+export const UserPage = named('UserPage', Page(ref(User), 'A page of dashboard users.'));

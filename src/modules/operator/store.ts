@@ -2,7 +2,7 @@
 // locks and gateways. The operator sees every account, so these queries take no caller scope.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { SecurityGroup } from '../catalog/schemas.ts';
-import type { Account, AccountCreate, AccountUpdate, ApiKey, GatewaySummary, Location, SecurityGroupCreate, User } from './schemas.ts';
+import type { Account, AccountCreate, AccountUpdate, ApiKey, GatewaySummary, Location, Overview, SecurityGroupCreate, User } from './schemas.ts';
 
 /** A location with its path of ids from the account's root down to itself. */
 export type LocationRow = Location & { path: number[] };
@@ -64,6 +64,19 @@ export async function findAccount(db: Queryable, id: number): Promise<Account | 
   return { ...account, root_location: { id: root_id, name: root_name } };
 }
 
+/** Accounts after `afterId` in id order; `q`: the name contains it, case-insensitive. */
+export async function listAccounts(db: Queryable, q: string | null, afterId: number | null, limit: number): Promise<Account[]> {
+  const rows = await db.query<Omit<Account, 'root_location'> & { root_id: number; root_name: string }>(
+    `SELECT a.id, a.name, a.reseller, a.sms_enabled, a.phone_key_allowance, a.locking_system,
+            l.id AS root_id, l.name AS root_name
+       FROM accounts a JOIN locations l ON l.account_id = a.id AND l.parent_id IS NULL
+      WHERE a.id > $1 AND ($2::text IS NULL OR strpos(lower(a.name), lower($2)) > 0)
+      ORDER BY a.id LIMIT $3`,
+    [afterId ?? 0, q, limit],
+  );
+  return rows.map(({ root_id, root_name, ...account }) => ({ ...account, root_location: { id: root_id, name: root_name } }));
+}
+
 export async function accountExists(db: Queryable, id: number): Promise<boolean> {
   const rows = await db.query('SELECT id FROM accounts WHERE id = $1', [id]);
   return rows.length > 0;
@@ -91,6 +104,21 @@ export async function findLocation(db: Queryable, id: number): Promise<LocationR
   const rows = await db.query<LocationRow>('SELECT id, account_id, parent_id, name, path FROM locations WHERE id = $1', [id]);
   const row = rows[0];
   return row ? { ...row, path: row.path.map(Number) } : null;
+}
+
+/** The account's locations after `afterId` in id order (a parent always before its children). */
+export async function listLocations(db: Queryable, accountId: number, afterId: number | null, limit: number): Promise<Location[]> {
+  return db.query<Location>(
+    `SELECT id, name, parent_id, account_id FROM locations WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+    [accountId, afterId ?? 0, limit],
+  );
+}
+
+export async function listUsers(db: Queryable, accountId: number, afterId: number | null, limit: number): Promise<User[]> {
+  return db.query<User>(
+    `SELECT id, account_id, name, email FROM dashboard_users WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+    [accountId, afterId ?? 0, limit],
+  );
 }
 
 export async function insertUser(db: Queryable, user: Omit<User, 'id'>, now: Date): Promise<User> {
@@ -133,14 +161,23 @@ export async function insertApiKey(
   return row as ApiKeyRow;
 }
 
-/** Keys after `afterId` in id order, of one location or (null) of every one. */
-export async function listApiKeys(db: Queryable, locationId: number | null, afterId: number | null, limit: number): Promise<ApiKeyRow[]> {
+/** Which rows a list of keys or gateways takes: one location's, one account's, or (neither) every one. */
+export interface OwnerFilter {
+  locationId?: number | undefined;
+  accountId?: number | undefined;
+}
+
+const OWNED_BY = `($1::bigint IS NULL OR location_id = $1)
+        AND ($2::bigint IS NULL OR location_id IN (SELECT id FROM locations WHERE account_id = $2))`;
+
+/** Keys after `afterId` in id order, of the filter's location or account. */
+export async function listApiKeys(db: Queryable, owner: OwnerFilter, afterId: number | null, limit: number): Promise<ApiKeyRow[]> {
   return db.query<ApiKeyRow>(
     `SELECT ${API_KEY_COLUMNS}
        FROM api_keys
-      WHERE ($1::bigint IS NULL OR location_id = $1) AND id > $2
-      ORDER BY id LIMIT $3`,
-    [locationId, afterId ?? 0, limit],
+      WHERE ${OWNED_BY} AND id > $3
+      ORDER BY id LIMIT $4`,
+    [owner.locationId ?? null, owner.accountId ?? null, afterId ?? 0, limit],
   );
 }
 
@@ -178,6 +215,27 @@ export async function insertLock(
   return (row as { id: number }).id;
 }
 
+/** The lock's location (for the checks of a change), or null. */
+export async function lockLocation(db: Queryable, lockId: number): Promise<number | null> {
+  const [row] = await db.query<{ location_id: number }>('SELECT location_id FROM locks WHERE id = $1', [lockId]);
+  return row ? Number(row.location_id) : null;
+}
+
+/** Changes only the fields given. */
+export async function updateLock(
+  tx: Queryable,
+  id: number,
+  changes: { name?: string | undefined; place?: string | undefined; gatewayId?: number | null | undefined; groupCodes?: string[] | undefined },
+): Promise<void> {
+  await tx.query(
+    `UPDATE locks SET name = COALESCE($2, name), place = COALESCE($3, place),
+            gateway_id = CASE WHEN $4 THEN $5::bigint ELSE gateway_id END,
+            security_group_codes = COALESCE($6::text[], security_group_codes)
+      WHERE id = $1`,
+    [id, changes.name ?? null, changes.place ?? null, changes.gatewayId !== undefined, changes.gatewayId ?? null, changes.groupCodes ?? null],
+  );
+}
+
 // ---- gateways (presence is written by the devices module) ----------------------------------------
 
 /** An id drawn from the table's sequence, for a gateway whose broker account is made before its row. */
@@ -198,13 +256,13 @@ export async function insertGateway(
   );
 }
 
-/** Gateways after `afterId` in id order, of one location or (null) of every one. */
-export async function listGateways(db: Queryable, locationId: number | null, afterId: number | null, limit: number): Promise<GatewayRow[]> {
+/** Gateways after `afterId` in id order, of the filter's location or account. */
+export async function listGateways(db: Queryable, owner: OwnerFilter, afterId: number | null, limit: number): Promise<GatewayRow[]> {
   return db.query<GatewayRow>(
     `${GATEWAY_SELECT}
-      WHERE ($1::bigint IS NULL OR location_id = $1) AND id > $2
-      ORDER BY id LIMIT $3`,
-    [locationId, afterId ?? 0, limit],
+      WHERE ${OWNED_BY} AND id > $3
+      ORDER BY id LIMIT $4`,
+    [owner.locationId ?? null, owner.accountId ?? null, afterId ?? 0, limit],
   );
 }
 
@@ -243,4 +301,27 @@ export async function gatewayInAccount(db: Queryable, gatewayId: number, account
     [gatewayId, accountId],
   );
   return rows.length > 0;
+}
+
+// ---- overview -----------------------------------------------------------------------------------
+
+/** What an operator checks first, in one round trip; each count rides an index or a small table. */
+export async function overviewCounts(db: Queryable): Promise<Overview> {
+  const [row] = await db.query<Record<string, string | number>>(
+    `SELECT (SELECT count(*) FROM accounts) AS accounts,
+            (SELECT count(*) FROM gateways WHERE online) AS gateways_online,
+            (SELECT count(*) FROM gateways WHERE NOT online) AS gateways_offline,
+            (SELECT count(*) FROM locks k JOIN gateways g ON g.id = k.gateway_id WHERE NOT g.online) AS locks_offline,
+            (SELECT count(*) FROM webhook_subscriptions WHERE status = 'active' AND failing_since IS NOT NULL) AS webhooks_failing,
+            (SELECT count(*) FROM webhook_subscriptions WHERE status = 'paused') AS webhooks_paused,
+            (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS deliveries_pending`,
+  );
+  const n = (name: string): number => Number(row?.[name] ?? 0);
+  return {
+    accounts: n('accounts'),
+    gateways: { online: n('gateways_online'), offline: n('gateways_offline') },
+    locks_offline: n('locks_offline'),
+    webhooks: { failing: n('webhooks_failing'), paused: n('webhooks_paused') },
+    deliveries_pending: n('deliveries_pending'),
+  };
 }
