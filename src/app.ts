@@ -25,7 +25,7 @@ import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
 import { AccessLogReader, AccessLogWriter } from './modules/events/index.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
-import { ConsoleProxy, ConsoleSessions, LiveUpdates, consoleRoutes } from './modules/console/index.ts';
+import { ConsoleProxy, ConsoleSessions, LiveUpdates, consoleAssetRoutes, consoleRoutes } from './modules/console/index.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { WebhooksService } from './modules/webhooks/service.ts';
@@ -215,6 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     // Open streams would hold app.close() until the browsers leave.
     app.addHook('preClose', async () => live.close());
     consoleRoutes(app, { sessions: consoleSessions, proxy: new ConsoleProxy(app, db, secrets), live, limits, publicUrl: config.publicUrl });
+    consoleAssetRoutes(app, { brandName: config.brandName });
   }
   if (config.mqttHttpAuthSecret) brokerAuthRoutes(app, { db, limits, secret: config.mqttHttpAuthSecret });
   if (sandboxClock) {

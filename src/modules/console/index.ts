@@ -3,3 +3,4 @@ export { consoleRoutes } from './routes.ts';
 export { ConsoleSessions } from './sessions.ts';
 export { ConsoleProxy } from './proxy.ts';
 export { LiveUpdates } from './live.ts';
+export { consoleAssetRoutes } from './assets.ts';
