@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 const NO_NEW_API_ERROR = {
   selector: "NewExpression[callee.name='ApiError']",
@@ -60,6 +61,15 @@ export default tseslint.config(
     files: ['src/*.ts', 'src/platform/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [{ regex: '/modules/[^/]+/([a-z-]*-)?store\\.ts$', message: "A module's store is its own; use its index.ts." }] }],
+    },
+  },
+  {
+    // The console's browser app (src/modules/console/web, TSX with Preact): browser globals, no Node.
+    files: ['src/modules/console/web/**/*.{ts,tsx}'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^node:', message: 'The console runs in the browser.' }] }],
+      'no-restricted-globals': ['error', 'process', 'Buffer', 'require', '__dirname', 'global'],
     },
   },
   {

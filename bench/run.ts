@@ -5,14 +5,15 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the PostgreSQL server,
 // BENCH_MQTT_URL the external broker of the second gateway run (by default a Mosquitto started here
 // with the shipped deploy/mosquitto/mosquitto.conf, through test/helpers/mosquitto.ts);
-// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks or devices runs only that
-// section (bench/reads.ts, webhooks.ts, devices.ts) and prints its figures.
+// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices or console runs only that
+// section (bench/reads.ts, webhooks.ts, devices.ts, console.ts) and prints its figures.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startServiceProcess } from '../test/helpers/process.ts';
 import { load, PG_URL, stop } from './common.ts';
+import { consoleRuns } from './console.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { serviceRuns } from './reads.ts';
 import { writeReport } from './report.ts';
@@ -30,6 +31,10 @@ async function main(): Promise<void> {
   try {
     if (process.env.BENCH_ONLY === 'reads') {
       console.log(await serviceRuns('embedded', { DATA_DIR: dataDir }), await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }));
+      return;
+    }
+    if (process.env.BENCH_ONLY === 'console') {
+      console.log(await consoleRuns());
       return;
     }
     if (process.env.BENCH_ONLY === 'webhooks') {
@@ -54,11 +59,13 @@ async function main(): Promise<void> {
     console.log('gateways on PostgreSQL through Mosquitto …');
     const broker = await externalBroker();
     const viaMosquitto = await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop());
+    console.log('console start-up and memory …');
+    const consoleCost = await consoleRuns();
     console.log('bare Fastify …');
     const bareServer = await startServiceProcess({ BARE_BODY: server.body }, 'bench/bare-server.ts');
     const bare = await load('bare Fastify, same bytes, no auth', `${bareServer.url}/v1/locks/1`, null).finally(() => stop(bareServer));
 
-    console.log(await writeReport({ bare, embedded, server, hooks, devices, viaMosquitto }));
+    console.log(await writeReport({ bare, embedded, server, hooks, devices, viaMosquitto, consoleCost }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();

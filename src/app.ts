@@ -25,6 +25,7 @@ import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
 import { AccessLogReader, AccessLogWriter } from './modules/events/index.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
+import { ConsoleProxy, ConsoleSessions, LiveUpdates, consoleAssetRoutes, consoleRoutes } from './modules/console/index.ts';
 import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { WebhooksService } from './modules/webhooks/service.ts';
@@ -206,6 +207,16 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       disconnectGateway: (gatewayId) => devices.disconnectGateway(gatewayId),
     }),
   );
+  if (config.consoleEnabled) {
+    const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
+    jobs.register(consoleSessions.purgeJob());
+    const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
+    await live.start(db);
+    // Open streams would hold app.close() until the browsers leave.
+    app.addHook('preClose', async () => live.close());
+    consoleRoutes(app, { sessions: consoleSessions, proxy: new ConsoleProxy(app, db, secrets), live, limits, publicUrl: config.publicUrl });
+    consoleAssetRoutes(app, { brandName: config.brandName });
+  }
   if (config.mqttHttpAuthSecret) brokerAuthRoutes(app, { db, limits, secret: config.mqttHttpAuthSecret });
   if (sandboxClock) {
     const sandbox = new SandboxService(db, sandboxClock, jobs);

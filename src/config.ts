@@ -36,6 +36,8 @@ export interface Config {
   publicUrl: string;
   adminToken: string | null;
   sandbox: boolean;
+  /** The operator console at /console (docs/console.md); false leaves every /console path a 404. */
+  consoleEnabled: boolean;
   keyRevocationEnabled: boolean;
   webhookAllowHosts: string[];
   /** base64 of 32 bytes: the key webhook signing secrets are encrypted with; generated and kept when unset. */
@@ -165,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: publicUrl.replace(/\/+$/, ''),
     adminToken,
     sandbox: boolean(env, 'SANDBOX', false),
+    consoleEnabled: boolean(env, 'CONSOLE_ENABLED', true),
     keyRevocationEnabled: boolean(env, 'KEY_REVOCATION_ENABLED', true),
     webhookAllowHosts: (text(env, 'WEBHOOK_ALLOW_HOSTS') ?? '')
       .split(',')

@@ -113,9 +113,12 @@ export const errors = {
   badRequest: (status: number, message: string) => build(status, 'invalid_request', message),
   // 401, 403
   unauthenticated: () => build(401, 'unauthenticated', 'A valid API key is required.'),
+  consoleSignInRequired: () => build(401, 'unauthenticated', 'Sign in to the console first.'),
+  consoleSignInFailed: () => build(401, 'unauthenticated', 'That is not the operator token.'),
   insufficientScope: (needed: string) => build(403, 'insufficient_scope', `This API key lacks the scope ${needed}.`),
   notAvailable: (message = 'Reseller accounts are not supported in API v1.') => build(403, 'not_available', message),
   personManaged: () => build(403, 'forbidden', 'This person is managed by the service and cannot be modified.'),
+  csrfRejected: () => build(403, 'forbidden', 'A change needs the X-CSRF-Token header of this session.'),
   lockNotAllowed: () => build(403, 'lock_not_allowed', "This lock is not on the API key's allowlist."),
   // 404, 405
   notFound: (what = 'resource') => build(404, 'not_found', `No such ${what}.`),

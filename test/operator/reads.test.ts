@@ -154,3 +154,32 @@ describe('overview', () => {
     assert.equal(after.webhooks.paused, before.webhooks.paused + 1);
   });
 });
+
+describe('searching people', () => {
+  test("finds an account's people by part of the name, the e-mail or the phone, and no one of another account", async () => {
+    const account = await createAccount(ctx.service);
+    const other = await createAccount(ctx.service);
+    const person = async (accountFixture: { rootLocationId: number }, body: Record<string, unknown>) => {
+      const made = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { location_id: accountFixture.rootLocationId, ...body });
+      assert.equal(made.status, 201, made.text);
+      return made.body.id;
+    };
+    const ada = await person(account, { name: 'Ada Lovelace', email: 'ada@analytical.example', phone: '+44 20 7946 0958' });
+    const bob = await person(account, { name: 'Bob Babbage', email: 'bob@difference.example' });
+    await person(other, { name: 'Ada Elsewhere', email: 'ada@elsewhere.example' });
+
+    const find = async (q: string) =>
+      (await ctx.service.admin<Page<{ id: string }>>('GET', `/admin/v1/people?account_id=${account.id}&q=${encodeURIComponent(q)}`)).body.data.map((p) => p.id);
+    assert.deepEqual(await find('lovel'), [ada]);
+    assert.deepEqual(await find('ADA'), [ada], 'case-insensitive, and not the other account');
+    assert.deepEqual(await find('difference.example'), [bob]);
+    assert.deepEqual(await find('7946 0958'), [ada], 'phone digits, whatever the spacing');
+    assert.deepEqual(await find('%'), [], 'no pattern characters');
+    assert.deepEqual((await find('')).sort(), [ada, bob].sort());
+
+    const first = await ctx.service.admin<Page<{ id: string }>>('GET', `/admin/v1/people?account_id=${account.id}&limit=1`);
+    const next = await ctx.service.admin<Page<{ id: string }>>('GET', `/admin/v1/people?account_id=${account.id}&limit=1&cursor=${first.body.next_cursor}`);
+    assert.equal(first.body.data.length + next.body.data.length, 2);
+    assert.notEqual(first.body.data[0]?.id, next.body.data[0]?.id);
+  });
+});

@@ -4,7 +4,7 @@ import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { PageQuery } from '../../platform/pagination.ts';
-import { NoContent } from '../../platform/schemas.ts';
+import { Id, NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
 import { OperatorPersonCreate, Person, PersonCreate, PersonPage, PersonUpdate, PersonWithKeys } from './schemas.ts';
 import type { PeopleService } from './service.ts';
@@ -121,6 +121,26 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
       await people.delete(callerOf(request), request.params.id);
       return reply.code(204).send(null);
     },
+  );
+
+  app.get(
+    '/admin/v1/people',
+    {
+      config: { access: { kind: 'admin' } },
+      schema: {
+        operationId: 'searchPeople',
+        tags: ['People'],
+        summary: "Search an account's people",
+        description: '`q` is found in the name or the e-mail (case-insensitive) or, with digits, in the phone; in id order.',
+        querystring: Type.Object({
+          ...PageQuery,
+          account_id: Id({ description: 'the account' }),
+          q: Type.Optional(Type.String({ maxLength: 200, description: 'part of a name, an e-mail or a phone number' })),
+        }),
+        response: { 200: ref(PersonPage) },
+      },
+    },
+    async (request) => people.search(request.query),
   );
 
   app.post(

@@ -30,6 +30,7 @@ import {
   updatePerson,
   type PersonRow,
   type PersonValues,
+  searchPeople,
 } from './store.ts';
 
 const VISIBLE_FIELDS = ['name', 'email', 'phone', 'company_name', 'title', 'language'] as const;
@@ -73,6 +74,15 @@ export class PeopleService {
       if (phone === null) throw errors.invalidRequest('The query parameter phone is not an international phone number.');
     }
     const rows = await listPeople(this.db, caller.locationId, { email: query.email ?? null, phone }, afterId, limit + 1);
+    return toPage(rows.map(toPerson), limit, (p) => p.id);
+  }
+
+  /** GET /admin/v1/people: the console's search by name, e-mail or phone within an account. */
+  async search(query: { account_id: number; q?: string; limit?: number; cursor?: string }): Promise<PageOf<Person>> {
+    const limit = clampLimit(query.limit);
+    const afterId = decodeCursor(query.cursor, 'uuid');
+    const q = query.q === undefined || query.q.trim() === '' ? null : query.q.trim();
+    const rows = await searchPeople(this.db, query.account_id, q, afterId, limit + 1);
     return toPage(rows.map(toPerson), limit, (p) => p.id);
   }
 

@@ -83,6 +83,24 @@ export async function listPeople(
   );
 }
 
+/**
+ * The operator's search in one account: `q` found in the name or e-mail (case-insensitive) or, when it
+ * has digits, in the phone's digits. In id order, keyset-paged: no OFFSET, no whole-table read per page.
+ */
+export async function searchPeople(db: Queryable, accountId: number, q: string | null, afterId: string | null, limit: number): Promise<PersonRow[]> {
+  const digits = q?.replace(/\D/g, '') ?? '';
+  return db.query<PersonRow>(
+    `${SELECT}
+      WHERE p.deleted_at IS NULL AND p.account_id = $1
+        AND ($2::text IS NULL OR strpos(lower(p.name), lower($2)) > 0 OR strpos(lower(p.email), lower($2)) > 0
+             OR ($3 <> '' AND strpos(p.phone, $3) > 0))
+        AND ($4::uuid IS NULL OR p.id > $4::uuid)
+      ORDER BY p.id
+      LIMIT $5`,
+    [accountId, q, digits, afterId, limit],
+  );
+}
+
 export interface PersonValues {
   name: string;
   email: string | null;

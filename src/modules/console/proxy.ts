@@ -1,0 +1,122 @@
+// The console's only way to data: its calls are handed to the service's own operator and public API
+// routes (app.inject: the same validation, rules, hooks and answers as any client), never to the database.
+// The operator API is called with the session's operator token; the public API with an API key the session
+// holds in that account (root location, every scope), made through the operator API on first use.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { SecretBox } from '../../platform/secret-box.ts';
+import { SCOPES } from '../../platform/scopes.ts';
+import type { Database } from '../../platform/db/index.ts';
+import type { ConsoleSession } from './sessions.ts';
+import { findSessionKey, forgetSessionKey, insertSessionKey } from './store.ts';
+
+export const CONSOLE_API_PREFIX = '/console/api';
+/** The header naming the account a public API call acts in. */
+export const ACCOUNT_HEADER = 'latchkey-account';
+export const CONSOLE_KEY_NAME = 'Operator console';
+
+const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'idempotency-key'];
+const FORWARDED_ANSWER_HEADERS = ['content-type', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-request-id', 'allow'];
+
+export interface ProxiedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+type Target = { kind: 'operator'; path: string } | { kind: 'public'; path: string; accountId: number } | { kind: 'refused'; reason: string };
+
+/** Where a console call goes: the operator API, the public API for the account of the header, or nowhere. */
+export function targetOf(url: string, accountHeader: string | string[] | undefined): Target {
+  const path = url.slice(CONSOLE_API_PREFIX.length);
+  // Dot segments would let a path leave the API it names on its way through the router.
+  if (/(^|\/)(\.|%2e){1,2}(\/|\?|$)/i.test(path)) return { kind: 'refused', reason: 'The path has dot segments.' };
+  if (path.startsWith('/admin/v1/')) return { kind: 'operator', path };
+  if (path.startsWith('/v1/')) {
+    const accountId = typeof accountHeader === 'string' && /^[1-9][0-9]{0,15}$/.test(accountHeader) ? Number(accountHeader) : null;
+    if (accountId === null) return { kind: 'refused', reason: 'A public API call needs the Latchkey-Account header with an account id.' };
+    return { kind: 'public', path, accountId };
+  }
+  return { kind: 'refused', reason: 'The console API forwards only /admin/v1/ and /v1/ paths.' };
+}
+
+export class ConsoleProxy {
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly db: Database,
+    private readonly box: SecretBox,
+  ) {}
+
+  async operator(session: ConsoleSession, request: FastifyRequest, path: string): Promise<ProxiedAnswer> {
+    return this.forward(request, path, session.operatorToken);
+  }
+
+  /** A public API call in the account; a key revoked behind the session's back is replaced once. */
+  async public(session: ConsoleSession, request: FastifyRequest, path: string, accountId: number): Promise<ProxiedAnswer> {
+    for (let attempt = 0; ; attempt++) {
+      const key = await this.accountKey(session, accountId);
+      if ('status' in key) return key;
+      const answer = await this.forward(request, path, key.token);
+      if (answer.status !== 401 || attempt > 0) return answer;
+      await forgetSessionKey(this.db, session.tokenHash, accountId);
+    }
+  }
+
+  /** The operator API calls the console makes itself (sign-out revokes the session's keys through this). */
+  async call(session: ConsoleSession, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ProxiedAnswer> {
+    const response = await this.app.inject({
+      method,
+      url: path,
+      headers: { authorization: `Bearer ${session.operatorToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    return { status: response.statusCode, headers: pickHeaders(response.headers), body: response.body };
+  }
+
+  private async forward(request: FastifyRequest, path: string, token: string): Promise<ProxiedAnswer> {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    const response = await this.app.inject({
+      method: request.method as 'GET',
+      url: path,
+      headers,
+      ...(request.body === undefined || request.body === null ? {} : { payload: JSON.stringify(request.body) }),
+    });
+    return { status: response.statusCode, headers: pickHeaders(response.headers), body: response.body };
+  }
+
+  /** The session's key in the account: stored, or made now (the account's answer when it does not exist). */
+  private async accountKey(session: ConsoleSession, accountId: number): Promise<{ token: string } | ProxiedAnswer> {
+    const stored = await findSessionKey(this.db, session.tokenHash, accountId);
+    if (stored) return { token: this.box.open(stored.token_sealed) };
+
+    const account = await this.call(session, 'GET', `/admin/v1/accounts/${accountId}`);
+    if (account.status !== 200) return account;
+    const rootLocationId = (JSON.parse(account.body) as { root_location: { id: number } }).root_location.id;
+    const made = await this.call(session, 'POST', '/admin/v1/api_keys', {
+      location_id: rootLocationId,
+      name: CONSOLE_KEY_NAME,
+      scopes: SCOPES,
+      expires_at: session.expiresAt.toISOString(),
+    });
+    if (made.status !== 201) return made;
+    const key = JSON.parse(made.body) as { id: number; token: string };
+    if (await insertSessionKey(this.db, session.tokenHash, accountId, { api_key_id: key.id, token_sealed: this.box.seal(key.token) })) {
+      return { token: key.token };
+    }
+    // Another request of this session stored its key first: use that one, revoke this one.
+    await this.call(session, 'DELETE', `/admin/v1/api_keys/${key.id}`);
+    return this.accountKey(session, accountId);
+  }
+}
+
+function pickHeaders(headers: Record<string, string | string[] | number | undefined>): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const name of FORWARDED_ANSWER_HEADERS) {
+    const value = headers[name];
+    if (value !== undefined) picked[name] = String(value);
+  }
+  return picked;
+}

@@ -1,0 +1,333 @@
+// One account: its sections as tabs (links, so each has an address), and the small sections themselves.
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, type Paged } from '../components.tsx';
+import { Link } from '../router.tsx';
+import type { Account, Location, SecurityGroup, User } from '../types.ts';
+import { ApiKeysSection } from './api-keys.tsx';
+import { EventsSection } from './events.tsx';
+import { GatewaysSection } from './gateways.tsx';
+import { LocksSection } from './locks.tsx';
+import { PeopleSection } from './people.tsx';
+import { WebhooksSection } from './webhooks.tsx';
+
+const TABS: { id: string; label: string }[] = [
+  { id: 'locations', label: 'Locations' },
+  { id: 'locks', label: 'Locks' },
+  { id: 'security-groups', label: 'Security groups' },
+  { id: 'gateways', label: 'Gateways' },
+  { id: 'api-keys', label: 'API keys' },
+  { id: 'users', label: 'Users' },
+  { id: 'people', label: 'People' },
+  { id: 'events', label: 'Access log' },
+  { id: 'webhooks', label: 'Webhooks' },
+  { id: 'settings', label: 'Settings' },
+];
+
+export function AccountPage({ id, tab, item }: { id: number; tab: string; item?: string }) {
+  const account = useResource<Account>(`/admin/v1/accounts/${id}`);
+  const known = TABS.find((t) => t.id === tab);
+  if (account.error) {
+    return (
+      <>
+        <h1>Account {id}</h1>
+        <FormError error={account.error} />
+        <Link href="/console">Back to the overview</Link>
+      </>
+    );
+  }
+  if (!account.data) return <p class="muted">Loading…</p>;
+  const a = account.data;
+  return (
+    <>
+      <p class="crumbs">
+        <Link href="/console">Overview</Link> / account {a.id}
+      </p>
+      <h1>{a.name}</h1>
+      <nav aria-label="Account sections" class="tabs">
+        <ul>
+          {TABS.map((t) => (
+            <li key={t.id}>
+              <Link href={`/console/accounts/${a.id}/${t.id}`} current={t.id === tab && !item} data-testid={`tab-${t.id}`}>
+                {t.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      {!known && <p>No such section.</p>}
+      {tab === 'locations' && <LocationsSection account={a} />}
+      {tab === 'locks' && <LocksSection account={a} />}
+      {tab === 'security-groups' && <SecurityGroupsSection account={a} />}
+      {tab === 'gateways' && <GatewaysSection account={a} />}
+      {tab === 'api-keys' && <ApiKeysSection account={a} />}
+      {tab === 'users' && <UsersSection account={a} />}
+      {tab === 'people' && <PeopleSection account={a} personId={item} />}
+      {tab === 'events' && <EventsSection account={a} />}
+      {tab === 'webhooks' && <WebhooksSection account={a} webhookId={item} />}
+      {tab === 'settings' && <SettingsSection account={a} onSaved={account.reload} />}
+    </>
+  );
+}
+
+/** The account's locations, first page of 200 (enough for a select; the tree section pages further). */
+export function useLocations(account: Account): Paged<Location> {
+  return usePaged<Location>('/admin/v1/locations', { query: { account_id: account.id }, limit: 200 });
+}
+
+export function LocationSelect(props: { locations: Location[]; value: string; onValue: (v: string) => void; error?: ReturnType<typeof useSubmit>['error']; name?: string; label?: string; testid?: string }) {
+  const { locations, value, onValue, error = null, name = 'location_id', label = 'Location', testid } = props;
+  return (
+    <Field label={label} name={name} error={error}>
+      {(a) => (
+        <select {...a} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} required data-testid={testid}>
+          {locations.map((l) => (
+            <option key={l.id} value={String(l.id)}>
+              {l.name} ({l.parent_id === null ? 'root' : `department, id ${l.id}`})
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+function LocationsSection({ account }: { account: Account }) {
+  const locations = useLocations(account);
+  const byParent = new Map<number | null, Location[]>();
+  for (const l of locations.items) {
+    const siblings = byParent.get(l.parent_id) ?? [];
+    siblings.push(l);
+    byParent.set(l.parent_id, siblings);
+  }
+  const ids = new Set(locations.items.map((l) => l.id));
+  // Roots of the tree as loaded: the root location, and any department whose parent is on a later page.
+  const roots = locations.items.filter((l) => l.parent_id === null || !ids.has(l.parent_id));
+  const branch = (l: Location) => (
+    <li key={l.id}>
+      <span>
+        {l.name} <span class="muted">(id {l.id})</span>
+      </span>
+      {(byParent.get(l.id) ?? []).length > 0 && <ul>{(byParent.get(l.id) ?? []).map(branch)}</ul>}
+    </li>
+  );
+  const [parent, setParent] = useState(String(account.root_location.id));
+  const [name, setName] = useState('');
+  const form = useSubmit();
+  return (
+    <section aria-labelledby="locations-title">
+      <h2 id="locations-title">Locations</h2>
+      <ListState list={locations} empty="No locations." />
+      <ul class="tree" data-testid="location-tree">
+        {roots.map(branch)}
+      </ul>
+      <LoadMore list={locations} />
+      <h3>Add a department</h3>
+      <form
+        data-testid="add-department-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            await api('POST', '/admin/v1/locations', { body: { parent_id: Number(parent), name } });
+            setName('');
+            locations.reload();
+          });
+        }}
+      >
+        <LocationSelect locations={locations.items} value={parent} onValue={setParent} error={form.error} name="parent_id" label="Inside" testid="department-parent" />
+        <TextField label="Department name" name="name" required value={name} onValue={setName} error={form.error} data-testid="department-name" />
+        <FormError error={form.error} fields={['parent_id', 'name']} />
+        <button type="submit" disabled={form.busy} data-testid="add-department">
+          Add department
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function SecurityGroupsSection({ account }: { account: Account }) {
+  const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id });
+  const locations = useLocations(account);
+  const [location, setLocation] = useState(String(account.root_location.id));
+  const [code, setCode] = useState('');
+  const [title, setTitle] = useState('');
+  const [description, setDescription] = useState('');
+  const [isDefault, setIsDefault] = useState<string[]>([]);
+  const form = useSubmit();
+  return (
+    <section aria-labelledby="groups-title">
+      <h2 id="groups-title">Security groups</h2>
+      <ListState list={groups} empty="No security groups yet." />
+      {groups.items.length > 0 && (
+        <Table label="Security groups">
+          <thead>
+            <tr>
+              <th scope="col">Code</th>
+              <th scope="col">Title</th>
+              <th scope="col">Description</th>
+              <th scope="col">Default</th>
+            </tr>
+          </thead>
+          <tbody>
+            {groups.items.map((g) => (
+              <tr key={g.id}>
+                <td>
+                  <code>{g.code}</code>
+                </td>
+                <td>{g.title}</td>
+                <td>{g.description}</td>
+                <td>{g.is_default ? 'yes' : 'no'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={groups} />
+      <h3>Create a security group</h3>
+      <form
+        data-testid="create-security-group-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            await api('POST', '/admin/v1/security_groups', {
+              body: { location_id: Number(location), code, title, description, is_default: isDefault.length > 0 },
+            });
+            setCode('');
+            setTitle('');
+            setDescription('');
+            setIsDefault([]);
+            groups.reload();
+          });
+        }}
+      >
+        <LocationSelect locations={locations.items} value={location} onValue={setLocation} error={form.error} />
+        <TextField label="Code" name="code" required value={code} onValue={setCode} error={form.error} hint="What key requests pass in security_groups" data-testid="group-code" />
+        <TextField label="Title" name="title" required value={title} onValue={setTitle} error={form.error} data-testid="group-title" />
+        <TextField label="Description" name="description" value={description} onValue={setDescription} error={form.error} />
+        <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Given to new keys by default' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
+        <FormError error={form.error} fields={['location_id', 'code', 'title', 'description', 'is_default']} />
+        <button type="submit" disabled={form.busy} data-testid="create-security-group">
+          Create security group
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function UsersSection({ account }: { account: Account }) {
+  const users = usePaged<User>('/admin/v1/users', { query: { account_id: account.id } });
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState('');
+  const form = useSubmit();
+  return (
+    <section aria-labelledby="users-title">
+      <h2 id="users-title">Dashboard users</h2>
+      <ListState list={users} empty="No dashboard users yet." />
+      {users.items.length > 0 && (
+        <Table label="Dashboard users">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">E-mail</th>
+              <th scope="col">ID</th>
+            </tr>
+          </thead>
+          <tbody>
+            {users.items.map((u) => (
+              <tr key={u.id}>
+                <td>{u.name}</td>
+                <td>{u.email}</td>
+                <td>{u.id}</td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={users} />
+      <h3>Add a dashboard user</h3>
+      <form
+        data-testid="create-user-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            await api('POST', '/admin/v1/users', { body: { account_id: account.id, name, email } });
+            setName('');
+            setEmail('');
+            users.reload();
+          });
+        }}
+      >
+        <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} data-testid="user-name" />
+        <TextField label="E-mail" name="email" type="email" required value={email} onValue={setEmail} error={form.error} data-testid="user-email" />
+        <FormError error={form.error} fields={['name', 'email']} />
+        <button type="submit" disabled={form.busy} data-testid="create-user">
+          Add user
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function SettingsSection({ account, onSaved }: { account: Account; onSaved: () => void }) {
+  const [name, setName] = useState(account.name);
+  const [sms, setSms] = useState(account.sms_enabled ? ['on'] : []);
+  const [allowance, setAllowance] = useState(account.phone_key_allowance === null ? '' : String(account.phone_key_allowance));
+  const [lockingSystem, setLockingSystem] = useState(account.locking_system ?? '');
+  const [saved, setSaved] = useState(false);
+  const form = useSubmit();
+  return (
+    <section aria-labelledby="settings-title">
+      <h2 id="settings-title">Settings</h2>
+      <form
+        data-testid="account-settings-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void form.run(async () => {
+            await api('PATCH', `/admin/v1/accounts/${account.id}`, {
+              body: {
+                name,
+                sms_enabled: sms.length > 0,
+                phone_key_allowance: allowance.trim() === '' ? null : Number(allowance),
+                locking_system: lockingSystem === '' ? null : lockingSystem,
+              },
+            });
+            setSaved(true);
+            onSaved();
+          });
+        }}
+      >
+        <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} />
+        <Checkboxes legend="SMS" name="sms_enabled" options={[{ value: 'on', label: 'Send setup links by SMS' }]} selected={sms} onChange={setSms} error={form.error} />
+        <TextField
+          label="Phone-key allowance"
+          name="phone_key_allowance"
+          type="number"
+          min={0}
+          value={allowance}
+          onValue={setAllowance}
+          error={form.error}
+          hint="Empty means unlimited"
+          data-testid="phone-key-allowance"
+        />
+        <Field label="Locking system" name="locking_system" error={form.error}>
+          {(a) => (
+            <select {...a} value={lockingSystem} onChange={(e) => setLockingSystem((e.currentTarget as HTMLSelectElement).value)} data-testid="locking-system">
+              <option value="">None (no sync)</option>
+              <option value="sandbox">Sandbox simulator</option>
+            </select>
+          )}
+        </Field>
+        <FormError error={form.error} fields={['name', 'sms_enabled', 'phone_key_allowance', 'locking_system']} />
+        <button type="submit" disabled={form.busy} data-testid="save-settings">
+          Save settings
+        </button>
+        {saved && (
+          <p role="status" class="ok-text">
+            Saved.
+          </p>
+        )}
+      </form>
+    </section>
+  );
+}

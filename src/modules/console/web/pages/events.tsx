@@ -1,0 +1,179 @@
+// The access log of an account. The API lists it oldest first with cursors; the console shows it newest on
+// top and, once it has read to the end, follows it: on a live `events` change it reads again from the cursor
+// of its last page (a cursor the API gave, passed back as is) and puts the new rows on top.
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { RequestError, get, type Page } from '../api.ts';
+import { Checkboxes, FormError, Table, TextField, Time, isoFromLocal } from '../components.tsx';
+import { useLive } from '../live.ts';
+import { Link, useLocation } from '../router.tsx';
+import { EVENT_TYPES, type AccessEvent, type Account } from '../types.ts';
+
+const PAGE = 100;
+/** Pages read in one go when opening or catching up; beyond, the operator asks for more. */
+const PAGES_AT_ONCE = 3;
+
+function localInput(date: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+export function EventsSection({ account }: { account: Account }) {
+  const { query } = useLocation();
+  const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * 3600 * 1000)));
+  const [lockId, setLockId] = useState(query.get('lock_id') ?? '');
+  const [personId, setPersonId] = useState(query.get('person_id') ?? '');
+  const [types, setTypes] = useState<string[]>([]);
+  const [filter, setFilter] = useState(() => ({ since: isoFromLocal(since), lock_id: lockId || undefined, person_id: personId || undefined, type: undefined as string | undefined }));
+
+  const [rows, setRows] = useState<AccessEvent[]>([]);
+  const [fresh, setFresh] = useState<Set<number>>(new Set());
+  const [error, setError] = useState<RequestError | null>(null);
+  const [loading, setLoading] = useState(false);
+  // The cursor that read the last page (undefined: the first page), and the API's next_cursor after it.
+  const tail = useRef<{ cursor: string | undefined; next: string | null }>({ cursor: undefined, next: null });
+  const generation = useRef(0);
+
+  const read = useCallback(
+    async (from: 'start' | 'tail' | 'more') => {
+      const mine = from === 'start' ? ++generation.current : generation.current;
+      if (from === 'start') tail.current = { cursor: undefined, next: null };
+      let cursor = from === 'more' ? (tail.current.next ?? undefined) : tail.current.cursor;
+      if (from === 'more' && !tail.current.next) return;
+      setLoading(true);
+      try {
+        const found: AccessEvent[] = [];
+        for (let i = 0; i < PAGES_AT_ONCE; i++) {
+          const page = await get<Page<AccessEvent>>('/v1/events', { account: account.id, query: { ...filter, limit: PAGE, cursor } });
+          if (mine !== generation.current) return;
+          found.push(...page.data);
+          tail.current = { cursor, next: page.next_cursor };
+          if (!page.next_cursor) break;
+          cursor = page.next_cursor;
+        }
+        setError(null);
+        if (from === 'start') {
+          setRows(found);
+          setFresh(new Set());
+        } else {
+          setRows((old) => {
+            const known = new Set(old.map((r) => r.id));
+            const added = found.filter((r) => !known.has(r.id));
+            if (from === 'tail' && added.length) setFresh(new Set(added.map((r) => r.id)));
+            return added.length ? old.concat(added) : old;
+          });
+        }
+      } catch (caught) {
+        if (mine === generation.current) setError(caught instanceof RequestError ? caught : new RequestError(0, 'client', String(caught)));
+      } finally {
+        if (mine === generation.current) setLoading(false);
+      }
+    },
+    [account.id, filter],
+  );
+
+  useEffect(() => {
+    void read('start');
+  }, [read]);
+  // Follow only at the end of the log; before it, "Load newer" reads on.
+  useLive(['events'], account.id, () => {
+    if (!tail.current.next) void read('tail');
+  });
+
+  const newestFirst = rows.slice().reverse();
+  return (
+    <section aria-labelledby="events-title">
+      <h2 id="events-title">Access log</h2>
+      <form
+        class="filters"
+        data-testid="events-filter-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilter({ since: isoFromLocal(since), lock_id: lockId.trim() || undefined, person_id: personId.trim() || undefined, type: types.length ? types.join(',') : undefined });
+        }}
+      >
+        <TextField label="Since" name="since" type="datetime-local" value={since} onValue={setSince} error={error} hint="Empty: from the start" data-testid="events-since" />
+        <TextField label="Lock id" name="lock_id" inputMode="numeric" value={lockId} onValue={setLockId} error={error} data-testid="events-lock" />
+        <TextField label="Person id" name="person_id" value={personId} onValue={setPersonId} error={error} data-testid="events-person" />
+        <Checkboxes legend="Types" name="type" options={EVENT_TYPES.map((t) => ({ value: t, label: t }))} selected={types} onChange={setTypes} />
+        <button type="submit" class="secondary" data-testid="events-apply">
+          Apply filters
+        </button>
+      </form>
+      {error && <FormError error={error} fields={['since', 'lock_id', 'person_id']} />}
+      {tail.current.next && (
+        <button type="button" class="secondary" onClick={() => void read('more')} disabled={loading} data-testid="events-load-newer">
+          Load newer rows
+        </button>
+      )}
+      <p class="muted" aria-live="polite" data-testid="events-count">
+        {loading ? 'Loading…' : `${rows.length} rows, newest first${tail.current.next ? '' : '; new rows appear on top as they arrive'}.`}
+      </p>
+      {rows.length > 0 && (
+        <Table label="Access log">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Type</th>
+              <th scope="col">Result</th>
+              <th scope="col">Lock</th>
+              <th scope="col">Person</th>
+              <th scope="col">Key</th>
+              <th scope="col">Reason</th>
+            </tr>
+          </thead>
+          <tbody data-testid="events-rows">
+            {newestFirst.map((ev) => (
+              <tr key={ev.id} class={fresh.has(ev.id) ? 'fresh' : ''} data-testid={`event-row-${ev.id}`}>
+                <td>
+                  <Time iso={ev.occurred_at} />
+                </td>
+                <td>{ev.type}</td>
+                <td>
+                  <span class={ev.result === 'success' ? 'badge ok' : 'badge bad'}>{ev.result}</span>
+                </td>
+                <td>
+                  <Link href={`/console/accounts/${account.id}/events?lock_id=${ev.lock.id}`} onClick={() => applyLink(setLockId, setPersonId, String(ev.lock.id), '')}>
+                    {ev.lock.name}
+                  </Link>{' '}
+                  <Link href={`/console/accounts/${account.id}/locks`} class="muted">
+                    (locks)
+                  </Link>
+                </td>
+                <td>
+                  {ev.person ? (
+                    <Link href={`/console/accounts/${account.id}/people/${ev.person.id}`}>{ev.person.name}</Link>
+                  ) : (
+                    <span class="muted">unknown</span>
+                  )}
+                </td>
+                <td>{ev.key?.name ?? <span class="muted">—</span>}</td>
+                <td>{ev.reason ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      {!loading && rows.length === 0 && !error && <p class="muted">No access in this period.</p>}
+      {/* Filter changes through links land here too. */}
+      <FilterFromQuery lockId={query.get('lock_id') ?? ''} personId={query.get('person_id') ?? ''} onChange={(l, p) => setFilter((f) => ({ ...f, lock_id: l || undefined, person_id: p || undefined }))} />
+    </section>
+  );
+}
+
+function applyLink(setLock: (v: string) => void, setPerson: (v: string) => void, lock: string, person: string) {
+  setLock(lock);
+  setPerson(person);
+}
+
+/** Follows ?lock_id= and ?person_id= of the address (links from rows, back and forward). */
+function FilterFromQuery({ lockId, personId, onChange }: { lockId: string; personId: string; onChange: (lock: string, person: string) => void }) {
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    onChange(lockId, personId);
+  }, [lockId, personId]);
+  return null;
+}

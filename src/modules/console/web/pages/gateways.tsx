@@ -1,0 +1,100 @@
+// Gateways of an account: presence live; the MQTT password is shown once, at creation and rotation.
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, usePaged, useSubmit } from '../components.tsx';
+import type { Account, Gateway } from '../types.ts';
+import { LocationSelect, useLocations } from './account.tsx';
+
+export function GatewaysSection({ account }: { account: Account }) {
+  const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, topics: ['presence'] });
+  const locations = useLocations(account);
+  const [shown, setShown] = useState<Gateway | null>(null);
+  const [location, setLocation] = useState(String(account.root_location.id));
+  const [name, setName] = useState('');
+  const form = useSubmit();
+  const rotate = useSubmit();
+  return (
+    <section aria-labelledby="gateways-title">
+      <h2 id="gateways-title">Gateways</h2>
+      {shown && (
+        <OnceSecret title={`MQTT credentials of ${shown.name}`} onDismiss={() => setShown(null)}>
+          <Secret label="URL" value={shown.mqtt.url} />
+          <Secret label="Client id" value={shown.mqtt.client_id} />
+          <Secret label="Username" value={shown.mqtt.username} />
+          <Secret label="Password" value={shown.mqtt.password ?? ''} />
+          <Secret label="Topic prefix" value={shown.mqtt.topic_prefix} />
+        </OnceSecret>
+      )}
+      <FormError error={rotate.error} />
+      <ListState list={gateways} empty="No gateways yet." />
+      {gateways.items.length > 0 && (
+        <Table label="Gateways">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">ID</th>
+              <th scope="col">State</th>
+              <th scope="col">Last seen</th>
+              <th scope="col">Username</th>
+              <th scope="col">Password</th>
+            </tr>
+          </thead>
+          <tbody>
+            {gateways.items.map((g) => (
+              <tr key={g.id} data-testid={`gateway-row-${g.id}`}>
+                <td>{g.name}</td>
+                <td>{g.id}</td>
+                <td>
+                  <Online online={g.online ?? false} />
+                </td>
+                <td>
+                  <Time iso={g.last_seen_at} />
+                </td>
+                <td>
+                  <code>{g.mqtt.username}</code>
+                </td>
+                <td>
+                  <button
+                    type="button"
+                    class="secondary small"
+                    disabled={rotate.busy}
+                    data-testid={`rotate-gateway-${g.id}`}
+                    onClick={() => {
+                      if (!window.confirm(`Rotate the MQTT password of ${g.name}? The gateway is cut off until it has the new one.`)) return;
+                      void rotate.run(async () => {
+                        setShown(await api<Gateway>('POST', `/admin/v1/gateways/${g.id}/rotate_password`));
+                        gateways.reload();
+                      });
+                    }}
+                  >
+                    Rotate password<span class="visually-hidden"> of {g.name}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={gateways} />
+      <h3>Add a gateway</h3>
+      <form
+        data-testid="create-gateway-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            setShown(await api<Gateway>('POST', '/admin/v1/gateways', { body: { location_id: Number(location), name } }));
+            setName('');
+            gateways.reload();
+          });
+        }}
+      >
+        <LocationSelect locations={locations.items} value={location} onValue={setLocation} error={form.error} />
+        <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} data-testid="gateway-name" />
+        <FormError error={form.error} fields={['location_id', 'name']} />
+        <button type="submit" disabled={form.busy} data-testid="create-gateway">
+          Add gateway
+        </button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,384 @@
+// People of an account (public API through the console's key): find, create, and one person's keys and
+// invitations: issue a phone key, resend, cancel, hand over a card or fob, return a key.
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, usePaged, useResource, useSubmit } from '../components.tsx';
+import { Link, navigate } from '../router.tsx';
+import type { Account, Invitation, Key, Person, SecurityGroup } from '../types.ts';
+import { LocationSelect, useLocations } from './account.tsx';
+
+export function PeopleSection({ account, personId }: { account: Account; personId?: string }) {
+  if (personId) return <PersonDetail account={account} id={personId} />;
+  return <PeopleList account={account} />;
+}
+
+function PeopleList({ account }: { account: Account }) {
+  const [by, setBy] = useState<'email' | 'phone'>('email');
+  const [value, setValue] = useState('');
+  const [filter, setFilter] = useState<Record<string, string>>({});
+  const people = usePaged<Person>('/v1/people', { account: account.id, query: filter, topics: ['events'] });
+  return (
+    <section aria-labelledby="people-title">
+      <h2 id="people-title">People</h2>
+      <form
+        role="search"
+        class="inline"
+        data-testid="people-search-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilter(value.trim() ? { [by]: value.trim() } : {});
+        }}
+      >
+        <Field label="Find by" name="by">
+          {(a) => (
+            <select {...a} value={by} onChange={(e) => setBy((e.currentTarget as HTMLSelectElement).value as 'email' | 'phone')} data-testid="people-search-by">
+              <option value="email">E-mail (exact)</option>
+              <option value="phone">Phone (any format)</option>
+            </select>
+          )}
+        </Field>
+        <TextField label="E-mail or phone" name="search" type="search" value={value} onValue={setValue} data-testid="people-search" />
+        <button type="submit" class="secondary">
+          Find
+        </button>
+      </form>
+      <p class="muted">The API finds people by exact e-mail or by phone; names are not searchable.</p>
+      <ListState list={people} empty={Object.keys(filter).length ? 'Nobody matches.' : 'No people yet.'} />
+      {people.items.length > 0 && (
+        <Table label="People">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">E-mail</th>
+              <th scope="col">Phone</th>
+              <th scope="col">Location</th>
+            </tr>
+          </thead>
+          <tbody>
+            {people.items.map((p) => (
+              <tr key={p.id}>
+                <td>
+                  <Link href={`/console/accounts/${account.id}/people/${p.id}`} data-testid={`person-link-${p.id}`}>
+                    {p.name}
+                  </Link>
+                </td>
+                <td>{p.email}</td>
+                <td>{p.phone}</td>
+                <td>{p.location.name}</td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={people} />
+      <CreatePerson account={account} />
+    </section>
+  );
+}
+
+function CreatePerson({ account }: { account: Account }) {
+  const locations = useLocations(account);
+  const [location, setLocation] = useState(String(account.root_location.id));
+  const [fields, setFields] = useState({ name: '', email: '', phone: '', company_name: '', title: '', language: '' });
+  const set = (name: keyof typeof fields) => (value: string) => setFields((f) => ({ ...f, [name]: value }));
+  const form = useSubmit();
+  return (
+    <>
+      <h3>Add a person</h3>
+      <form
+        data-testid="create-person-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            const body: Record<string, unknown> = { location_id: Number(location) };
+            for (const [name, value] of Object.entries(fields)) if (value.trim()) body[name] = value.trim();
+            const person = await api<Person>('POST', '/v1/people', { account: account.id, body });
+            navigate(`/console/accounts/${account.id}/people/${person.id}`);
+          });
+        }}
+      >
+        <LocationSelect locations={locations.items} value={location} onValue={setLocation} error={form.error} />
+        <TextField label="Name" name="name" required value={fields.name} onValue={set('name')} error={form.error} data-testid="person-name" />
+        <TextField label="E-mail" name="email" type="email" value={fields.email} onValue={set('email')} error={form.error} data-testid="person-email" />
+        <TextField label="Phone" name="phone" type="tel" value={fields.phone} onValue={set('phone')} error={form.error} hint="International format: + and the country code" data-testid="person-phone" />
+        <TextField label="Company" name="company_name" value={fields.company_name} onValue={set('company_name')} error={form.error} />
+        <TextField label="Job title" name="title" value={fields.title} onValue={set('title')} error={form.error} />
+        <TextField label="Language" name="language" value={fields.language} onValue={set('language')} error={form.error} hint="Short code, e.g. en" />
+        <FormError error={form.error} fields={['location_id', 'name', 'email', 'phone', 'company_name', 'title', 'language']} />
+        <button type="submit" disabled={form.busy} data-testid="create-person">
+          Add person
+        </button>
+      </form>
+    </>
+  );
+}
+
+function PersonDetail({ account, id }: { account: Account; id: string }) {
+  const person = useResource<Person>(`/v1/people/${encodeURIComponent(id)}`, { account: account.id });
+  const keys = usePaged<Key>('/v1/keys', { account: account.id, query: { person_id: id }, topics: ['events'] });
+  const invitations = usePaged<Invitation>('/v1/invitations', { account: account.id, query: { person_id: id }, topics: ['events'] });
+  const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
+  const action = useSubmit();
+  const refresh = () => {
+    keys.reload();
+    invitations.reload();
+  };
+  const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  return (
+    <section aria-labelledby="person-title">
+      <p class="crumbs">
+        <Link href={`/console/accounts/${account.id}/people`}>People</Link> / person
+      </p>
+      {person.error && <FormError error={person.error} />}
+      {person.data && (
+        <>
+          <h2 id="person-title">{person.data.name}</h2>
+          <dl class="facts">
+            <dt>E-mail</dt>
+            <dd>{person.data.email ?? '—'}</dd>
+            <dt>Phone</dt>
+            <dd>{person.data.phone ?? '—'}</dd>
+            <dt>Company</dt>
+            <dd>{person.data.company_name ?? '—'}</dd>
+            <dt>Location</dt>
+            <dd>{person.data.location.name}</dd>
+            <dt>ID</dt>
+            <dd>
+              <code>{person.data.id}</code>
+            </dd>
+          </dl>
+          <p>
+            <Link href={`/console/accounts/${account.id}/events?person_id=${person.data.id}`}>Access log of {person.data.name}</Link>
+          </p>
+        </>
+      )}
+      <FormError error={action.error} />
+      <h3>Keys</h3>
+      <ListState list={keys} empty="No keys." />
+      {keys.items.length > 0 && (
+        <Table label="Keys">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Type</th>
+              <th scope="col">State</th>
+              <th scope="col">Security groups</th>
+              <th scope="col">Valid</th>
+              <th scope="col">Return</th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.items.map((k) => (
+              <tr key={k.id} data-testid={`key-row-${k.id}`}>
+                <td>{k.name}</td>
+                <td>{k.type}</td>
+                <td>{k.state.replace('_', ' ')}</td>
+                <td>{k.security_groups.join(', ')}</td>
+                <td>
+                  <Time iso={k.starts_at} /> to {k.expires_at ? <Time iso={k.expires_at} /> : 'no end'}
+                </td>
+                <td>
+                  <button
+                    type="button"
+                    class="danger small"
+                    disabled={action.busy}
+                    data-testid={`return-key-${k.id}`}
+                    onClick={() => {
+                      if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
+                      void action.run(async () => {
+                        await api('POST', `/admin/v1/keys/${k.id}/return`);
+                        refresh();
+                      });
+                    }}
+                  >
+                    Return<span class="visually-hidden"> {k.name}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={keys} />
+      <h3>Invitations</h3>
+      <ListState list={invitations} empty="No invitations." />
+      {invitations.items.length > 0 && (
+        <Table label="Invitations">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">State</th>
+              <th scope="col">Sent</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {invitations.items.map((inv) => (
+              <tr key={inv.id} data-testid={`invitation-row-${inv.id}`}>
+                <td>{inv.name}</td>
+                <td>{inv.state}</td>
+                <td>
+                  {inv.sent.sms_at && (
+                    <>
+                      SMS <Time iso={inv.sent.sms_at} />{' '}
+                    </>
+                  )}
+                  {inv.sent.email_at && (
+                    <>
+                      e-mail <Time iso={inv.sent.email_at} />
+                    </>
+                  )}
+                  {!inv.sent.sms_at && !inv.sent.email_at && <span class="muted">not yet</span>}
+                </td>
+                <td>
+                  <Time iso={inv.expires_at} />
+                </td>
+                <td>
+                  {inv.state === 'pending' ? (
+                    <div class="actions">
+                      <button
+                        type="button"
+                        class="secondary small"
+                        disabled={action.busy}
+                        data-testid={`resend-invitation-${inv.id}`}
+                        onClick={() =>
+                          void action.run(async () => {
+                            await api('POST', `/v1/invitations/${inv.id}/resend`, { account: account.id, body: { channel: person.data?.phone ? 'sms' : 'email' } });
+                            refresh();
+                          })
+                        }
+                      >
+                        Resend<span class="visually-hidden"> {inv.name}</span>
+                      </button>
+                      <button
+                        type="button"
+                        class="danger small"
+                        disabled={action.busy}
+                        data-testid={`cancel-invitation-${inv.id}`}
+                        onClick={() =>
+                          void action.run(async () => {
+                            await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
+                            refresh();
+                          })
+                        }
+                      >
+                        Cancel<span class="visually-hidden"> {inv.name}</span>
+                      </button>
+                    </div>
+                  ) : (
+                    <span class="muted">none</span>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={invitations} />
+      <IssueKey account={account} personId={id} groups={groupOptions} hasPhone={!!person.data?.phone} onDone={refresh} />
+      <HandOver personId={id} groups={groupOptions} onDone={refresh} />
+    </section>
+  );
+}
+
+type Option = { value: string; label: string };
+
+function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Account; personId: string; groups: Option[]; hasPhone: boolean; onDone: () => void }) {
+  const [name, setName] = useState('Phone key');
+  const [selected, setSelected] = useState<string[]>([]);
+  const [channel, setChannel] = useState(hasPhone && account.sms_enabled ? 'sms' : 'email');
+  const [starts, setStarts] = useState('');
+  const [expires, setExpires] = useState('');
+  const [sent, setSent] = useState<string | null>(null);
+  const form = useSubmit();
+  return (
+    <>
+      <h3>Issue a phone key</h3>
+      <p class="muted">The person gets a setup link; the key appears once they activate it.</p>
+      <form
+        data-testid="issue-key-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSent(null);
+          void form.run(async () => {
+            const body: Record<string, unknown> = { person_id: personId, security_groups: selected, name, channel };
+            const startsAt = isoFromLocal(starts);
+            const expiresAt = isoFromLocal(expires);
+            if (startsAt) body.starts_at = startsAt;
+            if (expiresAt) body.expires_at = expiresAt;
+            const answer = await api<{ invitation_id: number }>('POST', '/v1/keys', { account: account.id, body });
+            setSent(`Invitation ${answer.invitation_id} sent.`);
+            onDone();
+          });
+        }}
+      >
+        <TextField label="Key name" name="name" value={name} onValue={setName} error={form.error} data-testid="issue-key-name" />
+        <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
+        <Field label="Send the link by" name="channel" error={form.error}>
+          {(a) => (
+            <select {...a} value={channel} onChange={(e) => setChannel((e.currentTarget as HTMLSelectElement).value)} data-testid="issue-key-channel">
+              <option value="sms">SMS</option>
+              <option value="email">E-mail</option>
+              <option value="both">SMS and e-mail</option>
+            </select>
+          )}
+        </Field>
+        <TextField label="Starts" name="starts_at" type="datetime-local" value={starts} onValue={setStarts} error={form.error} hint="Empty: now" />
+        <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} />
+        <FormError error={form.error} fields={['name', 'security_groups', 'channel', 'starts_at', 'expires_at']} />
+        <button type="submit" disabled={form.busy} data-testid="issue-key">
+          Issue key
+        </button>
+        {sent && (
+          <p role="status" class="ok-text">
+            {sent}
+          </p>
+        )}
+      </form>
+    </>
+  );
+}
+
+function HandOver({ personId, groups, onDone }: { personId: string; groups: Option[]; onDone: () => void }) {
+  const [type, setType] = useState('card');
+  const [name, setName] = useState('');
+  const [selected, setSelected] = useState<string[]>([]);
+  const [expires, setExpires] = useState('');
+  const form = useSubmit();
+  return (
+    <>
+      <h3>Hand over a card or fob</h3>
+      <form
+        data-testid="hand-over-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            const body: Record<string, unknown> = { person_id: personId, type, name, security_groups: selected };
+            const expiresAt = isoFromLocal(expires);
+            if (expiresAt) body.expires_at = expiresAt;
+            await api('POST', '/admin/v1/keys', { body });
+            setName('');
+            onDone();
+          });
+        }}
+      >
+        <Field label="Type" name="type" error={form.error}>
+          {(a) => (
+            <select {...a} value={type} onChange={(e) => setType((e.currentTarget as HTMLSelectElement).value)} data-testid="hand-over-type">
+              <option value="card">Card</option>
+              <option value="fob">Fob</option>
+            </select>
+          )}
+        </Field>
+        <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} data-testid="hand-over-name" />
+        <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
+        <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} hint="Empty: no end" />
+        <FormError error={form.error} fields={['type', 'name', 'security_groups', 'expires_at']} />
+        <button type="submit" disabled={form.busy} data-testid="hand-over">
+          Hand over
+        </button>
+      </form>
+    </>
+  );
+}

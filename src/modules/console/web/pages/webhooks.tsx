@@ -1,0 +1,215 @@
+// Webhook subscriptions of an account (public API): status, failure streak, create (secret once),
+// pause/resume, ping, and one subscription's deliveries with redeliver.
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, usePaged, useResource, useSubmit } from '../components.tsx';
+import { Link } from '../router.tsx';
+import { WEBHOOK_EVENTS, type Account, type Delivery, type Webhook } from '../types.ts';
+
+export function WebhooksSection({ account, webhookId }: { account: Account; webhookId?: string }) {
+  if (webhookId) return <WebhookDetail account={account} id={webhookId} />;
+  return <WebhookList account={account} />;
+}
+
+function WebhookList({ account }: { account: Account }) {
+  const hooks = usePaged<Webhook>('/v1/webhooks', { account: account.id, topics: ['webhooks'] });
+  const [created, setCreated] = useState<Webhook | null>(null);
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<string[]>(['*']);
+  const [description, setDescription] = useState('');
+  const form = useSubmit();
+  return (
+    <section aria-labelledby="webhooks-title">
+      <h2 id="webhooks-title">Webhooks</h2>
+      {created && (
+        <OnceSecret title={`Signing secret of ${created.url}`} onDismiss={() => setCreated(null)}>
+          <Secret label="Secret" value={created.secret ?? ''} />
+        </OnceSecret>
+      )}
+      <ListState list={hooks} empty="No webhook subscriptions yet." />
+      {hooks.items.length > 0 && (
+        <Table label="Webhook subscriptions">
+          <thead>
+            <tr>
+              <th scope="col">URL</th>
+              <th scope="col">Events</th>
+              <th scope="col">Status</th>
+              <th scope="col">Failing since</th>
+              <th scope="col">Last delivery</th>
+            </tr>
+          </thead>
+          <tbody>
+            {hooks.items.map((h) => (
+              <tr key={h.id} data-testid={`webhook-row-${h.id}`}>
+                <td>
+                  <Link href={`/console/accounts/${account.id}/webhooks/${h.id}`}>{h.url}</Link>
+                  {h.description && <div class="muted">{h.description}</div>}
+                </td>
+                <td>{h.events.join(', ')}</td>
+                <td>
+                  <span class={h.status === 'active' ? 'badge ok' : 'badge bad'}>{h.status}</span>
+                </td>
+                <td>{h.failing_since ? <Time iso={h.failing_since} /> : <span class="muted">not failing</span>}</td>
+                <td>
+                  <Time iso={h.last_delivery_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={hooks} />
+      <h3>Subscribe</h3>
+      <form
+        data-testid="create-webhook-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            setCreated(await api<Webhook>('POST', '/v1/webhooks', { account: account.id, body: { url, events, description } }));
+            setUrl('');
+            setDescription('');
+            hooks.reload();
+          });
+        }}
+      >
+        <TextField label="URL" name="url" type="url" required value={url} onValue={setUrl} error={form.error} hint="https:// on a public host" data-testid="webhook-url" />
+        <Checkboxes
+          legend="Events"
+          name="events"
+          options={[{ value: '*', label: 'Every event (*)' }, ...WEBHOOK_EVENTS.map((e) => ({ value: e, label: e }))]}
+          selected={events}
+          onChange={setEvents}
+          error={form.error}
+        />
+        <TextField label="Description" name="description" value={description} onValue={setDescription} error={form.error} />
+        <FormError error={form.error} fields={['url', 'events', 'description']} />
+        <button type="submit" disabled={form.busy} data-testid="create-webhook">
+          Subscribe
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function WebhookDetail({ account, id }: { account: Account; id: string }) {
+  const hook = useResource<Webhook>(`/v1/webhooks/${encodeURIComponent(id)}`, { account: account.id, topics: ['webhooks'] });
+  const [status, setStatus] = useState('');
+  const deliveries = usePaged<Delivery>(`/v1/webhooks/${encodeURIComponent(id)}/deliveries`, { account: account.id, query: { status }, topics: ['webhooks'] });
+  const action = useSubmit();
+  const [note, setNote] = useState<string | null>(null);
+  const h = hook.data;
+  return (
+    <section aria-labelledby="webhook-title">
+      <p class="crumbs">
+        <Link href={`/console/accounts/${account.id}/webhooks`}>Webhooks</Link> / subscription
+      </p>
+      {hook.error && <FormError error={hook.error} />}
+      {h && (
+        <>
+          <h2 id="webhook-title">{h.url}</h2>
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd data-testid="webhook-status">{h.status}</dd>
+            <dt>Failing since</dt>
+            <dd>{h.failing_since ? <Time iso={h.failing_since} /> : 'not failing'}</dd>
+            <dt>Events</dt>
+            <dd>{h.events.join(', ')}</dd>
+            <dt>Last delivery</dt>
+            <dd>
+              <Time iso={h.last_delivery_at} />
+            </dd>
+          </dl>
+          <div class="actions">
+            <button
+              type="button"
+              disabled={action.busy}
+              data-testid={h.status === 'active' ? 'pause-webhook' : 'resume-webhook'}
+              onClick={() =>
+                void action.run(async () => {
+                  await api('PATCH', `/v1/webhooks/${h.id}`, { account: account.id, body: { status: h.status === 'active' ? 'paused' : 'active' } });
+                  hook.reload();
+                })
+              }
+            >
+              {h.status === 'active' ? 'Pause' : 'Resume'}
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              disabled={action.busy}
+              data-testid="ping-webhook"
+              onClick={() =>
+                void action.run(async () => {
+                  const d = await api<Delivery>('POST', `/v1/webhooks/${h.id}/ping`, { account: account.id });
+                  setNote(`Ping: ${d.status}${d.response_status ? `, answered ${d.response_status}` : ''}${d.last_error ? `, ${d.last_error}` : ''}.`);
+                  deliveries.reload();
+                })
+              }
+            >
+              Ping
+            </button>
+          </div>
+          {note && (
+            <p role="status" data-testid="webhook-note">
+              {note}
+            </p>
+          )}
+        </>
+      )}
+      <FormError error={action.error} />
+      <h3>Deliveries</h3>
+      <form class="inline" onSubmit={(e) => e.preventDefault()}>
+        <TextField label="Status" name="status" value={status} onValue={setStatus} hint="e.g. delivered, exhausted; empty: all" data-testid="deliveries-status" />
+      </form>
+      <ListState list={deliveries} empty="No deliveries." />
+      {deliveries.items.length > 0 && (
+        <Table label="Deliveries">
+          <thead>
+            <tr>
+              <th scope="col">Created</th>
+              <th scope="col">Event</th>
+              <th scope="col">Status</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Response</th>
+              <th scope="col">Last error</th>
+              <th scope="col">Next attempt</th>
+              <th scope="col">Redeliver</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.items.map((d) => (
+              <tr key={d.id} data-testid={`delivery-row-${d.id}`}>
+                <td>
+                  <Time iso={d.created_at} />
+                </td>
+                <td>{d.event_type}</td>
+                <td>{d.status}</td>
+                <td>{d.attempt}</td>
+                <td>{d.response_status ?? '—'}</td>
+                <td>{d.last_error ?? ''}</td>
+                <td>{d.next_attempt_at ? <Time iso={d.next_attempt_at} /> : '—'}</td>
+                <td>
+                  <button
+                    type="button"
+                    class="secondary small"
+                    disabled={action.busy}
+                    data-testid={`redeliver-${d.id}`}
+                    onClick={() =>
+                      void action.run(async () => {
+                        await api('POST', `/v1/webhooks/${id}/deliveries/${d.id}/redeliver`, { account: account.id });
+                        deliveries.reload();
+                      })
+                    }
+                  >
+                    Redeliver<span class="visually-hidden"> {d.event_type}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <LoadMore list={deliveries} />
+    </section>
+  );
+}

@@ -1,0 +1,187 @@
+// The shapes the console reads, as docs/openapi.json and docs/operator-openapi.json give them.
+
+export interface LocationRef {
+  id: number;
+  name: string;
+}
+export interface Account {
+  id: number;
+  name: string;
+  reseller: boolean;
+  sms_enabled: boolean;
+  phone_key_allowance: number | null;
+  locking_system: string | null;
+  root_location: LocationRef;
+}
+export interface Overview {
+  accounts: number;
+  gateways: { online: number; offline: number };
+  locks_offline: number;
+  webhooks: { failing: number; paused: number };
+  deliveries_pending: number;
+}
+export interface Location {
+  id: number;
+  name: string;
+  parent_id: number | null;
+  account_id: number;
+}
+export interface Lock {
+  id: number;
+  name: string;
+  serial_number: string | null;
+  place: string;
+  provider: string;
+  online: boolean | null;
+  security_groups: string[];
+  location: LocationRef;
+  gateway_id?: number | null;
+}
+export interface SecurityGroup {
+  id: number;
+  code: string;
+  title: string;
+  description: string;
+  is_default: boolean;
+}
+export interface Mqtt {
+  url: string;
+  client_id: string;
+  username: string;
+  password?: string;
+  topic_prefix: string;
+}
+export interface Gateway {
+  id: number;
+  name: string;
+  location_id: number;
+  mqtt: Mqtt;
+  online?: boolean;
+  last_seen_at?: string | null;
+  created_at?: string;
+}
+export interface ApiKey {
+  id: number;
+  name: string;
+  prefix: string;
+  location_id: number;
+  scopes: string[];
+  lock_allowlist: number[];
+  expires_at: string;
+  created_at: string;
+  revoked_at: string | null;
+  token?: string;
+}
+export interface User {
+  id: number;
+  account_id: number;
+  name: string;
+  email: string;
+}
+export interface Person {
+  id: string;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  company_name: string | null;
+  title: string | null;
+  language: string | null;
+  location: LocationRef;
+}
+export interface Key {
+  id: number;
+  name: string;
+  type: string;
+  state: string;
+  person_id: string;
+  invitation_id?: number | null;
+  security_groups: string[];
+  starts_at: string;
+  expires_at: string | null;
+}
+export interface Invitation {
+  id: number;
+  state: string;
+  person_id: string;
+  key_id: number | null;
+  name: string;
+  security_groups: string[];
+  starts_at: string;
+  expires_at: string;
+  sent: { email_at: string | null; sms_at: string | null };
+  created_at: string;
+}
+export interface AccessEvent {
+  id: number;
+  type: string;
+  occurred_at: string;
+  result: string;
+  reason: string | null;
+  source: string;
+  lock: { id: number; name: string; place: string };
+  location: LocationRef;
+  person: { id: string; name: string; email: string } | null;
+  key: { id: number; name: string } | null;
+}
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  description: string;
+  status: 'active' | 'paused';
+  failing_since: string | null;
+  last_delivery_at: string | null;
+  created_at: string;
+  secret?: string;
+}
+export interface Delivery {
+  id: string;
+  subscription_id: string;
+  event_type: string;
+  event_id: string;
+  status: string;
+  attempt: number;
+  response_status: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  delivered_at: string | null;
+  created_at: string;
+}
+export interface OutboxMessage {
+  id: number;
+  channel: string;
+  to: string;
+  subject: string;
+  body: string;
+  link: string | null;
+  sent_at: string;
+}
+
+export const SCOPES = [
+  'catalog:read',
+  'people:read',
+  'people:write',
+  'keys:read',
+  'keys:write',
+  'locks:control',
+  'events:read',
+  'webhooks:manage',
+] as const;
+
+export const EVENT_TYPES = ['access.granted', 'access.denied', 'door.closed', 'door.left_open'] as const;
+
+export const WEBHOOK_EVENTS = [
+  'access.granted',
+  'access.denied',
+  'door.closed',
+  'door.left_open',
+  'key.activated',
+  'key.revoked',
+  'key.issued',
+  'unlock.failed',
+  'lock.online',
+  'lock.offline',
+  'person.created',
+  'person.updated',
+  'person.deleted',
+] as const;
