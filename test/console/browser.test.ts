@@ -41,7 +41,6 @@ const made: {
   webhook?: { id: string };
 } = {};
 
-const suffix = randomBytes(3).toString('hex');
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
@@ -180,7 +179,7 @@ test('the sign-in page refuses a wrong token and lets the operator token in', as
 test('an account, a department, a gateway, a lock on it and an API key, made in the console', async () => {
   const watched = await openSignedIn('/console');
   const { page } = watched;
-  const name = `Acme Doors ${suffix}`;
+  const name = 'Acme Doors';
   await page.getByTestId('account-name').fill(name);
   await page.getByTestId('create-account').click();
   await page.waitForURL(/\/console\/accounts\/\d+$/);
@@ -260,7 +259,7 @@ test('a person, a key, and its setup link from the sandbox outbox, activated', a
   if (!needs(t, 'account')) return;
   const watched = await openSignedIn(accountPath('people'));
   const { page } = watched;
-  const person = { name: 'Ada Lovelace', email: `ada.${suffix}@example.com` };
+  const person = { name: 'Ada Lovelace', email: 'ada@example.com' };
   await page.getByTestId('person-name').fill(person.name);
   await page.getByTestId('person-email').fill(person.email);
   await page.getByTestId('create-person').click();
@@ -334,12 +333,13 @@ test('a webhook to a failing receiver: failures shown live after the clock moves
   await page.getByTestId('dismiss-secret').click();
   await page.getByRole('link', { name: hookUrl }).click();
   await page.getByRole('heading', { name: hookUrl }).waitFor();
+  made.webhook = { id: page.url().split('/').pop() as string };
   await page.getByTestId('live-status').filter({ hasText: /^Live$/ }).waitFor();
   const same = await markDocument(page);
 
   // Something to deliver: a person made through the operator API (person.created). Its first attempt fails.
   const before = receiver.received.length;
-  const person = await ctx.service.admin('POST', '/admin/v1/people', { location_id: made.account?.rootLocation, name: `Grace Hopper ${suffix}` });
+  const person = await ctx.service.admin('POST', '/admin/v1/people', { location_id: made.account?.rootLocation, name: 'Grace Hopper' });
   assert.equal(person.status, 201, person.text);
   await waitFor(() => receiver.received.some((r, i) => i >= before && r.body.type === 'person.created'), 'the first attempt reaches the receiver');
   const delivery = page.locator('[data-testid^="delivery-row-"]').filter({ hasText: 'person.created' });
@@ -379,15 +379,15 @@ test('signing out ends the session: the old cookie answers 401; a change without
   const url = ctx.service.url;
 
   // Changes need X-CSRF-Token: none, or another, is 403; the session's own passes.
-  const without = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: `No CSRF ${suffix}` } });
+  const without = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: 'No CSRF' } });
   assert.equal(without.status(), 403, await without.text());
   assert.equal(((await without.json()) as { error: { code: string } }).error.code, 'forbidden');
-  const wrong = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: `No CSRF ${suffix}` }, headers: { 'x-csrf-token': 'not-the-token' } });
+  const wrong = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: 'No CSRF' }, headers: { 'x-csrf-token': 'not-the-token' } });
   assert.equal(wrong.status(), 403);
   assert.equal((await page.request.delete(`${url}/console/session`)).status(), 403, 'signing out is a change too');
-  const refused = await ctx.service.admin<{ data: unknown[] }>('GET', `/admin/v1/accounts?q=${encodeURIComponent(`No CSRF ${suffix}`)}`);
+  const refused = await ctx.service.admin<{ data: unknown[] }>('GET', `/admin/v1/accounts?q=${encodeURIComponent('No CSRF')}`);
   assert.equal(refused.body.data.length, 0, 'nothing refused was made');
-  const withToken = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: `With CSRF ${suffix}` }, headers: { 'x-csrf-token': watched.csrf } });
+  const withToken = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: 'With CSRF' }, headers: { 'x-csrf-token': watched.csrf } });
   assert.equal(withToken.status(), 201, await withToken.text());
 
   // A public-API read makes the session's key in the account; signing out revokes it (and only it).
@@ -433,6 +433,7 @@ test('every main page: no serious or critical axe violation at 1,440 and 360 px,
     { name: 'person', path: made.person ? `${accountPath('people')}/${made.person.id}` : null },
     { name: 'access-log', path: accountPath('events') },
     { name: 'webhooks', path: accountPath('webhooks') },
+    { name: 'webhook', path: made.webhook ? `${accountPath('webhooks')}/${made.webhook.id}` : null },
     { name: 'sandbox', path: '/console/sandbox' },
   ];
   const failures: string[] = [];
