@@ -110,7 +110,10 @@ describe('the forwarder', () => {
     assert.equal(listed.status, 200);
     assert.deepEqual(listed.body.data, []);
 
-    const made = await browser.call<{ id: number; name: string }>('POST', '/console/api/admin/v1/accounts', { body: { name } });
+    const crossSite = await browser.call<ErrorBody>('POST', '/console/api/admin/v1/accounts', { body: { name }, headers: { origin: 'https://evil.example' } });
+    assert.equal(crossSite.status, 403, 'a page of another host, even holding the token');
+
+    const made = await browser.call<{ id: number; name: string }>('POST', '/console/api/admin/v1/accounts', { body: { name }, headers: { origin: 'http://localhost' } });
     assert.equal(made.status, 201);
     assert.equal(made.body.name, name);
   });
@@ -209,6 +212,20 @@ describe('signing out and expiry', () => {
     assert.ok(!stored.includes(ADMIN_TOKEN));
     const keys = JSON.stringify(await ctx.database.db.query('SELECT * FROM console_session_keys'));
     assert.ok(!keys.includes('lk_'), 'the account keys are sealed');
+  });
+});
+
+describe('per-IP rules behind the forwarder', () => {
+  test("see the browser's address, not the service's own: a lock-out of 127.0.0.1 does not stop a browser elsewhere", async () => {
+    const account = await createAccount(ctx.service);
+    const browser = await signIn();
+    // The forwarder's own requests would come from 127.0.0.1 if it did not pass the browser's address on.
+    for (let i = 0; i < 30; i++) await ctx.service.request('GET', '/v1/locks', { ip: '127.0.0.1', token: `lk_${'y'.repeat(43)}` });
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { ip: '127.0.0.1', token: `lk_${'y'.repeat(43)}` })).status, 429);
+
+    const answer = await browser.call('GET', '/console/api/v1/locks', { headers: { 'latchkey-account': String(account.id) } });
+    assert.equal(answer.status, 200, answer.text);
+    await advanceClock(ctx.service, 61); // lifts the lock-out for what follows
   });
 });
 

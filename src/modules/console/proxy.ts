@@ -82,6 +82,8 @@ export class ConsoleProxy {
       method: request.method as 'GET',
       url: path,
       headers,
+      // The browser's address, so the APIs' per-IP rules see the browser, not this process.
+      remoteAddress: request.ip,
       ...(request.body === undefined || request.body === null ? {} : { payload: JSON.stringify(request.body) }),
     });
     return { status: response.statusCode, headers: pickHeaders(response.headers), body: response.body };

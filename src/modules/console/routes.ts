@@ -41,7 +41,10 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
 
   async function changeSessionOf(request: FastifyRequest): Promise<ConsoleSession> {
     const session = await sessionOf(request);
-    if (!READ_METHODS.has(request.method) && !csrfMatches(session, request.headers['x-csrf-token'])) throw errors.csrfRejected();
+    if (READ_METHODS.has(request.method)) return session;
+    if (!csrfMatches(session, request.headers['x-csrf-token'])) throw errors.csrfRejected();
+    // Defence in depth beside the token: a browser names the page's origin on a change; another host's is refused.
+    if (!sameOrigin(request)) throw errors.csrfRejected();
     return session;
   }
 
@@ -94,6 +97,21 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
     reply.hijack();
     live.open(session.tokenHash, reply.raw);
   });
+}
+
+/**
+ * True without an Origin header (not a browser) or when it names this host. Host names are compared, not
+ * ports: a TLS proxy in front changes the port the service sees, and another port of the same host is the
+ * same site to the cookie anyway.
+ */
+function sameOrigin(request: FastifyRequest): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).hostname === new URL(`http://${request.host}`).hostname;
+  } catch {
+    return false;
+  }
 }
 
 function cookieOf(request: FastifyRequest, name: string): string | undefined {
