@@ -384,6 +384,11 @@ test('signing out ends the session: the old cookie answers 401; a change without
   assert.equal(((await without.json()) as { error: { code: string } }).error.code, 'forbidden');
   const wrong = await page.request.post(`${url}/console/api/admin/v1/accounts`, { data: { name: 'No CSRF' }, headers: { 'x-csrf-token': 'not-the-token' } });
   assert.equal(wrong.status(), 403);
+  const elsewhere = await page.request.post(`${url}/console/api/admin/v1/accounts`, {
+    data: { name: 'No CSRF' },
+    headers: { 'x-csrf-token': watched.csrf, origin: 'https://elsewhere.example' },
+  });
+  assert.equal(elsewhere.status(), 403, 'the right token from a page of another host is refused too');
   assert.equal((await page.request.delete(`${url}/console/session`)).status(), 403, 'signing out is a change too');
   const refused = await ctx.service.admin<{ data: unknown[] }>('GET', `/admin/v1/accounts?q=${encodeURIComponent('No CSRF')}`);
   assert.equal(refused.body.data.length, 0, 'nothing refused was made');
