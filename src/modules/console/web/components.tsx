@@ -299,8 +299,9 @@ export function ListState({ list, empty }: { list: Paged<unknown>; empty: string
 
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ label, children }: { label: string; children: ComponentChildren }) {
+  // The section around it is a region named by its heading, often the same words: name this one apart.
   return (
-    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
+    <div class="table-wrap" role="region" aria-label={`${label} (table)`} tabIndex={0}>
       <table>{children}</table>
     </div>
   );

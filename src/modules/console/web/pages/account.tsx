@@ -70,9 +70,16 @@ export function AccountPage({ id, tab, item }: { id: number; tab: string; item?:
   );
 }
 
-/** The account's locations, first page of 200 (enough for a select; the tree section pages further). */
+/**
+ * The account's locations, first page of 200 (enough for a select; the tree section pages further). Until the
+ * first page is in, the root location (known from the account) stands in: the forms default to it, and an
+ * empty required select would block their submit without a word.
+ */
 export function useLocations(account: Account): Paged<Location> {
-  return usePaged<Location>('/admin/v1/locations', { query: { account_id: account.id }, limit: 200 });
+  const list = usePaged<Location>('/admin/v1/locations', { query: { account_id: account.id }, limit: 200 });
+  if (list.items.length > 0) return list;
+  const root: Location = { id: account.root_location.id, name: account.root_location.name, parent_id: null, account_id: account.id };
+  return { ...list, items: [root] };
 }
 
 export function LocationSelect(props: { locations: Location[]; value: string; onValue: (v: string) => void; error?: ReturnType<typeof useSubmit>['error']; name?: string; label?: string; testid?: string }) {

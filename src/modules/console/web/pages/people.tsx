@@ -33,7 +33,7 @@ function PeopleList({ account }: { account: Account }) {
           {(a) => (
             <select {...a} value={by} onChange={(e) => setBy((e.currentTarget as HTMLSelectElement).value as 'email' | 'phone')} data-testid="people-search-by">
               <option value="email">E-mail (exact)</option>
-              <option value="phone">Phone (any format)</option>
+              <option value="phone">Phone (international, with + and country code)</option>
             </select>
           )}
         </Field>
@@ -124,6 +124,8 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
     invitations.reload();
   };
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  // A resend by SMS fails (sms_disabled) unless the account sends SMS and the person has a phone.
+  const resendChannel = account.sms_enabled && person.data?.phone ? 'sms' : 'email';
   return (
     <section aria-labelledby="person-title">
       <p class="crumbs">
@@ -244,12 +246,12 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         data-testid={`resend-invitation-${inv.id}`}
                         onClick={() =>
                           void action.run(async () => {
-                            await api('POST', `/v1/invitations/${inv.id}/resend`, { account: account.id, body: { channel: person.data?.phone ? 'sms' : 'email' } });
+                            await api('POST', `/v1/invitations/${inv.id}/resend`, { account: account.id, body: { channel: resendChannel } });
                             refresh();
                           })
                         }
                       >
-                        Resend<span class="visually-hidden"> {inv.name}</span>
+                        Resend<span class="visually-hidden"> {inv.name}</span> by {resendChannel === 'sms' ? 'SMS' : 'e-mail'}
                       </button>
                       <button
                         type="button"
@@ -287,7 +289,9 @@ type Option = { value: string; label: string };
 function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Account; personId: string; groups: Option[]; hasPhone: boolean; onDone: () => void }) {
   const [name, setName] = useState('Phone key');
   const [selected, setSelected] = useState<string[]>([]);
-  const [channel, setChannel] = useState(hasPhone && account.sms_enabled ? 'sms' : 'email');
+  // The person is read after this form is made: until the operator picks a channel, follow what is known.
+  const [picked, setChannel] = useState<string | null>(null);
+  const channel = picked ?? (hasPhone && account.sms_enabled ? 'sms' : 'email');
   const [starts, setStarts] = useState('');
   const [expires, setExpires] = useState('');
   const [sent, setSent] = useState<string | null>(null);
