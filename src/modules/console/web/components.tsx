@@ -325,13 +325,23 @@ export function Online({ online }: { online: boolean | null | undefined }) {
 /** A secret the API shows only once (API key token, MQTT password, signing secret), until dismissed. */
 export function OnceSecret({ title, children, onDismiss }: { title: string; children: ComponentChildren; onDismiss: () => void }) {
   const ref = useRef<HTMLElement>(null);
-  useEffect(() => ref.current?.focus(), []);
+  // Focus comes here from the button that made the secret, and goes back there when it is dismissed.
+  const from = useRef<Element | null>(null);
+  useEffect(() => {
+    from.current = document.activeElement;
+    ref.current?.focus();
+  }, []);
+  const dismiss = () => {
+    const back = from.current;
+    onDismiss();
+    if (back instanceof HTMLElement && back.isConnected) back.focus();
+  };
   return (
     <section class="secret" aria-labelledby="secret-title" tabIndex={-1} ref={ref} data-testid="once-secret">
       <h3 id="secret-title">{title}</h3>
       <p>Shown only now: copy it before you dismiss this panel.</p>
       {children}
-      <button type="button" onClick={onDismiss} data-testid="dismiss-secret">
+      <button type="button" onClick={dismiss} data-testid="dismiss-secret">
         I have copied it, dismiss
       </button>
     </section>

@@ -20,7 +20,10 @@ export function OverviewPage() {
             <div>
               <dt>Accounts</dt>
               <dd>
-                <a href="#accounts">{overview.data.accounts}</a>
+                <a href="#accounts">
+                  {overview.data.accounts}
+                  <span class="visually-hidden"> accounts: go to the list</span>
+                </a>
               </dd>
             </div>
             <div>

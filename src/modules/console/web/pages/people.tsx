@@ -33,7 +33,7 @@ function PeopleList({ account }: { account: Account }) {
           {(a) => (
             <select {...a} value={by} onChange={(e) => setBy((e.currentTarget as HTMLSelectElement).value as 'email' | 'phone')} data-testid="people-search-by">
               <option value="email">E-mail (exact)</option>
-              <option value="phone">Phone (international, with + and country code)</option>
+              <option value="phone">Phone (+ country code)</option>
             </select>
           )}
         </Field>
