@@ -99,7 +99,9 @@ export function usePaged<T>(path: string | null, options: PagedOptions = {}): Pa
   }, [path, nextCursor, options.account, queryKey, limit]);
 
   const reload = useCallback(() => void read(pages.current), [read]);
-  useLive(options.topics ?? [], options.account, options.topics?.length ? reload : () => undefined);
+  // A list the API refused (a filter it does not take) stays refused: a live change would only repeat the request.
+  const refused = error !== null && error.status >= 400 && error.status < 500 && error.status !== 429;
+  useLive(options.topics ?? [], options.account, options.topics?.length && !refused ? reload : () => undefined);
   return { items, nextCursor, loading, error, loadMore: () => void loadMore(), reload };
 }
 
@@ -127,6 +129,14 @@ export function useResource<T>(path: string | null, options: { account?: number;
   }, [reload]);
   useLive(options.topics ?? [], options.liveAccount ?? options.account, () => void reload());
   return { data, error, reload: () => void reload() };
+}
+
+/** The document title of a page (WCAG 2.4.2: a one-page app changes it, as page loads would). */
+export function useTitle(title: string | null): void {
+  useEffect(() => {
+    const brand = document.body.dataset.brand || 'Latchkey';
+    document.title = title ? `${title} – ${brand} console` : `${brand} console`;
+  }, [title]);
 }
 
 /** A form's submission state: busy while the call runs, the API error after a failure. */

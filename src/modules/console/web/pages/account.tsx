@@ -1,7 +1,7 @@
 // One account: its sections as tabs (links, so each has an address), and the small sections themselves.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, type Paged } from '../components.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, useTitle, type Paged } from '../components.tsx';
 import { Link } from '../router.tsx';
 import type { Account, Location, SecurityGroup, User } from '../types.ts';
 import { ApiKeysSection } from './api-keys.tsx';
@@ -27,6 +27,7 @@ const TABS: { id: string; label: string }[] = [
 export function AccountPage({ id, tab, item }: { id: number; tab: string; item?: string }) {
   const account = useResource<Account>(`/admin/v1/accounts/${id}`);
   const known = TABS.find((t) => t.id === tab);
+  useTitle(account.data ? `${known?.label ?? 'Account'} – ${account.data.name}` : account.error ? `Account ${id}` : null);
   if (account.error) {
     return (
       <>

@@ -5,6 +5,9 @@ import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, 
 import { SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
+/** The name the console's server part gives the keys it makes for its sessions (docs/console.md). */
+const CONSOLE_KEY_NAME = 'Operator console';
+
 export function ApiKeysSection({ account }: { account: Account }) {
   const keys = usePaged<ApiKey>('/admin/v1/api_keys', { query: { account_id: account.id } });
   const locks = usePaged<Lock>('/v1/locks', { account: account.id, limit: 200 });
@@ -43,7 +46,10 @@ export function ApiKeysSection({ account }: { account: Account }) {
           <tbody>
             {keys.items.map((k) => (
               <tr key={k.id} data-testid={`api-key-row-${k.id}`}>
-                <td>{k.name}</td>
+                <td>
+                  {k.name}
+                  {k.name === CONSOLE_KEY_NAME && <div class="muted">made for a console session; revoked at its sign-out</div>}
+                </td>
                 <td>
                   <code>{k.prefix}</code>
                 </td>

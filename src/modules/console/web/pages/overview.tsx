@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { FormError, ListState, LoadMore, Table, TextField, useResource, usePaged, useSubmit } from '../components.tsx';
+import { FormError, ListState, LoadMore, Table, TextField, useResource, usePaged, useSubmit, useTitle } from '../components.tsx';
 import { Link, navigate } from '../router.tsx';
 import type { Account, Overview } from '../types.ts';
 
@@ -9,6 +9,7 @@ export function OverviewPage() {
   const [q, setQ] = useState('');
   const [search, setSearch] = useState('');
   const accounts = usePaged<Account>('/admin/v1/accounts', { query: { q: search } });
+  useTitle('Overview');
   return (
     <>
       <h1>Overview</h1>

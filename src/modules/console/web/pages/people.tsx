@@ -126,6 +126,17 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
   // A resend by SMS fails (sms_disabled) unless the account sends SMS and the person has a phone.
   const resendChannel = account.sms_enabled && person.data?.phone ? 'sms' : 'email';
+  // No such person here (404, or not an id at all): no keys to list, no forms to offer.
+  if (person.error && (person.error.status === 404 || person.error.status === 400)) {
+    return (
+      <section aria-label="Person">
+        <p class="crumbs">
+          <Link href={`/console/accounts/${account.id}/people`}>People</Link> / person
+        </p>
+        <FormError error={person.error} />
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="person-title">
       <p class="crumbs">

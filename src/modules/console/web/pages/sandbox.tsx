@@ -1,7 +1,7 @@
 // The sandbox (SANDBOX=true only): outbox with setup links, clock, locking-system mode, MQTT publish.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Field, FormError, Table, TextField, Time, useResource, useSubmit } from '../components.tsx';
+import { Field, FormError, Table, TextField, Time, useResource, useSubmit, useTitle } from '../components.tsx';
 import type { OutboxMessage } from '../types.ts';
 
 export function SandboxPage() {
@@ -17,6 +17,7 @@ export function SandboxPage() {
   const mqtt = useSubmit();
   const [publish, setPublish] = useState('accept');
   const [mqttNote, setMqttNote] = useState<string | null>(null);
+  useTitle('Sandbox');
   return (
     <>
       <h1>Sandbox</h1>
