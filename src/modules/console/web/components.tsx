@@ -144,6 +144,8 @@ export function useSubmit() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<RequestError | null>(null);
   const run = useCallback(async (action: () => Promise<void>) => {
+    // The button is disabled while busy, and a disabled button loses the focus: give it back after.
+    const from = document.activeElement;
     setBusy(true);
     setError(null);
     try {
@@ -152,6 +154,10 @@ export function useSubmit() {
       setError(asApiError(caught));
     } finally {
       setBusy(false);
+      requestAnimationFrame(() => {
+        const now = document.activeElement;
+        if ((now === null || now === document.body) && from instanceof HTMLElement && from !== document.body && from.isConnected) from.focus();
+      });
     }
   }, []);
   return { busy, error, run, clear: () => setError(null) };
@@ -333,18 +339,24 @@ export function Online({ online }: { online: boolean | null | undefined }) {
 }
 
 /** A secret the API shows only once (API key token, MQTT password, signing secret), until dismissed. */
-export function OnceSecret({ title, children, onDismiss }: { title: string; children: ComponentChildren; onDismiss: () => void }) {
+export function OnceSecret(props: { title: string; children: ComponentChildren; onDismiss: () => void; returnFocus?: string }) {
+  const { title, children, onDismiss, returnFocus } = props;
   const ref = useRef<HTMLElement>(null);
-  // Focus comes here from the button that made the secret, and goes back there when it is dismissed.
+  // Focus comes here when the secret appears and, once dismissed, goes back where the operator was: the
+  // control named by `returnFocus` (the button that made it was disabled while busy, so the browser dropped
+  // its focus), else whatever had it.
   const from = useRef<Element | null>(null);
   useEffect(() => {
     from.current = document.activeElement;
     ref.current?.focus();
   }, []);
   const dismiss = () => {
-    const back = from.current;
+    const previous = from.current;
     onDismiss();
-    if (back instanceof HTMLElement && back.isConnected) back.focus();
+    requestAnimationFrame(() => {
+      const target = (returnFocus ? document.querySelector(returnFocus) : null) ?? previous;
+      if (target instanceof HTMLElement && target.isConnected && target !== document.body) target.focus();
+    });
   };
   return (
     <section class="secret" aria-labelledby="secret-title" tabIndex={-1} ref={ref} data-testid="once-secret">

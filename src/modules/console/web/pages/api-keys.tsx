@@ -22,9 +22,11 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const revoke = useSubmit();
   return (
     <section aria-labelledby="api-keys-title">
-      <h2 id="api-keys-title">API keys</h2>
+      <h2 id="api-keys-title" tabIndex={-1}>
+        API keys
+      </h2>
       {created && (
-        <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)}>
+        <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-api-key"]'>
           <Secret label="Token" value={created.token ?? ''} />
         </OnceSecret>
       )}
@@ -72,6 +74,8 @@ export function ApiKeysSection({ account }: { account: Account }) {
                         if (!window.confirm(`Revoke the API key ${k.name}? Its token stops working at once.`)) return;
                         void revoke.run(async () => {
                           await api('DELETE', `/admin/v1/api_keys/${k.id}`);
+                          // The button goes with the answer: keep the focus in the section.
+                          document.getElementById('api-keys-title')?.focus();
                           keys.reload();
                         });
                       }}

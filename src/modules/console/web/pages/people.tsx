@@ -166,7 +166,9 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </>
       )}
       <FormError error={action.error} />
-      <h3>Keys</h3>
+      <h3 id="keys-title" tabIndex={-1}>
+        Keys
+      </h3>
       <ListState list={keys} empty="No keys." />
       {keys.items.length > 0 && (
         <Table label="Keys">
@@ -191,21 +193,27 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                   <Time iso={k.starts_at} /> to {k.expires_at ? <Time iso={k.expires_at} /> : 'no end'}
                 </td>
                 <td>
-                  <button
-                    type="button"
-                    class="danger small"
-                    disabled={action.busy}
-                    data-testid={`return-key-${k.id}`}
-                    onClick={() => {
-                      if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
-                      void action.run(async () => {
-                        await api('POST', `/admin/v1/keys/${k.id}/return`);
-                        refresh();
-                      });
-                    }}
-                  >
-                    Return<span class="visually-hidden"> {k.name}</span>
-                  </button>
+                  {k.state === 'returned' ? (
+                    <span class="muted">returned</span>
+                  ) : (
+                    <button
+                      type="button"
+                      class="danger small"
+                      disabled={action.busy}
+                      data-testid={`return-key-${k.id}`}
+                      onClick={() => {
+                        if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
+                        void action.run(async () => {
+                          await api('POST', `/admin/v1/keys/${k.id}/return`);
+                          // The button goes with the answer: keep the focus in the list.
+                          document.getElementById('keys-title')?.focus();
+                          refresh();
+                        });
+                      }}
+                    >
+                      Return<span class="visually-hidden"> {k.name}</span>
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
@@ -213,7 +221,9 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </Table>
       )}
       <LoadMore list={keys} />
-      <h3>Invitations</h3>
+      <h3 id="invitations-title" tabIndex={-1}>
+        Invitations
+      </h3>
       <ListState list={invitations} empty="No invitations." />
       {invitations.items.length > 0 && (
         <Table label="Invitations">
@@ -272,6 +282,7 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         onClick={() =>
                           void action.run(async () => {
                             await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
+                            document.getElementById('invitations-title')?.focus();
                             refresh();
                           })
                         }

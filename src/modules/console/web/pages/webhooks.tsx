@@ -22,7 +22,7 @@ function WebhookList({ account }: { account: Account }) {
     <section aria-labelledby="webhooks-title">
       <h2 id="webhooks-title">Webhooks</h2>
       {created && (
-        <OnceSecret title={`Signing secret of ${created.url}`} onDismiss={() => setCreated(null)}>
+        <OnceSecret title={`Signing secret of ${created.url}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-webhook"]'>
           <Secret label="Secret" value={created.secret ?? ''} />
         </OnceSecret>
       )}
