@@ -12,6 +12,8 @@ export interface PagedOptions {
   query?: Query;
   /** Live topics that make the list refetch. */
   topics?: Topic[];
+  /** The account whose changes count, for an operator API list (no `account`): defaults to `account`. */
+  liveAccount?: number;
   limit?: number;
 }
 
@@ -101,7 +103,7 @@ export function usePaged<T>(path: string | null, options: PagedOptions = {}): Pa
   const reload = useCallback(() => void read(pages.current), [read]);
   // A list the API refused (a filter it does not take) stays refused: a live change would only repeat the request.
   const refused = error !== null && error.status >= 400 && error.status < 500 && error.status !== 429;
-  useLive(options.topics ?? [], options.account, options.topics?.length && !refused ? reload : () => undefined);
+  useLive(options.topics ?? [], options.liveAccount ?? options.account, options.topics?.length && !refused ? reload : () => undefined);
   return { items, nextCursor, loading, error, loadMore: () => void loadMore(), reload };
 }
 

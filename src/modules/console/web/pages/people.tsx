@@ -13,10 +13,10 @@ export function PeopleSection({ account, personId }: { account: Account; personI
 }
 
 function PeopleList({ account }: { account: Account }) {
-  const [by, setBy] = useState<'email' | 'phone'>('email');
   const [value, setValue] = useState('');
-  const [filter, setFilter] = useState<Record<string, string>>({});
-  const people = usePaged<Person>('/v1/people', { account: account.id, query: filter, topics: ['events'] });
+  const [q, setQ] = useState('');
+  // The operator API's search: part of a name, an e-mail or a phone (the public API finds only exact matches).
+  const people = usePaged<Person>('/admin/v1/people', { query: { account_id: String(account.id), ...(q ? { q } : {}) }, topics: ['events'], liveAccount: account.id });
   return (
     <section aria-labelledby="people-title">
       <h2 id="people-title">People</h2>
@@ -26,24 +26,15 @@ function PeopleList({ account }: { account: Account }) {
         data-testid="people-search-form"
         onSubmit={(e) => {
           e.preventDefault();
-          setFilter(value.trim() ? { [by]: value.trim() } : {});
+          setQ(value.trim());
         }}
       >
-        <Field label="Find by" name="by">
-          {(a) => (
-            <select {...a} value={by} onChange={(e) => setBy((e.currentTarget as HTMLSelectElement).value as 'email' | 'phone')} data-testid="people-search-by">
-              <option value="email">E-mail (exact)</option>
-              <option value="phone">Phone (+ country code)</option>
-            </select>
-          )}
-        </Field>
-        <TextField label="E-mail or phone" name="search" type="search" value={value} onValue={setValue} data-testid="people-search" />
+        <TextField label="Name, e-mail or phone" name="search" type="search" value={value} onValue={setValue} data-testid="people-search" />
         <button type="submit" class="secondary">
           Find
         </button>
       </form>
-      <p class="muted">The API finds people by exact e-mail or by phone; names are not searchable.</p>
-      <ListState list={people} empty={Object.keys(filter).length ? 'Nobody matches.' : 'No people yet.'} />
+      <ListState list={people} empty={q ? 'Nobody matches.' : 'No people yet.'} />
       {people.items.length > 0 && (
         <Table label="People">
           <thead>
