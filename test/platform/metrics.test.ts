@@ -3,6 +3,7 @@
 // database errors move their series, labelled by route pattern (never the URL) and fixed names.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { databaseError } from '../../src/platform/db/errors.ts';
@@ -67,6 +68,20 @@ describe('the listener', () => {
     }
     const other = await fetch(ctx.service.latchkey.metricsUrl?.replace('/metrics', '/') ?? '');
     assert.equal(other.status, 404);
+  });
+
+  test('the sample Grafana dashboard queries only metrics the service exports', async () => {
+    const dashboard = await readFile('deploy/grafana/latchkey.json', 'utf8');
+    JSON.parse(dashboard);
+    const used = new Set([...dashboard.matchAll(/\b(?:latchkey|nodejs|process)_[a-z0-9_]+/g)].map(([name]) => name.replace(/_(bucket|sum|count)$/, '')));
+    // Every metric the registry holds is declared by a `# TYPE` line, with or without samples yet.
+    const text = await (await fetch(ctx.service.latchkey.metricsUrl ?? '')).text();
+    const exported = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map(([, name]) => name as string));
+    // The pool's gauges exist on server PostgreSQL only.
+    const postgresOnly = /^latchkey_database_pool_/;
+    const missing = [...used].filter((name) => !exported.has(name) && !postgresOnly.test(name));
+    assert.ok(used.size > 20);
+    assert.deepEqual(missing, []);
   });
 
   test('/metrics is not on the API\'s port', async () => {
