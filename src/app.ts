@@ -49,6 +49,9 @@ import { registerOpenApiDocuments } from './platform/openapi.ts';
 import { registerApiDocs } from './platform/api-docs.ts';
 import { trackRoutes } from './platform/route-table.ts';
 import { JobRunner } from './platform/jobs.ts';
+import { databaseProbe, healthRoutes } from './platform/health.ts';
+import { Metrics, listenForScrapes, shared } from './platform/metrics.ts';
+import { reportingFailures } from './platform/db/observed.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
 
 import { RequestLog } from './platform/request-log.ts';
@@ -74,6 +77,10 @@ export interface Latchkey {
   jobs: JobRunner;
   /** The embedded MQTT broker's URL, when it runs (MQTT_URL unset). */
   mqttUrl: string | null;
+  /** This app's metrics (its own registry). */
+  metrics: Metrics;
+  /** The metrics listener's URL (http://host:port/metrics), when METRICS_PORT is set. */
+  metricsUrl: string | null;
   /** Set only when this start generated the operator token; main.ts prints it once. */
   generatedAdminToken: string | null;
   /** Stops jobs, flushes the request log and closes the app and the Redis client; the database stays open. */
@@ -81,7 +88,10 @@ export interface Latchkey {
 }
 
 export async function buildApp(deps: AppDeps): Promise<Latchkey> {
-  const { config, db } = deps;
+  const { config } = deps;
+  // Every app counts in a registry of its own; every failed statement is counted (README: Operations).
+  const metrics = new Metrics();
+  const db = reportingFailures(deps.db, (unavailable) => metrics.queryFailed(unavailable));
   const sandboxClock = config.sandbox ? new SandboxClock() : null;
   const clock = deps.clock ?? sandboxClock ?? systemClock;
 
@@ -151,17 +161,22 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     log: app.log,
   });
   jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
-  const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log);
+  const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log, metrics);
   await dispatcher.start();
   const accessLog = new AccessLogWriter(db, clock, app.log);
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
   const dynsec = config.mqttUrl && config.mqttDynsec ? await startDynsec(config.mqttUrl, config.mqttDynsec, db, app.log) : null;
-  const devices = await startDevices(config, db, clock, jobs, accessLog, app.log);
+  const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, metrics);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 
   installHttpPlumbing(app);
-  const limits = new RateLimits(clock, redis?.client ?? null, config.redisKeyPrefix);
+  // A callback hook, cheap on every request: the route's pattern (never the URL) and the status.
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+  const limits = new RateLimits(clock, redis?.client ?? null, config.redisKeyPrefix, metrics);
   installAccessControl(app, {
     authenticator,
     limits,
@@ -174,6 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
   registerApiDocs(app, config.brandName);
+  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started });
 
   catalogRoutes(app, catalog);
   peopleRoutes(
@@ -230,14 +246,48 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   finishRoutes();
   await app.ready();
 
+  // Gauges read at scrape time, each within SCRAPE_QUERY_TIMEOUT_MS.
+  const pending = shared(() => dispatcher.pending());
+  metrics.gauge('latchkey_webhook_deliveries_pending', 'Webhook deliveries waiting to be sent or sent again.', async () => (await pending()).count);
+  metrics.gauge(
+    'latchkey_webhook_oldest_pending_age_seconds',
+    'Age of the oldest pending webhook delivery (0 when none is pending).',
+    async () => (await pending()).oldestAgeSeconds ?? 0,
+  );
+  metrics.gauge(
+    'latchkey_gateways_connected',
+    'Gateways connected: to the embedded broker; with MQTT_URL, those the store holds online.',
+    () => devices.connectedGateways(),
+  );
+  if (db.poolStats?.()) {
+    metrics.gauge('latchkey_database_pool_connections', 'Open connections of the PostgreSQL pool, idle or in use.', () => db.poolStats?.()?.total);
+    metrics.gauge('latchkey_database_pool_idle_connections', 'Idle connections of the PostgreSQL pool.', () => db.poolStats?.()?.idle);
+    metrics.gauge('latchkey_database_pool_waiting_clients', 'Statements waiting for a connection of the PostgreSQL pool.', () => db.poolStats?.()?.waiting);
+  }
+  let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | null = null;
+  if (config.metricsPort !== null) {
+    metrics.collectProcessMetrics();
+    metricsListener = await listenForScrapes(metrics, config.metricsPort, config.metricsHost);
+  }
+  const metricsUrl = metricsListener ? `http://${config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost}:${metricsListener.port}/metrics` : null;
+
   return {
     app,
     clock,
     jobs,
     mqttUrl: devices.embeddedUrl,
+    metrics,
+    metricsUrl,
     generatedAdminToken: admin.generated,
     async close() {
       await app.close();
+      if (metricsListener) {
+        const { server } = metricsListener;
+        await new Promise((resolve) => {
+          server.close(resolve);
+          server.closeAllConnections(); // a scraper's keep-alive connection would hold close() open
+        });
+      }
       await jobs.stop();
       await devices.close();
       await dynsec?.close();

@@ -56,6 +56,10 @@ export interface Config {
   unlockTimeoutSeconds: number;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
   apiRateLimitPerMinute: number;
+  /** The Prometheus listener's port (GET /metrics), apart from the API's; null: no listener (the default). */
+  metricsPort: number | null;
+  /** Where the metrics listener binds; loopback unless the scraper is elsewhere. */
+  metricsHost: string;
 }
 
 export class ConfigError extends Error {
@@ -128,6 +132,14 @@ function mqttDynsec(env: Env, mqttUrl: string | null): Config['mqttDynsec'] {
   return { username, password };
 }
 
+/** METRICS_PORT: unset for no listener; 0 picks a free port (tests); never the API's own port. */
+function metricsPort(env: Env, apiPort: number): number | null {
+  if (text(env, 'METRICS_PORT') === null) return null;
+  const port = integer(env, 'METRICS_PORT', 0, 0, 65535);
+  if (port !== 0 && port === apiPort) throw new ConfigError('METRICS_PORT', `must differ from PORT (${apiPort}): metrics stay off the API's port`);
+  return port;
+}
+
 export const MQTT_HTTP_AUTH_SECRET_MIN_LENGTH = 32;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -184,5 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     unlockTimeoutSeconds: integer(env, 'UNLOCK_TIMEOUT_SECONDS', 30, 1, 3600),
+    metricsPort: metricsPort(env, port),
+    metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
   };
 }

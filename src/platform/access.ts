@@ -83,13 +83,13 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
 
     const ip = request.ip;
     const lockout = await limits.isExhausted('auth-failed', ip, FAILED_AUTH_PER_MINUTE);
-    if (lockout.exceeded) throw errors.rateLimited(lockout.retryAfterSeconds);
+    if (lockout.exceeded) throw limits.refusal(lockout);
 
     const token = bearer(request);
     if (token === undefined) {
       // No credentials: counted in the shared per-IP bucket, then refused.
       const state = await limits.consume('anonymous', ip, perMinute);
-      if (state.exceeded) throw errors.rateLimited(state.retryAfterSeconds);
+      if (state.exceeded) throw limits.refusal(state);
       throw errors.unauthenticated();
     }
     const caller = token === null ? null : await authenticator.authenticate(token);
@@ -105,7 +105,7 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
     if (routeLimit && routeKey !== null) states.push(await limits.consume(routeLimit.bucket, routeKey, routeLimit.perMinute));
     setLimitHeaders(reply, states);
     const exceeded = states.find((s) => s.exceeded);
-    if (exceeded) throw errors.rateLimited(exceeded.retryAfterSeconds);
+    if (exceeded) throw limits.refusal(exceeded);
 
     if (caller.reseller) throw errors.notAvailable();
     if (!access.scopes.some((scope) => caller.scopes.has(scope))) throw errors.insufficientScope(access.scopes.join(' or '));

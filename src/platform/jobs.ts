@@ -29,6 +29,11 @@ export class JobRunner {
     return this.jobs.map((j) => j.name);
   }
 
+  /** Whether the loop is started and not stopped (GET /readyz). */
+  get started(): boolean {
+    return !this.stopped;
+  }
+
   start(): void {
     this.stopped = false;
     for (const job of this.jobs) {

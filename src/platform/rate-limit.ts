@@ -5,7 +5,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from './clock.ts';
+import { errors, type ApiError } from './errors.ts';
 import { loggableError } from './logging.ts';
+import { NO_METRICS, type RateLimitMetrics } from './metrics.ts';
 
 /**
  * A Redis that has not answered for this long is dropped and dialled again; meanwhile the limits count in
@@ -57,6 +59,8 @@ export function connectRedis(url: string, log: FastifyBaseLogger): { client: Red
 const WINDOW_MS = 60_000;
 
 export interface LimitState {
+  /** The bucket counted (`api-key`, `anonymous`, `auth-failed`, a route's bucket). */
+  bucket: string;
   limit: number;
   remaining: number;
   /** Seconds until the current window rolls. */
@@ -101,7 +105,14 @@ export class RateLimits {
     private readonly clock: Clock,
     private readonly redis: Redis | null,
     private readonly keyPrefix = 'latchkey',
+    private readonly metrics: RateLimitMetrics = NO_METRICS,
   ) {}
+
+  /** The 429 that refuses a request over `state`'s limit, counted by bucket (latchkey_rate_limit_refusals_total). */
+  refusal(state: LimitState): ApiError {
+    this.metrics.refused(state.bucket);
+    return errors.rateLimited(state.retryAfterSeconds);
+  }
 
   private limiter(bucket: string, points: number): RateLimiterAbstract {
     const name = `${bucket}:${points}`;
@@ -134,10 +145,10 @@ export class RateLimits {
     const window = this.window();
     try {
       const res = await this.limiter(bucket, perMinute).consume(`${key}:${window.key}`);
-      return { limit: perMinute, remaining: res.remainingPoints, retryAfterSeconds: window.retryAfterSeconds, exceeded: false };
+      return { bucket, limit: perMinute, remaining: res.remainingPoints, retryAfterSeconds: window.retryAfterSeconds, exceeded: false };
     } catch (error) {
       if (error instanceof RateLimiterRes) {
-        return { limit: perMinute, remaining: 0, retryAfterSeconds: window.retryAfterSeconds, exceeded: true };
+        return { bucket, limit: perMinute, remaining: 0, retryAfterSeconds: window.retryAfterSeconds, exceeded: true };
       }
       throw error;
     }
@@ -149,6 +160,7 @@ export class RateLimits {
     const res = await this.limiter(bucket, perMinute).get(`${key}:${window.key}`);
     const consumed = res?.consumedPoints ?? 0;
     return {
+      bucket,
       limit: perMinute,
       remaining: Math.max(0, perMinute - consumed),
       retryAfterSeconds: window.retryAfterSeconds,

@@ -3,6 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MAX_STREAMS_PER_SESSION } from '../../src/modules/console/live.ts';
+import pg from 'pg';
+import { backend, testDatabaseUrl } from '../helpers/database.ts';
 import { createAccount } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, startService, useTestService, type TestService } from '../helpers/service.ts';
@@ -102,6 +104,23 @@ describe('the live stream', () => {
       await stream.waitFor(() => stream.changes.some((c) => c.topic === 'presence' && c.account_id === account.id), 'the gateway online');
       client.end(true);
     } finally {
+      await stream.close();
+    }
+  });
+
+  test('a write from a session with another search_path (a script, a restore) succeeds and is heard', { skip: backend !== 'postgres' && 'server PostgreSQL only' }, async () => {
+    const session = await signIn(ctx.service);
+    const stream = await openStream(ctx.service.url, session.cookie);
+    const [{ schema }] = (await ctx.database.db.query<{ schema: string }>('SELECT current_schema() AS schema')) as [{ schema: string }];
+    const client = new pg.Client({ connectionString: testDatabaseUrl() }); // search_path: the server's default
+    await client.connect();
+    try {
+      const account = await createAccount(ctx.service);
+      const gateway = await createGateway(ctx.service, account.rootLocationId);
+      await client.query(`UPDATE ${schema}.gateways SET online = true WHERE id = $1`, [gateway.id]);
+      await stream.waitFor(() => stream.changes.some((c) => c.topic === 'presence' && c.account_id === account.id), 'the presence change');
+    } finally {
+      await client.end();
       await stream.close();
     }
   });

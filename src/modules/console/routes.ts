@@ -30,7 +30,7 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
   /** The failed-authentication lock-out first, then the cookie's session; a wrong cookie counts as a failure. */
   async function sessionOf(request: FastifyRequest): Promise<ConsoleSession> {
     const lockout = await limits.isExhausted('auth-failed', request.ip, FAILED_AUTH_PER_MINUTE);
-    if (lockout.exceeded) throw errors.rateLimited(lockout.retryAfterSeconds);
+    if (lockout.exceeded) throw limits.refusal(lockout);
     const session = await sessions.resume(cookieOf(request, SESSION_COOKIE));
     if (!session) {
       if (cookieOf(request, SESSION_COOKIE) !== undefined) await limits.consume('auth-failed', request.ip, FAILED_AUTH_PER_MINUTE);
@@ -52,7 +52,7 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
 
   app.post('/console/session', { config: open, schema: { hide: true, body: SignIn } }, async (request, reply) => {
     const lockout = await limits.isExhausted('auth-failed', request.ip, FAILED_AUTH_PER_MINUTE);
-    if (lockout.exceeded) throw errors.rateLimited(lockout.retryAfterSeconds);
+    if (lockout.exceeded) throw limits.refusal(lockout);
     const signedIn = await sessions.signIn(request.body.token);
     if (!signedIn) {
       await limits.consume('auth-failed', request.ip, FAILED_AUTH_PER_MINUTE);

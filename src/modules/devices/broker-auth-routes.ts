@@ -55,7 +55,7 @@ export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits:
   // Before the body is read: the lock-out first, then the secret, compared as hashes in constant time.
   const brokerOnly = async (request: FastifyRequest, _reply: FastifyReply) => {
     const lockout = await limits.isExhausted(FAILED_SECRET_BUCKET, request.ip, FAILED_AUTH_PER_MINUTE);
-    if (lockout.exceeded) throw errors.rateLimited(lockout.retryAfterSeconds);
+    if (lockout.exceeded) throw limits.refusal(lockout);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
     if (!match || !sameHash(hashToken(match[1] as string), secretHash)) {
       await limits.consume(FAILED_SECRET_BUCKET, request.ip, FAILED_AUTH_PER_MINUTE);

@@ -111,8 +111,14 @@ export class EmbeddedBroker {
             error ? reject(error) : resolve(),
           ),
         ),
+      connected: () => this.server?.listening === true && !broker.closed,
       close: async () => undefined,
     };
+  }
+
+  /** Gateways with a connection open now (latchkey_gateways_connected). */
+  get connectedGateways(): number {
+    return this.connectionsOf.size;
   }
 
   /** Why a gateway's publish is refused, or null. */

@@ -5,12 +5,14 @@ import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
+import { NO_METRICS, type DoorEventMetrics, type UnlockMetrics } from '../../platform/metrics.ts';
 import { parseGatewayEvent, type AccessLogWriter } from '../events/index.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { GatewayMessagePipeline } from './message-pipeline.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
+import { onlineGatewayCount } from './store.ts';
 
 // The devices module's surface for the rest of the service.
 export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
@@ -28,6 +30,13 @@ export interface Devices {
    * (Mosquitto sends no will for a client it disconnects itself).
    */
   disconnectGateway(gatewayId: number): void;
+  /** The MQTT link is up: the embedded broker listens, or the client is connected to MQTT_URL. */
+  linkUp(): boolean;
+  /**
+   * Gateways connected: to the embedded broker, counted by it; with MQTT_URL (whose connections the service
+   * does not see), the gateways the store holds online.
+   */
+  connectedGateways(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -38,6 +47,7 @@ export async function startDevices(
   jobs: JobRunner,
   accessLog: AccessLogWriter,
   log: FastifyBaseLogger,
+  metrics: DoorEventMetrics & UnlockMetrics = NO_METRICS,
 ): Promise<Devices> {
   // Assigned below, before any message can arrive.
   let link: DeviceLink;
@@ -49,13 +59,18 @@ export async function startDevices(
     timeoutSeconds: config.unlockTimeoutSeconds,
     sandbox: config.sandbox,
     log,
+    metrics,
   });
   const pipeline = new GatewayMessagePipeline(
     {
-      events: (gatewayId, events) => accessLog.ingestBatch(gatewayId, events),
+      events: async (gatewayId, events) => {
+        const stored = await accessLog.ingestBatch(gatewayId, events);
+        metrics.batchWritten(events.length, stored.filter((event) => event !== null).length);
+      },
       result: (gatewayId, payload) => unlock.result(gatewayId, payload),
     },
     log,
+    { onEventRefused: () => metrics.dropped('refused') },
   );
   const presence = new PresenceService(db, clock, log, (gatewayId, change) => pipeline.presence(gatewayId, change));
   jobs.register(presence.quietJob());
@@ -68,8 +83,15 @@ export async function startDevices(
     else presence.heard(gatewayId); // any message from the gateway is contact
     if (topic === 'events') {
       const event = parseGatewayEvent(payload);
-      if (!event) return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
-      return pipeline.event(gatewayId, event);
+      if (!event) {
+        metrics.dropped('malformed');
+        return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
+      }
+      metrics.received();
+      const receivedAt = performance.now();
+      const stored = pipeline.event(gatewayId, event);
+      void stored.then(() => metrics.ingested((performance.now() - receivedAt) / 1000));
+      return stored;
     }
     if (topic === 'commands/result') return pipeline.result(gatewayId, payload);
     return undefined;
@@ -105,6 +127,8 @@ export async function startDevices(
       broker?.disconnectGateway(gatewayId);
       presence.lost(gatewayId);
     },
+    linkUp: () => link.connected(),
+    connectedGateways: async () => (broker ? broker.connectedGateways : onlineGatewayCount(db)),
     async close() {
       pipeline.stopRetrying();
       await link.close();

@@ -11,6 +11,8 @@ export interface DeviceLink {
   start(): Promise<void>;
   /** Publishes at QoS 1 and resolves when the broker accepted it; throws when it refuses or cannot be reached. */
   publish(topic: string, payload: unknown): Promise<void>;
+  /** Whether the link is up now: the embedded broker listens, or the client is connected to MQTT_URL (GET /readyz). */
+  connected(): boolean;
   close(): Promise<void>;
 }
 
@@ -169,6 +171,10 @@ export class MqttLink implements DeviceLink {
         if (this.pending === pending && client.connected) send(packet, undefined, ...rest);
       });
     };
+  }
+
+  connected(): boolean {
+    return this.client?.connected === true;
   }
 
   /**

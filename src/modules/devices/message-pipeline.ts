@@ -17,6 +17,8 @@ export interface MessageStores {
 export interface PipelineOptions {
   /** The wait before retry number `attempt` (1, 2, …) of a write that failed for want of the database. */
   retryDelayMs?: (attempt: number) => number;
+  /** A door event the database refused as data, dropped (latchkey_door_events_dropped_total). */
+  onEventRefused?: () => void;
 }
 
 /** The longest wait between two attempts to write a gateway's message while the database is away. */
@@ -47,6 +49,7 @@ export class GatewayMessagePipeline {
   private readonly waiting = new Map<number, WaitingBatch>();
   private closing = false;
   private readonly retryDelayMs: (attempt: number) => number;
+  private readonly onEventRefused: () => void;
 
   constructor(
     private readonly stores: MessageStores,
@@ -54,6 +57,7 @@ export class GatewayMessagePipeline {
     options: PipelineOptions = {},
   ) {
     this.retryDelayMs = options.retryDelayMs ?? backOff;
+    this.onEventRefused = options.onEventRefused ?? (() => undefined);
   }
 
   /**
@@ -173,6 +177,7 @@ export class GatewayMessagePipeline {
       async (error) => {
         if (events.length === 1) {
           this.log.error({ err: error, gatewayId, event: events[0] }, 'door event refused by the database; dropped');
+          this.onEventRefused();
           return true;
         }
         let settled = true;

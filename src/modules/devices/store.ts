@@ -94,7 +94,8 @@ export async function expiredCommands(db: Queryable, now: Date, limit: number): 
 const COMMAND_OUTCOME_CONTEXT = {
   name: 'lockCommands.outcomeContext',
   text: `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id,
-         CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('id', a.id, 'name', a.name, 'prefix', a.prefix) END AS api_key
+         CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('id', a.id, 'name', a.name, 'prefix', a.prefix) END AS api_key,
+         c.requested_at
     FROM lock_commands c JOIN locks k ON k.id = c.lock_id JOIN locations l ON l.id = k.location_id
     LEFT JOIN api_keys a ON a.id = c.api_key_id
    WHERE c.id = $1 AND c.gateway_id = $2 AND c.status = 'published'`,
@@ -105,8 +106,8 @@ export async function commandOutcomeContext(
   db: Queryable,
   commandId: string,
   gatewayId: number,
-): Promise<(AccessLogLock & { api_key: AccessEvent['api_key'] }) | undefined> {
-  const [context] = await db.query<AccessLogLock & { api_key: AccessEvent['api_key'] }>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
+): Promise<(AccessLogLock & { api_key: AccessEvent['api_key']; requested_at: Date }) | undefined> {
+  const [context] = await db.query<AccessLogLock & { api_key: AccessEvent['api_key']; requested_at: Date }>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
   return context;
 }
 
@@ -161,6 +162,12 @@ export async function setSandboxPublishMode(db: Queryable, mode: 'accept' | 'fai
 /** Gateways the store holds online, by id. */
 export async function onlineGatewayIds(db: Queryable): Promise<number[]> {
   return (await db.query<{ id: number }>('SELECT id FROM gateways WHERE online ORDER BY id')).map((r) => Number(r.id));
+}
+
+/** How many gateways the store holds online (latchkey_gateways_connected with MQTT_URL). */
+export async function onlineGatewayCount(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>({ name: 'gateways.onlineCount', text: 'SELECT count(*)::int AS n FROM gateways WHERE online' });
+  return row?.n ?? 0;
 }
 
 /** Online gateways without contact since `cutoff`. */

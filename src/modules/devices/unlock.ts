@@ -8,6 +8,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { Job } from '../../platform/jobs.ts';
+import { NO_METRICS, type UnlockMetrics, type UnlockOutcome } from '../../platform/metrics.ts';
 import type { AccessLogWriter } from '../events/index.ts';
 import type { LockCommand } from './schemas.ts';
 import {
@@ -38,6 +39,7 @@ export interface UnlockDeps {
   /** With SANDBOX=true, PUT /admin/v1/sandbox/mqtt can make every publish fail. */
   sandbox: boolean;
   log: FastifyBaseLogger;
+  metrics?: UnlockMetrics;
 }
 
 /** Tries of one unlock while the lock's in-flight command finishes under it (see unlock). */
@@ -46,7 +48,11 @@ const MAX_UNLOCK_ATTEMPTS = 3;
 const TIMEOUTS_PER_RUN = 100;
 
 export class UnlockService {
-  constructor(private readonly deps: UnlockDeps) {}
+  private readonly metrics: UnlockMetrics;
+
+  constructor(private readonly deps: UnlockDeps) {
+    this.metrics = deps.metrics ?? NO_METRICS;
+  }
 
   private get db(): Database {
     return this.deps.db;
@@ -141,15 +147,15 @@ export class UnlockService {
     gatewayId: number,
     status: LockCommand['status'],
     error: LockCommand['error'],
-    failReason: string | null,
+    failReason: Exclude<UnlockOutcome, 'confirmed'> | null,
   ): Promise<void> {
     const now = this.deps.clock.now();
     const context = await commandOutcomeContext(this.db, commandId, gatewayId);
     if (!context) return;
-    const { api_key: apiKey, ...lock } = context;
+    const { api_key: apiKey, requested_at: requestedAt, ...lock } = context;
     // One statement ends the command and records its outcome, or does neither when another instance (or
     // the time-out) ended it meanwhile.
-    await this.deps.accessLog.recordBatch(
+    const [recorded] = await this.deps.accessLog.recordBatch(
       this.db,
       [
         {
@@ -170,6 +176,10 @@ export class UnlockService {
       ],
       endCommandGuard(commandId, gatewayId, status, error, now),
     );
+    if (!recorded) return; // ended elsewhere, and counted there
+    const outcome: UnlockOutcome = status === 'confirmed' ? 'confirmed' : (failReason ?? 'device_error');
+    const answered = outcome === 'confirmed' || outcome === 'device_error' || outcome === 'device_missing';
+    this.metrics.ended(outcome, answered ? (now.getTime() - new Date(requestedAt).getTime()) / 1000 : undefined);
   }
 
   /** The lock, in scope (else 404) and on the key's allowlist (else 403; on unlock also a refused access). */

@@ -23,6 +23,15 @@ export function claimDueDeliveries(db: Queryable, lease: Lease, streakLimit: Dat
   );
 }
 
+/** Deliveries waiting to be sent (or sent again), and when the oldest of them was made: read at scrape time. */
+export async function pendingSummary(db: Queryable): Promise<{ count: number; oldest: Date | null }> {
+  const [row] = await db.query<{ count: number; oldest: Date | null }>({
+    name: 'webhookDeliveries.pendingSummary',
+    text: `SELECT count(*)::int AS count, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+  });
+  return { count: row?.count ?? 0, oldest: row?.oldest ?? null };
+}
+
 /** Deliveries of a paused subscription stop: their pending retries fail. */
 export async function failPendingOfPausedSubscriptions(db: Queryable): Promise<void> {
   await db.query(

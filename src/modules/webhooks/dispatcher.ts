@@ -7,11 +7,19 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { WEBHOOK_DUE_CHANNEL } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
+import { NO_METRICS, type WebhookMetrics } from '../../platform/metrics.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { STANDARD_LADDER_SECONDS, WorkQueue, type WorkKind } from '../../platform/work-queue.ts';
 import type { MessageQueue } from '../notifications/index.ts';
 import { pauseLongFailures, streakLimitAt } from './auto-pause.ts';
-import { claimDueDeliveries, failPendingOfPausedSubscriptions, purgePayloadsBefore, recordDeliveryFailure, recordDelivered } from './delivery-store.ts';
+import {
+  claimDueDeliveries,
+  failPendingOfPausedSubscriptions,
+  pendingSummary,
+  purgePayloadsBefore,
+  recordDeliveryFailure,
+  recordDelivered,
+} from './delivery-store.ts';
 import { WebhookSender, type AttemptResult, type DeliveryToSend } from './sender.ts';
 
 export type { AttemptResult, DeliveryToSend } from './sender.ts';
@@ -31,6 +39,7 @@ export const PAYLOAD_RETENTION_MS = 30 * 86_400_000;
 interface Sent {
   delivery: DeliveryToSend;
   result: AttemptResult;
+  seconds: number;
 }
 
 export class WebhookDispatcher {
@@ -44,6 +53,7 @@ export class WebhookDispatcher {
     private readonly messages: MessageQueue,
     allowHosts: readonly string[],
     private readonly log: FastifyBaseLogger,
+    private readonly metrics: WebhookMetrics = NO_METRICS,
   ) {
     this.sender = new WebhookSender(clock, secrets, allowHosts);
     // Only active subscriptions whose streak is under 24 hours at the claim's `now` are sent to.
@@ -93,7 +103,13 @@ export class WebhookDispatcher {
     await failPendingOfPausedSubscriptions(this.db);
     const due = await this.queue.claim(now); // the same `now`, so the same streak limit as the pause's
     const secrets = new Map<string, string>(); // one decryption per subscription and batch
-    const results = await Promise.all(due.map(async (delivery): Promise<Sent> => ({ delivery, result: await this.sender.attempt(delivery, secrets) })));
+    const results = await Promise.all(
+      due.map(async (delivery): Promise<Sent> => {
+        const started = performance.now();
+        const result = await this.sender.attempt(delivery, secrets);
+        return { delivery, result, seconds: (performance.now() - started) / 1000 };
+      }),
+    );
     // Successes are recorded together (the common case, one statement for the batch); failures one by one.
     await this.recordSuccesses(results.filter((r) => r.result.ok));
     for (const sent of results) if (!sent.result.ok) await this.recordFailure(sent);
@@ -110,9 +126,10 @@ export class WebhookDispatcher {
         now,
       ),
     );
+    for (const { seconds } of done) this.metrics.attempted('delivered', seconds);
   }
 
-  private async recordFailure({ delivery, result }: Sent): Promise<void> {
+  private async recordFailure({ delivery, result, seconds }: Sent): Promise<void> {
     const now = this.clock.now();
     const next = this.queue.next(delivery.attempt);
     await this.db.transaction((tx) =>
@@ -129,6 +146,13 @@ export class WebhookDispatcher {
         now,
       ),
     );
+    this.metrics.attempted(next.retry ? 'retry_scheduled' : 'exhausted', seconds);
+  }
+
+  /** Deliveries pending, and the age of the oldest on the service clock (null: none pending). */
+  async pending(): Promise<{ count: number; oldestAgeSeconds: number | null }> {
+    const { count, oldest } = await pendingSummary(this.db);
+    return { count, oldestAgeSeconds: oldest ? Math.max(0, (this.clock.now().getTime() - new Date(oldest).getTime()) / 1000) : null };
   }
 
   job(): Job {

@@ -51,7 +51,17 @@ export interface Database extends Queryable {
    * SQL can build it too (`'latchkey_' || current_schema() || '_' || name`).
    */
   channel(name: string): string;
+  /** The connection pool's use (server PostgreSQL); null or absent for the embedded database, which has none. */
+  poolStats?(): PoolStats | null;
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  /** Connections open, idle or in use. */
+  total: number;
+  idle: number;
+  /** Queries waiting for a connection. */
+  waiting: number;
 }
 
 

@@ -5,7 +5,7 @@ import { migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 
-export type { Database, PreparedSql, Queryable, Row, Transaction } from './database.ts';
+export type { Database, PoolStats, PreparedSql, Queryable, Row, Transaction } from './database.ts';
 
 /** Opens the configured database (server PostgreSQL when DATABASE_URL is set, else PGlite) and migrates it. */
 export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseTimeoutSeconds'>): Promise<Database> {

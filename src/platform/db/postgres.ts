@@ -1,6 +1,6 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
 import pg from 'pg';
-import type { Database, Row, Sql, Transaction } from './database.ts';
+import type { Database, PoolStats, Row, Sql, Transaction } from './database.ts';
 import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
 const INT8_OID = 20;
@@ -228,6 +228,10 @@ export class PostgresDatabase implements Database {
 
   channel(name: string): string {
     return `latchkey_${this.schema}_${name}`;
+  }
+
+  poolStats(): PoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,8 @@ export interface PagedOptions {
   query?: Query;
   /** Live topics that make the list refetch. */
   topics?: Topic[];
+  /** The account whose changes count, for an operator API list (no `account`): defaults to `account`. */
+  liveAccount?: number;
   limit?: number;
 }
 
@@ -99,7 +101,9 @@ export function usePaged<T>(path: string | null, options: PagedOptions = {}): Pa
   }, [path, nextCursor, options.account, queryKey, limit]);
 
   const reload = useCallback(() => void read(pages.current), [read]);
-  useLive(options.topics ?? [], options.account, options.topics?.length ? reload : () => undefined);
+  // A list the API refused (a filter it does not take) stays refused: a live change would only repeat the request.
+  const refused = error !== null && error.status >= 400 && error.status < 500 && error.status !== 429;
+  useLive(options.topics ?? [], options.liveAccount ?? options.account, options.topics?.length && !refused ? reload : () => undefined);
   return { items, nextCursor, loading, error, loadMore: () => void loadMore(), reload };
 }
 
@@ -129,11 +133,21 @@ export function useResource<T>(path: string | null, options: { account?: number;
   return { data, error, reload: () => void reload() };
 }
 
+/** The document title of a page (WCAG 2.4.2: a one-page app changes it, as page loads would). */
+export function useTitle(title: string | null): void {
+  useEffect(() => {
+    const brand = document.body.dataset.brand || 'Latchkey';
+    document.title = title ? `${title} – ${brand} console` : `${brand} console`;
+  }, [title]);
+}
+
 /** A form's submission state: busy while the call runs, the API error after a failure. */
 export function useSubmit() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<RequestError | null>(null);
   const run = useCallback(async (action: () => Promise<void>) => {
+    // The button is disabled while busy, and a disabled button loses the focus: give it back after.
+    const from = document.activeElement;
     setBusy(true);
     setError(null);
     try {
@@ -142,6 +156,10 @@ export function useSubmit() {
       setError(asApiError(caught));
     } finally {
       setBusy(false);
+      requestAnimationFrame(() => {
+        const now = document.activeElement;
+        if ((now === null || now === document.body) && from instanceof HTMLElement && from !== document.body && from.isConnected) from.focus();
+      });
     }
   }, []);
   return { busy, error, run, clear: () => setError(null) };
@@ -299,8 +317,9 @@ export function ListState({ list, empty }: { list: Paged<unknown>; empty: string
 
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ label, children }: { label: string; children: ComponentChildren }) {
+  // The section around it is a region named by its heading, often the same words: name this one apart.
   return (
-    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
+    <div class="table-wrap" role="region" aria-label={`${label} (table)`} tabIndex={0}>
       <table>{children}</table>
     </div>
   );
@@ -322,15 +341,31 @@ export function Online({ online }: { online: boolean | null | undefined }) {
 }
 
 /** A secret the API shows only once (API key token, MQTT password, signing secret), until dismissed. */
-export function OnceSecret({ title, children, onDismiss }: { title: string; children: ComponentChildren; onDismiss: () => void }) {
+export function OnceSecret(props: { title: string; children: ComponentChildren; onDismiss: () => void; returnFocus?: string }) {
+  const { title, children, onDismiss, returnFocus } = props;
   const ref = useRef<HTMLElement>(null);
-  useEffect(() => ref.current?.focus(), []);
+  // Focus comes here when the secret appears and, once dismissed, goes back where the operator was: the
+  // control named by `returnFocus` (the button that made it was disabled while busy, so the browser dropped
+  // its focus), else whatever had it.
+  const from = useRef<Element | null>(null);
+  useEffect(() => {
+    from.current = document.activeElement;
+    ref.current?.focus();
+  }, []);
+  const dismiss = () => {
+    const previous = from.current;
+    onDismiss();
+    requestAnimationFrame(() => {
+      const target = (returnFocus ? document.querySelector(returnFocus) : null) ?? previous;
+      if (target instanceof HTMLElement && target.isConnected && target !== document.body) target.focus();
+    });
+  };
   return (
     <section class="secret" aria-labelledby="secret-title" tabIndex={-1} ref={ref} data-testid="once-secret">
       <h3 id="secret-title">{title}</h3>
       <p>Shown only now: copy it before you dismiss this panel.</p>
       {children}
-      <button type="button" onClick={onDismiss} data-testid="dismiss-secret">
+      <button type="button" onClick={dismiss} data-testid="dismiss-secret">
         I have copied it, dismiss
       </button>
     </section>

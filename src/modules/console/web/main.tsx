@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import './app.css';
 import { currentSession, get, onSignedOut, signOut } from './api.ts';
 import { onLiveStatus, startLive, stopLive } from './live.ts';
+import { useTitle } from './components.tsx';
 import { Link, match, useLocation } from './router.tsx';
 import { AccountPage } from './pages/account.tsx';
 import { OverviewPage } from './pages/overview.tsx';
@@ -58,10 +59,6 @@ function App() {
     }
     main.current?.focus();
   }, [path]);
-
-  useEffect(() => {
-    document.title = `${BRAND} console`;
-  }, []);
 
   const signedIn = session === 'signed-in';
   return (
@@ -131,6 +128,7 @@ function Routes({ path, sandbox }: { path: string; sandbox: boolean }) {
 }
 
 function NotFound() {
+  useTitle('Page not found');
   return (
     <>
       <h1>Page not found</h1>

@@ -1,7 +1,7 @@
 // One account: its sections as tabs (links, so each has an address), and the small sections themselves.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, type Paged } from '../components.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, useTitle, type Paged } from '../components.tsx';
 import { Link } from '../router.tsx';
 import type { Account, Location, SecurityGroup, User } from '../types.ts';
 import { ApiKeysSection } from './api-keys.tsx';
@@ -27,6 +27,7 @@ const TABS: { id: string; label: string }[] = [
 export function AccountPage({ id, tab, item }: { id: number; tab: string; item?: string }) {
   const account = useResource<Account>(`/admin/v1/accounts/${id}`);
   const known = TABS.find((t) => t.id === tab);
+  useTitle(account.data ? `${known?.label ?? 'Account'} – ${account.data.name}` : account.error ? `Account ${id}` : null);
   if (account.error) {
     return (
       <>
@@ -70,9 +71,16 @@ export function AccountPage({ id, tab, item }: { id: number; tab: string; item?:
   );
 }
 
-/** The account's locations, first page of 200 (enough for a select; the tree section pages further). */
+/**
+ * The account's locations, first page of 200 (enough for a select; the tree section pages further). Until the
+ * first page is in, the root location (known from the account) stands in: the forms default to it, and an
+ * empty required select would block their submit without a word.
+ */
 export function useLocations(account: Account): Paged<Location> {
-  return usePaged<Location>('/admin/v1/locations', { query: { account_id: account.id }, limit: 200 });
+  const list = usePaged<Location>('/admin/v1/locations', { query: { account_id: account.id }, limit: 200 });
+  if (list.items.length > 0) return list;
+  const root: Location = { id: account.root_location.id, name: account.root_location.name, parent_id: null, account_id: account.id };
+  return { ...list, items: [root] };
 }
 
 export function LocationSelect(props: { locations: Location[]; value: string; onValue: (v: string) => void; error?: ReturnType<typeof useSubmit>['error']; name?: string; label?: string; testid?: string }) {

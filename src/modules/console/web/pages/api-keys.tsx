@@ -5,6 +5,9 @@ import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, 
 import { SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
+/** The name the console's server part gives the keys it makes for its sessions (docs/console.md). */
+const CONSOLE_KEY_NAME = 'Operator console';
+
 export function ApiKeysSection({ account }: { account: Account }) {
   const keys = usePaged<ApiKey>('/admin/v1/api_keys', { query: { account_id: account.id } });
   const locks = usePaged<Lock>('/v1/locks', { account: account.id, limit: 200 });
@@ -19,9 +22,11 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const revoke = useSubmit();
   return (
     <section aria-labelledby="api-keys-title">
-      <h2 id="api-keys-title">API keys</h2>
+      <h2 id="api-keys-title" tabIndex={-1}>
+        API keys
+      </h2>
       {created && (
-        <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)}>
+        <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-api-key"]'>
           <Secret label="Token" value={created.token ?? ''} />
         </OnceSecret>
       )}
@@ -43,7 +48,10 @@ export function ApiKeysSection({ account }: { account: Account }) {
           <tbody>
             {keys.items.map((k) => (
               <tr key={k.id} data-testid={`api-key-row-${k.id}`}>
-                <td>{k.name}</td>
+                <td>
+                  {k.name}
+                  {k.name === CONSOLE_KEY_NAME && <div class="muted">made for a console session; revoked at its sign-out</div>}
+                </td>
                 <td>
                   <code>{k.prefix}</code>
                 </td>
@@ -66,6 +74,8 @@ export function ApiKeysSection({ account }: { account: Account }) {
                         if (!window.confirm(`Revoke the API key ${k.name}? Its token stops working at once.`)) return;
                         void revoke.run(async () => {
                           await api('DELETE', `/admin/v1/api_keys/${k.id}`);
+                          // The button goes with the answer: keep the focus in the section.
+                          document.getElementById('api-keys-title')?.focus();
                           keys.reload();
                         });
                       }}

@@ -63,7 +63,10 @@ export function EventsSection({ account }: { account: Account }) {
           });
         }
       } catch (caught) {
-        if (mine === generation.current) setError(caught instanceof RequestError ? caught : new RequestError(0, 'client', String(caught)));
+        if (mine !== generation.current) return;
+        setError(caught instanceof RequestError ? caught : new RequestError(0, 'client', String(caught)));
+        // Rows of the previous filter under the error of this one would read as its answer.
+        if (from === 'start') setRows([]);
       } finally {
         if (mine === generation.current) setLoading(false);
       }
@@ -132,7 +135,7 @@ export function EventsSection({ account }: { account: Account }) {
                   <span class={ev.result === 'success' ? 'badge ok' : 'badge bad'}>{ev.result}</span>
                 </td>
                 <td>
-                  <Link href={`/console/accounts/${account.id}/events?lock_id=${ev.lock.id}`} onClick={() => applyLink(setLockId, setPersonId, String(ev.lock.id), '')}>
+                  <Link href={`/console/accounts/${account.id}/events?lock_id=${ev.lock.id}`}>
                     {ev.lock.name}
                   </Link>{' '}
                   <Link href={`/console/accounts/${account.id}/locks`} class="muted">
@@ -154,15 +157,18 @@ export function EventsSection({ account }: { account: Account }) {
         </Table>
       )}
       {!loading && rows.length === 0 && !error && <p class="muted">No access in this period.</p>}
-      {/* Filter changes through links land here too. */}
-      <FilterFromQuery lockId={query.get('lock_id') ?? ''} personId={query.get('person_id') ?? ''} onChange={(l, p) => setFilter((f) => ({ ...f, lock_id: l || undefined, person_id: p || undefined }))} />
+      {/* Filter changes through links land here too; the fields show what the list is filtered by. */}
+      <FilterFromQuery
+        lockId={query.get('lock_id') ?? ''}
+        personId={query.get('person_id') ?? ''}
+        onChange={(l, p) => {
+          setLockId(l);
+          setPersonId(p);
+          setFilter((f) => ({ ...f, lock_id: l || undefined, person_id: p || undefined }));
+        }}
+      />
     </section>
   );
-}
-
-function applyLink(setLock: (v: string) => void, setPerson: (v: string) => void, lock: string, person: string) {
-  setLock(lock);
-  setPerson(person);
 }
 
 /** Follows ?lock_id= and ?person_id= of the address (links from rows, back and forward). */

@@ -9,6 +9,8 @@ export function GatewaysSection({ account }: { account: Account }) {
   const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, topics: ['presence'] });
   const locations = useLocations(account);
   const [shown, setShown] = useState<Gateway | null>(null);
+  // Where the focus goes once the credentials are dismissed: the button that asked for them.
+  const [madeBy, setMadeBy] = useState('[data-testid="create-gateway"]');
   const [location, setLocation] = useState(String(account.root_location.id));
   const [name, setName] = useState('');
   const form = useSubmit();
@@ -17,7 +19,7 @@ export function GatewaysSection({ account }: { account: Account }) {
     <section aria-labelledby="gateways-title">
       <h2 id="gateways-title">Gateways</h2>
       {shown && (
-        <OnceSecret title={`MQTT credentials of ${shown.name}`} onDismiss={() => setShown(null)}>
+        <OnceSecret title={`MQTT credentials of ${shown.name}`} onDismiss={() => setShown(null)} returnFocus={madeBy}>
           <Secret label="URL" value={shown.mqtt.url} />
           <Secret label="Client id" value={shown.mqtt.client_id} />
           <Secret label="Username" value={shown.mqtt.username} />
@@ -62,6 +64,7 @@ export function GatewaysSection({ account }: { account: Account }) {
                     onClick={() => {
                       if (!window.confirm(`Rotate the MQTT password of ${g.name}? The gateway is cut off until it has the new one.`)) return;
                       void rotate.run(async () => {
+                        setMadeBy(`[data-testid="rotate-gateway-${g.id}"]`);
                         setShown(await api<Gateway>('POST', `/admin/v1/gateways/${g.id}/rotate_password`));
                         gateways.reload();
                       });
@@ -82,6 +85,7 @@ export function GatewaysSection({ account }: { account: Account }) {
         onSubmit={(e) => {
           e.preventDefault();
           void form.run(async () => {
+            setMadeBy('[data-testid="create-gateway"]');
             setShown(await api<Gateway>('POST', '/admin/v1/gateways', { body: { location_id: Number(location), name } }));
             setName('');
             gateways.reload();

@@ -1,5 +1,5 @@
 // Locks of an account: the public list (online live), create and change through the operator API.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, usePaged, useSubmit } from '../components.tsx';
 import type { Account, Gateway, Lock, SecurityGroup } from '../types.ts';
@@ -57,8 +57,11 @@ export function LocksSection({ account }: { account: Account }) {
           gateways={gateways.items}
           groups={groupOptions}
           onDone={() => {
+            const id = editing;
             setEditing(null);
             locks.reload();
+            // Back to the row's button, where the keyboard user opened the panel from.
+            requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="edit-lock-${id}"]`)?.focus());
           }}
         />
       )}
@@ -93,10 +96,15 @@ function EditLock({ lock, gateways, groups, onDone }: { lock: Lock | undefined; 
   const [gateway, setGateway] = useState('keep');
   const [selected, setSelected] = useState<string[]>(lock?.security_groups ?? []);
   const form = useSubmit();
+  // The panel opens below the table: take the focus there, or a keyboard user would not know it opened.
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
   if (!lock) return null;
   return (
     <section aria-labelledby="edit-lock-title" class="panel">
-      <h3 id="edit-lock-title">Change {lock.name}</h3>
+      <h3 id="edit-lock-title" tabIndex={-1} ref={heading}>
+        Change {lock.name}
+      </h3>
       <form
         data-testid="edit-lock-form"
         onSubmit={(e) => {

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { FormError, ListState, LoadMore, Table, TextField, useResource, usePaged, useSubmit } from '../components.tsx';
+import { FormError, ListState, LoadMore, Table, TextField, useResource, usePaged, useSubmit, useTitle } from '../components.tsx';
 import { Link, navigate } from '../router.tsx';
 import type { Account, Overview } from '../types.ts';
 
@@ -9,6 +9,7 @@ export function OverviewPage() {
   const [q, setQ] = useState('');
   const [search, setSearch] = useState('');
   const accounts = usePaged<Account>('/admin/v1/accounts', { query: { q: search } });
+  useTitle('Overview');
   return (
     <>
       <h1>Overview</h1>
@@ -20,7 +21,10 @@ export function OverviewPage() {
             <div>
               <dt>Accounts</dt>
               <dd>
-                <a href="#accounts">{overview.data.accounts}</a>
+                <a href="#accounts">
+                  {overview.data.accounts}
+                  <span class="visually-hidden"> accounts: go to the list</span>
+                </a>
               </dd>
             </div>
             <div>

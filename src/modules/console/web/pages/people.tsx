@@ -13,10 +13,10 @@ export function PeopleSection({ account, personId }: { account: Account; personI
 }
 
 function PeopleList({ account }: { account: Account }) {
-  const [by, setBy] = useState<'email' | 'phone'>('email');
   const [value, setValue] = useState('');
-  const [filter, setFilter] = useState<Record<string, string>>({});
-  const people = usePaged<Person>('/v1/people', { account: account.id, query: filter, topics: ['events'] });
+  const [q, setQ] = useState('');
+  // The operator API's search: part of a name, an e-mail or a phone (the public API finds only exact matches).
+  const people = usePaged<Person>('/admin/v1/people', { query: { account_id: String(account.id), ...(q ? { q } : {}) }, topics: ['events'], liveAccount: account.id });
   return (
     <section aria-labelledby="people-title">
       <h2 id="people-title">People</h2>
@@ -26,24 +26,15 @@ function PeopleList({ account }: { account: Account }) {
         data-testid="people-search-form"
         onSubmit={(e) => {
           e.preventDefault();
-          setFilter(value.trim() ? { [by]: value.trim() } : {});
+          setQ(value.trim());
         }}
       >
-        <Field label="Find by" name="by">
-          {(a) => (
-            <select {...a} value={by} onChange={(e) => setBy((e.currentTarget as HTMLSelectElement).value as 'email' | 'phone')} data-testid="people-search-by">
-              <option value="email">E-mail (exact)</option>
-              <option value="phone">Phone (any format)</option>
-            </select>
-          )}
-        </Field>
-        <TextField label="E-mail or phone" name="search" type="search" value={value} onValue={setValue} data-testid="people-search" />
+        <TextField label="Name, e-mail or phone" name="search" type="search" value={value} onValue={setValue} data-testid="people-search" />
         <button type="submit" class="secondary">
           Find
         </button>
       </form>
-      <p class="muted">The API finds people by exact e-mail or by phone; names are not searchable.</p>
-      <ListState list={people} empty={Object.keys(filter).length ? 'Nobody matches.' : 'No people yet.'} />
+      <ListState list={people} empty={q ? 'Nobody matches.' : 'No people yet.'} />
       {people.items.length > 0 && (
         <Table label="People">
           <thead>
@@ -124,6 +115,19 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
     invitations.reload();
   };
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  // A resend by SMS fails (sms_disabled) unless the account sends SMS and the person has a phone.
+  const resendChannel = account.sms_enabled && person.data?.phone ? 'sms' : 'email';
+  // No such person here (404, or not an id at all): no keys to list, no forms to offer.
+  if (person.error && (person.error.status === 404 || person.error.status === 400)) {
+    return (
+      <section aria-label="Person">
+        <p class="crumbs">
+          <Link href={`/console/accounts/${account.id}/people`}>People</Link> / person
+        </p>
+        <FormError error={person.error} />
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="person-title">
       <p class="crumbs">
@@ -153,7 +157,9 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </>
       )}
       <FormError error={action.error} />
-      <h3>Keys</h3>
+      <h3 id="keys-title" tabIndex={-1}>
+        Keys
+      </h3>
       <ListState list={keys} empty="No keys." />
       {keys.items.length > 0 && (
         <Table label="Keys">
@@ -178,21 +184,27 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                   <Time iso={k.starts_at} /> to {k.expires_at ? <Time iso={k.expires_at} /> : 'no end'}
                 </td>
                 <td>
-                  <button
-                    type="button"
-                    class="danger small"
-                    disabled={action.busy}
-                    data-testid={`return-key-${k.id}`}
-                    onClick={() => {
-                      if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
-                      void action.run(async () => {
-                        await api('POST', `/admin/v1/keys/${k.id}/return`);
-                        refresh();
-                      });
-                    }}
-                  >
-                    Return<span class="visually-hidden"> {k.name}</span>
-                  </button>
+                  {k.state === 'returned' ? (
+                    <span class="muted">returned</span>
+                  ) : (
+                    <button
+                      type="button"
+                      class="danger small"
+                      disabled={action.busy}
+                      data-testid={`return-key-${k.id}`}
+                      onClick={() => {
+                        if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
+                        void action.run(async () => {
+                          await api('POST', `/admin/v1/keys/${k.id}/return`);
+                          // The button goes with the answer: keep the focus in the list.
+                          document.getElementById('keys-title')?.focus();
+                          refresh();
+                        });
+                      }}
+                    >
+                      Return<span class="visually-hidden"> {k.name}</span>
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
@@ -200,7 +212,9 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </Table>
       )}
       <LoadMore list={keys} />
-      <h3>Invitations</h3>
+      <h3 id="invitations-title" tabIndex={-1}>
+        Invitations
+      </h3>
       <ListState list={invitations} empty="No invitations." />
       {invitations.items.length > 0 && (
         <Table label="Invitations">
@@ -244,12 +258,12 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         data-testid={`resend-invitation-${inv.id}`}
                         onClick={() =>
                           void action.run(async () => {
-                            await api('POST', `/v1/invitations/${inv.id}/resend`, { account: account.id, body: { channel: person.data?.phone ? 'sms' : 'email' } });
+                            await api('POST', `/v1/invitations/${inv.id}/resend`, { account: account.id, body: { channel: resendChannel } });
                             refresh();
                           })
                         }
                       >
-                        Resend<span class="visually-hidden"> {inv.name}</span>
+                        Resend<span class="visually-hidden"> {inv.name}</span> by {resendChannel === 'sms' ? 'SMS' : 'e-mail'}
                       </button>
                       <button
                         type="button"
@@ -259,6 +273,7 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         onClick={() =>
                           void action.run(async () => {
                             await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
+                            document.getElementById('invitations-title')?.focus();
                             refresh();
                           })
                         }
@@ -287,7 +302,9 @@ type Option = { value: string; label: string };
 function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Account; personId: string; groups: Option[]; hasPhone: boolean; onDone: () => void }) {
   const [name, setName] = useState('Phone key');
   const [selected, setSelected] = useState<string[]>([]);
-  const [channel, setChannel] = useState(hasPhone && account.sms_enabled ? 'sms' : 'email');
+  // The person is read after this form is made: until the operator picks a channel, follow what is known.
+  const [picked, setChannel] = useState<string | null>(null);
+  const channel = picked ?? (hasPhone && account.sms_enabled ? 'sms' : 'email');
   const [starts, setStarts] = useState('');
   const [expires, setExpires] = useState('');
   const [sent, setSent] = useState<string | null>(null);

@@ -1,13 +1,13 @@
 // The sandbox (SANDBOX=true only): outbox with setup links, clock, locking-system mode, MQTT publish.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Field, FormError, Table, TextField, Time, useResource, useSubmit } from '../components.tsx';
+import { Field, FormError, Table, TextField, Time, useResource, useSubmit, useTitle } from '../components.tsx';
 import type { OutboxMessage } from '../types.ts';
 
 export function SandboxPage() {
   const clock = useResource<{ now: string }>('/admin/v1/sandbox/clock');
   const outbox = useResource<{ data: OutboxMessage[] }>('/admin/v1/sandbox/outbox', { topics: ['events'] });
-  const [seconds, setSeconds] = useState('3600');
+  const [seconds, setSeconds] = useState('1800');
   const advance = useSubmit();
   const [account, setAccount] = useState('');
   const [mode, setMode] = useState('accept');
@@ -17,6 +17,7 @@ export function SandboxPage() {
   const mqtt = useSubmit();
   const [publish, setPublish] = useState('accept');
   const [mqttNote, setMqttNote] = useState<string | null>(null);
+  useTitle('Sandbox');
   return (
     <>
       <h1>Sandbox</h1>
@@ -35,7 +36,18 @@ export function SandboxPage() {
             });
           }}
         >
-          <TextField label="Seconds to advance" name="seconds" type="number" min={0} required value={seconds} onValue={setSeconds} error={advance.error} data-testid="advance-seconds" />
+          <TextField
+            label="Seconds to advance"
+            name="seconds"
+            type="number"
+            min={0}
+            required
+            value={seconds}
+            onValue={setSeconds}
+            error={advance.error}
+            hint="Console sessions run on this clock too: an hour or more ends your session (sign in again)"
+            data-testid="advance-seconds"
+          />
           <button type="submit" disabled={advance.busy} data-testid="advance-clock">
             Advance the clock
           </button>

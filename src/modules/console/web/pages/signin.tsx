@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
 import { signIn } from '../api.ts';
-import { FormError, TextField, useSubmit } from '../components.tsx';
+import { FormError, TextField, useSubmit, useTitle } from '../components.tsx';
 
 export function SignInPage({ onSignedIn }: { onSignedIn: () => void }) {
   const [token, setToken] = useState('');
   const form = useSubmit();
+  useTitle('Sign in');
   return (
     <section class="narrow" aria-labelledby="signin-title">
       <h1 id="signin-title">Sign in</h1>

@@ -22,7 +22,7 @@ function WebhookList({ account }: { account: Account }) {
     <section aria-labelledby="webhooks-title">
       <h2 id="webhooks-title">Webhooks</h2>
       {created && (
-        <OnceSecret title={`Signing secret of ${created.url}`} onDismiss={() => setCreated(null)}>
+        <OnceSecret title={`Signing secret of ${created.url}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-webhook"]'>
           <Secret label="Secret" value={created.secret ?? ''} />
         </OnceSecret>
       )}
@@ -98,6 +98,17 @@ function WebhookDetail({ account, id }: { account: Account; id: string }) {
   const action = useSubmit();
   const [note, setNote] = useState<string | null>(null);
   const h = hook.data;
+  // No such subscription here (404, or not an id at all): no deliveries to list.
+  if (hook.error && (hook.error.status === 404 || hook.error.status === 400)) {
+    return (
+      <section aria-label="Webhook subscription">
+        <p class="crumbs">
+          <Link href={`/console/accounts/${account.id}/webhooks`}>Webhooks</Link> / subscription
+        </p>
+        <FormError error={hook.error} />
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="webhook-title">
       <p class="crumbs">
