@@ -10,7 +10,7 @@ import { PassThrough } from 'node:stream';
 import { after, before, test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
-import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, screenshot, useBrowser, type Requests } from '../helpers/browser.ts';
+import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, screenshot, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
 import { waitFor, within } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
@@ -50,21 +50,14 @@ interface Watched {
   /** The session's CSRF token (signed-in pages). */
   csrf: string;
   requests: Requests;
-  /** Uncaught exceptions, CSP refusals and other console errors, failed requests. */
+  /** Uncaught exceptions, CSP refusals and other console errors, requests failed in the network. */
   problems: string[];
 }
 
 /** A page in a fresh context with its requests and problems recorded. */
 async function open(options: BrowserContextOptions = {}): Promise<Watched> {
   const page = await browser.page(options);
-  const requests = recordRequests(page);
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
-  page.on('console', (message) => {
-    // Chromium logs every 4xx/5xx answer as "Failed to load resource"; the app shows those itself.
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(`console: ${message.text()}`);
-  });
-  return { page, csrf: '', requests, problems };
+  return { page, csrf: '', requests: recordRequests(page), problems: watchProblems(page) };
 }
 
 /** Signs the context in through POST /console/session (its cookie is the context's); returns the CSRF token. */

@@ -102,7 +102,10 @@ export function watchProblems(page: Page): string[] {
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
   page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+    // Chromium logs every 4xx and 5xx answer as an error; a page that shows such answers itself is not at fault
+    // (requests that fail in the network are caught below).
+    if (message.type() !== 'error' || message.text().startsWith('Failed to load resource: the server responded')) return;
+    problems.push(`console error: ${message.text()}`);
   });
   page.on('requestfailed', (request) => {
     // An event stream or a fetch cut short by navigating away is not a fault of the page.
