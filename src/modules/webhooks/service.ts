@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
+import { WEBHOOK_DUE_CHANNEL } from '../../platform/domain-events.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
@@ -165,7 +166,12 @@ export class WebhooksService {
     if (subscription.status === 'paused') throw errors.subscriptionPaused();
     if (original.payload === null) throw errors.notFound('delivery payload (purged)');
     const now = this.deps.clock.now();
-    return toDelivery(await insertRedelivery(this.db, uuidv7(now), original, now));
+    // Due at once: the dispatchers hear it now, as they hear new events, not at their next poll.
+    return this.db.transaction(async (tx) => {
+      const row = await insertRedelivery(tx, uuidv7(now), original, now);
+      await tx.notify(WEBHOOK_DUE_CHANNEL);
+      return toDelivery(row);
+    });
   }
 
   /** One synchronous attempt, never retried; touches neither the failure streak nor the pause. */
