@@ -52,9 +52,6 @@ async function start(config: Config, log: Logger): Promise<void> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
-  if (latchkey.mqttUrl) startup.info(`embedded MQTT broker on ${latchkey.mqttUrl}`);
-  startup.info(`listening on http://${shownHost}:${port}`);
-
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -78,6 +75,10 @@ async function start(config: Config, log: Logger): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  // Last, once the signals are handled: whoever waits for this line may stop the service at once.
+  if (latchkey.mqttUrl) startup.info(`embedded MQTT broker on ${latchkey.mqttUrl}`);
+  startup.info(`listening on http://${shownHost}:${port}`);
 }
 
 void main();

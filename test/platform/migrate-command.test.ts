@@ -118,19 +118,35 @@ test('an instance starting while the migration lock is held waits for it, then f
     assert.ok(released, `the lock was waited for:\n${run.output}`);
     assert.deepEqual(run.lines.at(-1)?.applied, []);
 
-    // Start-up takes the same lock.
+    // Start-up takes the same lock: released once the starting instance is seen waiting for it.
     await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    const starting = startServiceProcess(env);
-    let service: Awaited<typeof starting> | null = null;
-    const timer = setTimeout(() => void holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]), 1500);
+    // Named, so that only its wait counts (other test runs on the server take the same lock).
+    const named = new URL(env.DATABASE_URL as string);
+    named.searchParams.set('application_name', `lk-migrate-wait-${process.pid}`);
+    const starting = startServiceProcess({ ...env, DATABASE_URL: named.toString() });
+    const waitedFor = (async () => {
+      for (let tries = 0; tries < 600; tries++) {
+        const [row] = (
+          await holder.query<{ waiting: number }>(
+            `SELECT count(*)::int AS waiting FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+              WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objid = $1 AND a.application_name = $2`,
+            [MIGRATION_LOCK, named.searchParams.get('application_name')],
+          )
+        ).rows;
+        if ((row?.waiting ?? 0) > 0) return true;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return false;
+    })().finally(() => holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]));
+    const service = await starting;
     try {
-      service = await starting;
+      assert.ok(await waitedFor, 'the starting instance waited for the lock');
+      assert.match(service.output(), /another instance is applying migrations: waiting for it/);
+      assert.match(service.output(), /database schema up to date \(\d+ migrations\)/);
     } finally {
-      clearTimeout(timer);
+      service.child.kill('SIGTERM');
+      assert.equal(await service.exited, 0, service.output());
     }
-    assert.match(service.output(), /another instance is applying migrations: waiting for it/);
-    service.child.kill('SIGTERM');
-    assert.equal(await service.exited, 0);
   } finally {
     await holder.end();
   }
