@@ -105,7 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     http: { requireHostHeader: false }, // installHttpPlumbing refuses a missing Host in the envelope
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  installRequestContext(app); // first: every later hook's lines carry the request id
+  // First, so that every later hook's lines carry the request id; nothing to tag when nothing is logged.
+  if (deps.logger !== false) installRequestContext(app);
   const jobs = new JobRunner(app.log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, app.log) : null;
   // The first requests should count in the shared budget, not in this instance's memory: wait (briefly: a
