@@ -6,22 +6,11 @@ import { parseArgs } from 'node:util';
 import { openPglite } from '../src/platform/db/pglite.ts';
 import { openPostgres } from '../src/platform/db/postgres.ts';
 import { transferDatabase, TransferRefused } from '../src/platform/db/transfer.ts';
-import { describeFailure } from '../src/platform/logging.ts';
+import { shownUrl } from '../src/platform/logging.ts';
 
 const { values } = parseArgs({ options: { 'data-dir': { type: 'string' }, to: { type: 'string' } } });
 const dataDir = values['data-dir'] ?? process.env.DATA_DIR ?? './data';
 const to = values.to ?? process.env.DATABASE_URL;
-
-/** The URL as it may be printed: no password. */
-function shown(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(not a URL)';
-  }
-}
 
 async function main(): Promise<number> {
   if (!to || !/^postgres(ql)?:\/\//.test(to)) {
@@ -32,7 +21,7 @@ async function main(): Promise<number> {
     console.error(`No embedded database in ${dataDir} (looked for ${dataDir}/pg); give it with --data-dir.`);
     return 2;
   }
-  console.log(`moving the embedded database in ${dataDir} into ${shown(to)}`);
+  console.log(`moving the embedded database in ${dataDir} into ${shownUrl(to)}`);
   const source = await openPglite({ dataDir: `${dataDir}/pg` });
   const target = await openPostgres({ connectionString: to, maxConnections: 2 });
   try {
@@ -44,7 +33,8 @@ async function main(): Promise<number> {
       console.error(`Nothing was moved: ${error.message}.`);
       return 1;
     }
-    console.error(`Nothing was moved: ${describeFailure(error)}`);
+    const code = (error as { code?: unknown }).code;
+    console.error(`Nothing was moved: ${error instanceof Error ? error.message : String(error)}${typeof code === 'string' ? ` [${code}]` : ''}`);
     return 1;
   } finally {
     await source.close();

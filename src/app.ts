@@ -1,6 +1,6 @@
 // Builds the Latchkey HTTP app from its dependencies, without listening: tests and main.ts both use it.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { CatalogService } from './modules/catalog/service.ts';
 import { catalogRoutes } from './modules/catalog/routes.ts';
@@ -41,10 +41,9 @@ import {
   escapeMalformedPath,
   genReqId,
   installHttpPlumbing,
-  safePath,
 } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
-import { loggableError } from './platform/logging.ts';
+import { installRequestContext, loggerOptions } from './platform/logger.ts';
 import { registerOpenApiDocuments } from './platform/openapi.ts';
 import { registerApiDocs } from './platform/api-docs.ts';
 import { trackRoutes } from './platform/route-table.ts';
@@ -56,6 +55,7 @@ import { RateLimits, connectRedis } from './platform/rate-limit.ts';
 
 import { RequestLog } from './platform/request-log.ts';
 import { SecretBox } from './platform/secret-box.ts';
+import { parts, startPart } from './platform/startup.ts';
 
 export const API_VERSION = '1.3.0';
 
@@ -67,8 +67,8 @@ export interface AppDeps {
   db: Database;
   /** Defaults to the system clock, or a sandbox clock with SANDBOX=true. */
   clock?: Clock;
-  /** Fastify logger options; false silences it (tests). */
-  logger?: boolean | Record<string, unknown>;
+  /** The service's logger (main.ts), or options for one (tests: a stream to read); false silences it (tests). */
+  logger?: boolean | Record<string, unknown> | FastifyBaseLogger;
 }
 
 export interface Latchkey {
@@ -87,6 +87,10 @@ export interface Latchkey {
   close(): Promise<void>;
 }
 
+function isLogger(value: AppDeps['logger']): value is FastifyBaseLogger {
+  return typeof value === 'object' && typeof (value as { child?: unknown }).child === 'function';
+}
+
 export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const { config } = deps;
   // Every app counts in a registry of its own; every failed statement is counted (README: Operations).
@@ -96,20 +100,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const clock = deps.clock ?? sandboxClock ?? systemClock;
 
   const app = Fastify({
-    logger:
-      deps.logger === false
-        ? false
-        : {
-            level: config.logLevel,
-            serializers: {
-              // Never bodies, query strings or tokens in the log.
-              req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: safePath(req.url) }),
-              // Every logged error, wherever it is logged: its type, message, stack and codes, never the data
-              // a driver or a library attached to it (README: Security).
-              err: (error) => loggableError(error),
-            },
-            ...(typeof deps.logger === 'object' ? deps.logger : {}),
-          },
+    ...(isLogger(deps.logger)
+      ? { loggerInstance: deps.logger }
+      : { logger: deps.logger === false ? false : { ...loggerOptions(config.logLevel), ...(typeof deps.logger === 'object' ? deps.logger : {}) } }),
     trustProxy: config.trustProxy,
     genReqId,
     bodyLimit: 1024 * 1024,
@@ -122,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     http: { requireHostHeader: false }, // installHttpPlumbing refuses a missing Host in the envelope
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // First, so that every later hook's lines carry the request id; nothing to tag when nothing is logged.
+  if (deps.logger !== false) installRequestContext(app);
   const jobs = new JobRunner(app.log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, app.log) : null;
   // The first requests should count in the shared budget, not in this instance's memory: wait (briefly: a
@@ -165,7 +160,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await dispatcher.start();
   const accessLog = new AccessLogWriter(db, clock, app.log);
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
-  const dynsec = config.mqttUrl && config.mqttDynsec ? await startDynsec(config.mqttUrl, config.mqttDynsec, db, app.log) : null;
+  const { mqttUrl, mqttDynsec } = config;
+  const dynsec = mqttUrl && mqttDynsec ? await startPart(parts.dynsec(config), () => startDynsec(mqttUrl, mqttDynsec, db, app.log)) : null;
   const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, metrics);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());

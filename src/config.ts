@@ -52,6 +52,8 @@ export interface Config {
   smsToken: string | null;
   smsFrom: string;
   logLevel: string;
+  /** LOG_FORMAT: `json` lines, `pretty` (pino-pretty) lines, or `auto`: pretty when stdout is a terminal. */
+  logFormat: 'auto' | 'json' | 'pretty';
   /** Seconds before an unanswered unlock command becomes `timed_out`. */
   unlockTimeoutSeconds: number;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
@@ -160,6 +162,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `unknown level "${logLevel}"`);
   }
+  const logFormat = text(env, 'LOG_FORMAT') ?? 'auto';
+  if (logFormat !== 'auto' && logFormat !== 'json' && logFormat !== 'pretty') {
+    throw new ConfigError('LOG_FORMAT', `expected auto, json or pretty, got "${logFormat}"`);
+  }
   return {
     port,
     host: text(env, 'HOST') ?? '0.0.0.0',
@@ -194,6 +200,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsToken: text(env, 'SMS_TOKEN'),
     smsFrom: text(env, 'SMS_FROM') ?? brandName,
     logLevel,
+    logFormat,
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     unlockTimeoutSeconds: integer(env, 'UNLOCK_TIMEOUT_SECONDS', 30, 1, 3600),
     metricsPort: metricsPort(env, port),

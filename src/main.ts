@@ -1,64 +1,84 @@
-// Start-up: config -> database -> app -> listen; graceful shutdown on SIGTERM/SIGINT.
+// Start-up: config -> database -> app -> listen; graceful shutdown on SIGTERM/SIGINT. Every line it writes
+// is a log line (platform/logger.ts): what the service uses, progress, and a failure naming its part.
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './platform/db/index.ts';
-import { describeFailure } from './platform/logging.ts';
+import { FASTIFY_LISTEN_TEXT, createLogger, startupLogger } from './platform/logger.ts';
+import { logFailedStart, logWhatIsUsed, parts, secretsOf, startPart } from './platform/startup.ts';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
-      console.error(`Invalid configuration: ${error.message}`);
+      // Before the configuration is known: the default level and format.
+      const log = await createLogger({ level: 'info', format: 'auto' });
+      log.fatal({ variable: error.variable }, `invalid configuration: ${error.message}`);
       process.exit(1);
     }
     throw error;
   }
+  const log = await createLogger({ level: config.logLevel, format: config.logFormat });
+  try {
+    await start(config, log);
+  } catch (error) {
+    logFailedStart(startupLogger(log), error, secretsOf(config));
+    process.exit(1);
+  }
+}
 
-  const db = await openDatabase(config);
-  const latchkey = await buildApp({ config, db });
+async function start(config: Config, log: Logger): Promise<void> {
+  const startup = startupLogger(log);
+  logWhatIsUsed(startup, config, VERSION);
+  const progress = (message: string) => startup.info(message);
+
+  const db = await startPart(parts.database(config), () => openDatabase(config, { progress }));
+  const latchkey = await buildApp({ config, db, logger: log });
   const { app } = latchkey;
 
   if (latchkey.generatedAdminToken) {
-    // Printed once, on the start that generated it; only its hash is kept.
-    console.log(`admin token (shown once, keep it): ${latchkey.generatedAdminToken}`);
+    // Written once, on the start that generated it; only its hash is kept.
+    startup.info(`admin token (shown once, keep it): ${latchkey.generatedAdminToken}`);
   }
 
-  await app.listen({ port: config.port, host: config.host });
+  // Fastify's own "Server listening at" lines (one per interface) are dropped by the logger: one line below.
+  await startPart(parts.http(config), () => app.listen({ port: config.port, host: config.host, listenTextResolver: () => FASTIFY_LISTEN_TEXT }));
   latchkey.jobs.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
-  if (latchkey.mqttUrl) console.log(`embedded MQTT broker on ${latchkey.mqttUrl}`);
-  console.log(`listening on http://${shownHost}:${port}`);
-
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
+    startup.info({ signal }, 'shutting down');
     // Stop accepting, finish in-flight requests, stop jobs, flush logs, then close the database.
     const force = setTimeout(() => {
-      console.error('shutdown took too long; exiting');
+      log.error('shutdown took too long; exiting');
       process.exit(1);
     }, 20_000);
     force.unref();
     try {
       await latchkey.close();
       await db.close();
+      startup.info('stopped');
       process.exit(0);
     } catch (error) {
-      console.error('error during shutdown', error);
+      log.error({ err: error }, 'error during shutdown');
       process.exit(1);
     }
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  // Last, once the signals are handled: whoever waits for this line may stop the service at once.
+  if (latchkey.mqttUrl) startup.info(`embedded MQTT broker on ${latchkey.mqttUrl}`);
+  startup.info(`listening on http://${shownHost}:${port}`);
 }
 
-main().catch((error: unknown) => {
-  // The whole chain with its stacks: "connect ECONNREFUSED" alone does not say what was being connected.
-  console.error(`Latchkey failed to start: ${describeFailure(error)}`);
-  process.exit(1);
-});
+void main();

@@ -1,5 +1,5 @@
 // What of an error may be written out: to the log (pino's `err` serializer, app.ts) and to the terminal
-// when start-up fails (main.ts). Never the request, a query's parameters or a row's values.
+// when start-up fails (main.ts, through platform/startup.ts). Never the request, a query's parameters or a row's values.
 
 /**
  * An error as the log may hold it: what failed and where, never the request. Framework and library errors
@@ -24,15 +24,15 @@ export function loggableError(error: unknown, depth = 0): { type: string; messag
 }
 
 /**
- * A failed start as the terminal shows it: each error of the chain with its stack, innermost cause last,
- * so the part that failed (database, broker, port) is named by the error that says so.
+ * A connection URL as the log may show it: scheme, user, host, port and path (the database name), never
+ * the password or the query string (which may carry one, e.g. `?password=` or `?sslpassword=`).
  */
-export function describeFailure(error: unknown): string {
-  const lines: string[] = [];
-  for (let e: ReturnType<typeof loggableError> | undefined = loggableError(error), first = true; e; e = e.cause as typeof e | undefined, first = false) {
-    const code = e.code !== undefined ? ` [${String(e.code)}]` : '';
-    const head = e.stack || `${e.type}: ${e.message}`;
-    lines.push(`${first ? '' : 'caused by: '}${head.replace(/^([^\n]*)/, `$1${code}`)}`);
+export function shownUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    const user = url.username ? `${url.username}@` : '';
+    return `${url.protocol}//${user}${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  } catch {
+    return '[unparsable URL]';
   }
-  return lines.join('\n');
 }

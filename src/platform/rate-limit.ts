@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from './clock.ts';
 import { errors, type ApiError } from './errors.ts';
-import { loggableError } from './logging.ts';
+import { loggableError, shownUrl } from './logging.ts';
 import { NO_METRICS, type RateLimitMetrics } from './metrics.ts';
 
 /**
@@ -43,7 +43,10 @@ export function connectRedis(url: string, log: FastifyBaseLogger): { client: Red
   const lost = (error?: Error) => {
     if (away || closing) return;
     away = true;
-    log.warn({ ...(error ? { err: loggableError(error) } : {}) }, 'redis unavailable: rate limits are counted by each instance in memory until it is back');
+    log.warn(
+      { ...(error ? { err: loggableError(error) } : {}) },
+      `redis unavailable (REDIS_URL=${shownUrl(url)}): rate limits are counted by each instance in memory until it is back`,
+    );
   };
   client.on('error', lost); // every failed attempt to dial again lands here too: one warning per outage
   client.on('close', () => lost());

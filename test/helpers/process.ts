@@ -15,7 +15,10 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
-/** Spawns `src/main.ts` (or `entry`) and resolves once it prints `listening on <url>`. */
+/**
+ * Spawns `src/main.ts` (or `entry`) and resolves once it logs `listening on <url>` (the `msg` of a JSON log
+ * line; a plain line from bench/bare-server.ts).
+ */
 export async function startServiceProcess(env: Record<string, string>, entry = 'src/main.ts'): Promise<ServiceProcess> {
   // The same Node flags as `npm start` (package.json).
   const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', entry], {
@@ -30,7 +33,7 @@ export async function startServiceProcess(env: Record<string, string>, entry = '
     const timer = setTimeout(() => reject(new Error(`no "listening on" line:\n${output}`)), 120_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve((match[1] as string).replace('localhost', '127.0.0.1'));

@@ -1,7 +1,9 @@
-// The service as a newcomer starts it: npm start's entry point, a data directory, SIGTERM.
+// The service as a newcomer starts it: npm start's entry point, a data directory, SIGTERM. Everything it
+// writes is one JSON log line after another (LOG_FORMAT=auto: stdout is a pipe here, not a terminal).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, test } from 'node:test';
+import { backend } from '../helpers/database.ts';
 import { processStorage, startServiceProcess } from '../helpers/process.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -15,53 +17,163 @@ async function storageEnv(): Promise<Record<string, string>> {
   return storage.env;
 }
 
-test('starts with no configuration but storage, prints the admin token once, and stops cleanly on SIGTERM', async () => {
+interface LogLine {
+  level: number;
+  msg: string;
+  reqId?: string;
+  part?: string;
+  setting?: string;
+  err?: { type: string; message: string; stack: string; cause?: { code?: string; stack: string } };
+  [field: string]: unknown;
+}
+
+/** Every line of the output as a log line: fails on any line that is not pino JSON. */
+function logLines(output: string): LogLine[] {
+  return output
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line) as LogLine;
+      } catch {
+        throw new Error(`a line that is not JSON: ${line}`);
+      }
+    });
+}
+
+/** Runs the service until it exits by itself (a failed start); its exit code and everything it wrote. */
+async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, output };
+}
+
+test('starts with no configuration but storage, logs what it uses and the admin token once, and stops cleanly on SIGTERM', async () => {
   const env = await storageEnv();
-  const first = await startServiceProcess(env);
-  const token = /admin token \(shown once, keep it\): (\S+)/.exec(first.output())?.[1];
+  const first = await startServiceProcess({ ...env, LOG_LEVEL: 'info' });
+  const token = /admin token \(shown once, keep it\): ([^\s"]+)/.exec(first.output())?.[1];
   assert.ok(token, 'the generated admin token is printed on first start');
   const account = await fetch(`${first.url}/admin/v1/accounts`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Persisted' }),
+    body: JSON.stringify({ name: 'Persisted-body-value' }),
   });
   assert.equal(account.status, 201);
+  const listed = await fetch(`${first.url}/admin/v1/accounts?limit=5&secret-query-value=1`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(listed.status, 200);
   first.child.kill('SIGTERM');
   assert.equal(await first.exited, 0);
+
+  const lines = logLines(first.output());
+  const messages = lines.map((l) => l.msg);
+  assert.ok(!messages.some((m) => m.startsWith('Server listening at')), "no Fastify 'Server listening at' line");
+  assert.equal(messages.filter((m) => m.startsWith('listening on http://')).length, 1);
+  assert.match(messages[0] ?? '', /^starting Latchkey \S+ on Node v\d+/);
+  if (backend === 'pglite') {
+    assert.ok(messages.includes(`database: embedded (PGlite) in ${env.DATA_DIR} (DATA_DIR)`), messages.join('\n'));
+    assert.ok(messages.some((m) => m.startsWith(`creating the embedded database in ${env.DATA_DIR}/pg (first start`)), messages.join('\n'));
+  } else {
+    assert.ok(messages.some((m) => /^database: PostgreSQL at postgres:\/\/\S+ \(DATABASE_URL\)$/.test(m)), messages.join('\n'));
+  }
+  assert.ok(messages.some((m) => /^applying migration 1\/\d+: 001_foundation$/.test(m)), 'progress of the first start');
+  assert.ok(messages.includes('MQTT broker: embedded, on any free port (MQTT_PORT)'));
+  assert.ok(messages.includes('rate limits: counted in this process (REDIS_URL unset)'));
+  assert.ok(messages.includes('sandbox: off; operator console: on at /console'));
+  assert.ok(messages.some((m) => /^embedded MQTT broker on mqtt:\/\/localhost:\d+$/.test(m)));
+  // The requests' lines: each with its request id, never a body or a query string.
+  const requestLines = lines.filter((l) => l.msg === 'incoming request' || l.msg === 'request completed');
+  assert.equal(requestLines.length, 4, messages.join('\n'));
+  assert.ok(requestLines.every((l) => typeof l.reqId === 'string' && l.reqId !== ''));
+  assert.ok(!first.output().includes('Persisted-body-value') && !first.output().includes('secret-query-value'));
 
   // Second start on the same data: migrations already applied, token not printed again, data kept.
   const second = await startServiceProcess(env);
   assert.doesNotMatch(second.output(), /admin token/);
+  assert.doesNotMatch(second.output(), /applying migration/);
+  if (backend === 'pglite') assert.match(second.output(), /"opening the embedded database in [^"]+\/pg"/);
   const { id } = (await account.json()) as { id: number };
   const read = await fetch(`${second.url}/admin/v1/accounts/${id}`, { headers: { authorization: `Bearer ${token}` } });
   assert.equal(read.status, 200);
   second.child.kill('SIGINT');
   assert.equal(await second.exited, 0);
+  // LOG_LEVEL=warn (the helper's): the start-up lines are written all the same, and nothing at info else.
+  const quiet = logLines(second.output());
+  assert.ok(quiet.some((l) => l.msg.startsWith('listening on http://')));
+  assert.ok(!quiet.some((l) => l.msg === 'incoming request'));
 });
 
-test('an invalid variable stops start-up with a message naming it', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: 'not-a-port' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+test('an invalid variable stops start-up with a log line naming it', async () => {
+  const { code, output } = await runToExit({ PORT: 'not-a-port' });
   assert.equal(code, 1);
-  assert.match(output, /PORT/);
+  const [line, ...rest] = logLines(output);
+  assert.deepEqual(rest, []);
+  assert.equal(line?.level, 60);
+  assert.equal(line?.variable, 'PORT');
+  assert.match(line?.msg ?? '', /^invalid configuration: PORT: expected an integer/);
 });
 
-test('a failed start prints the error with its stack and code, and never the database password', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    // Nothing listens on port 1 of the loopback: the connection is refused at once.
-    env: { ...process.env, DATABASE_URL: 'postgres://latchkey:s3cret-pw@127.0.0.1:1/latchkey', PORT: '0', MQTT_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+test('a failed start names the database and DATABASE_URL, with the error chain, and never the password', async () => {
+  const { code, output } = await runToExit({
+    // Nothing listens on port 1999 of the loopback: the connection is refused at once.
+    DATABASE_URL: 'postgres://latchkey:s3cret-pw@127.0.0.1:1999/latchkey?sslpassword=other-s3cret',
   });
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   assert.equal(code, 1);
-  assert.match(output, /Latchkey failed to start: Error: connect ECONNREFUSED 127\.0\.0\.1:1 \[ECONNREFUSED\]/);
-  assert.match(output, /at async openPostgres /, 'the stack names the part that failed');
-  assert.ok(!output.includes('s3cret-pw'), output);
+  const lines = logLines(output);
+  assert.ok(lines.some((l) => l.msg === 'database: PostgreSQL at postgres://latchkey@127.0.0.1:1999/latchkey (DATABASE_URL)'), output);
+  const last = lines.at(-1);
+  assert.equal(last?.level, 60);
+  assert.equal(
+    last?.msg,
+    'Latchkey failed to start: the database (DATABASE_URL=postgres://latchkey@127.0.0.1:1999/latchkey) is not reachable: connect ECONNREFUSED 127.0.0.1:1999',
+  );
+  assert.equal(last?.part, 'the database');
+  assert.equal(last?.setting, 'DATABASE_URL=postgres://latchkey@127.0.0.1:1999/latchkey');
+  assert.equal(last?.err?.cause?.code, 'ECONNREFUSED');
+  assert.match(last?.err?.cause?.stack ?? '', /at async openPostgres /, 'the stack names the code that failed');
+  assert.ok(!output.includes('s3cret'), output);
+});
+
+test('a failed start on an unreachable MQTT_URL names the broker and MQTT_URL; the summary names Redis, the sandbox and the console', async () => {
+  const { code, output } = await runToExit({
+    DATA_DIR: 'memory',
+    MQTT_URL: 'mqtt://latchkey:broker-s3cret@127.0.0.1:1998',
+    REDIS_URL: 'redis://:redis-s3cret@127.0.0.1:1997/2',
+    SANDBOX: 'true',
+    CONSOLE_ENABLED: 'false',
+  });
+  assert.equal(code, 1);
+  const lines = logLines(output);
+  const messages = lines.map((l) => l.msg);
+  assert.ok(messages.includes('database: embedded, in memory: nothing is kept when the process ends (DATA_DIR=memory)'), output);
+  assert.ok(messages.some((m) => m.startsWith('MQTT broker: mqtt://latchkey@127.0.0.1:1998 (MQTT_URL), client id ')), output);
+  assert.ok(messages.includes('rate limits: shared in Redis at redis://127.0.0.1:1997/2 (REDIS_URL), keys prefixed latchkey'), output);
+  assert.ok(messages.includes('sandbox: on (SANDBOX=true); operator console: off (CONSOLE_ENABLED=false)'), output);
+  // Redis away does not stop a start (README: Faults); its warning names REDIS_URL.
+  assert.ok(messages.some((m) => m.startsWith('redis unavailable (REDIS_URL=redis://127.0.0.1:1997/2): ')), output);
+  const last = lines.at(-1);
+  assert.equal(last?.level, 60);
+  assert.equal(last?.msg, 'Latchkey failed to start: the MQTT broker (MQTT_URL=mqtt://latchkey@127.0.0.1:1998) is not reachable: connect ECONNREFUSED 127.0.0.1:1998');
+  assert.equal(last?.setting, 'MQTT_URL=mqtt://latchkey@127.0.0.1:1998');
+  assert.ok(!output.includes('s3cret'), output);
+});
+
+test('a port in use names the HTTP listener and its variables', async () => {
+  const { createServer } = await import('node:net');
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const address = taken.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  try {
+    const { code, output } = await runToExit({ DATA_DIR: 'memory', PORT: String(port) });
+    assert.equal(code, 1);
+    assert.equal(logLines(output).at(-1)?.msg.startsWith(`Latchkey failed to start: the HTTP listener (HOST=127.0.0.1, PORT=${port}) cannot listen, the port is in use:`), true, output);
+  } finally {
+    taken.close();
+  }
 });

@@ -6,6 +6,7 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { NO_METRICS, type DoorEventMetrics, type UnlockMetrics } from '../../platform/metrics.ts';
+import { parts, startPart } from '../../platform/startup.ts';
 import { parseGatewayEvent, type AccessLogWriter } from '../events/index.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type DeviceLink, type GatewayMessageHandler } from './link.ts';
@@ -114,11 +115,12 @@ export async function startDevices(
       config.mqttMaxPacketBytes,
       log,
     );
-    const port = await broker.start(config.mqttPort, config.host);
+    const embedded = broker;
+    const port = await startPart(parts.broker(config), () => embedded.start(config.mqttPort, config.host));
     link = broker.link();
     gatewayUrl = `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
   }
-  await link.start();
+  await startPart(parts.broker(config), () => link.start());
   return {
     gatewayUrl,
     embeddedUrl: broker ? gatewayUrl : null,

@@ -1,5 +1,6 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import type { Config } from '../../config.ts';
+import { shownUrl } from '../logging.ts';
 import type { Database } from './database.ts';
 import { migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
@@ -7,25 +8,59 @@ import { openPostgres } from './postgres.ts';
 
 export type { Database, PoolStats, PreparedSql, Queryable, Row, Transaction } from './database.ts';
 
-/** Opens the configured database (server PostgreSQL when DATABASE_URL is set, else PGlite) and migrates it. */
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseTimeoutSeconds'>): Promise<Database> {
-  if (config.databaseUrl) {
-    // Migrations run without the time limit of DATABASE_TIMEOUT_SECONDS (an index on a large table may take
-    // long), on a connection of their own; the service's pool has the limit.
-    await migrated(await openPostgres({ connectionString: config.databaseUrl, maxConnections: 1 }), { thenClose: true });
-    return openPostgres({ connectionString: config.databaseUrl, timeoutMs: config.databaseTimeoutSeconds * 1000 });
-  }
-  if (config.dataDir !== 'memory') await mkdir(config.dataDir, { recursive: true });
-  return migrated(await openPglite({ dataDir: config.dataDir === 'memory' ? 'memory' : `${config.dataDir}/pg` }), { thenClose: false });
+export interface OpenOptions {
+  /** Progress for the operator: creating the embedded database, waiting for the migration lock, each migration. */
+  progress?: (message: string) => void;
 }
 
-async function migrated(db: Database, options: { thenClose: boolean }): Promise<Database> {
+type DatabaseConfig = Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseTimeoutSeconds'>;
+
+/** Opens the configured database (server PostgreSQL when DATABASE_URL is set, else PGlite) and migrates it. */
+export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
+  if (config.databaseUrl) {
+    options.progress?.(`connecting to PostgreSQL at ${shownUrl(config.databaseUrl)}`);
+    // Migrations run without the time limit of DATABASE_TIMEOUT_SECONDS (an index on a large table may take
+    // long), on a connection of their own; the service's pool has the limit.
+    await migrated(await openPostgres({ connectionString: config.databaseUrl, maxConnections: 1 }), options, { thenClose: true });
+    return openPostgres({ connectionString: config.databaseUrl, timeoutMs: config.databaseTimeoutSeconds * 1000 });
+  }
+  return migrated(await openEmbedded(config, options), options, { thenClose: false });
+}
+
+/** `npm run migrate`: applies what is missing and closes; returns the versions applied now. */
+export async function migrateDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<string[]> {
+  if (config.databaseUrl) options.progress?.(`connecting to PostgreSQL at ${shownUrl(config.databaseUrl)}`);
+  const db = config.databaseUrl
+    ? await openPostgres({ connectionString: config.databaseUrl, maxConnections: 1 })
+    : await openEmbedded(config, options);
   try {
-    await migrate(db);
+    return await migrate(db, options);
+  } finally {
+    await db.close();
+  }
+}
+
+async function openEmbedded(config: Pick<Config, 'dataDir'>, options: OpenOptions): Promise<Database> {
+  const progress = options.progress ?? (() => undefined);
+  if (config.dataDir === 'memory') {
+    progress('creating the embedded database in memory');
+    return openPglite({ dataDir: 'memory' });
+  }
+  const dir = `${config.dataDir}/pg`;
+  const fresh = (await readdir(dir).catch(() => [])).length === 0;
+  // A first start initialises a PostgreSQL cluster on disk: seconds, not the usual fraction of one.
+  progress(fresh ? `creating the embedded database in ${dir} (first start: this takes a few seconds)` : `opening the embedded database in ${dir}`);
+  await mkdir(config.dataDir, { recursive: true });
+  return openPglite({ dataDir: dir });
+}
+
+async function migrated(db: Database, options: OpenOptions, how: { thenClose: boolean }): Promise<Database> {
+  try {
+    await migrate(db, options);
   } catch (error) {
     await db.close();
     throw error;
   }
-  if (options.thenClose) await db.close();
+  if (how.thenClose) await db.close();
   return db;
 }

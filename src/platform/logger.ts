@@ -1,0 +1,96 @@
+// The one log of a running service: pino JSON lines on stdout, or the same lines made readable by
+// pino-pretty when stdout is a terminal (LOG_FORMAT). Start-up, requests, jobs and a failed start all
+// write through it; nothing else prints.
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import type { FastifyInstance } from 'fastify';
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { safePath } from './http.ts';
+import { loggableError } from './logging.ts';
+
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/**
+ * The text Fastify is given for its own "Server listening at …" lines (one per interface address), which
+ * the logger drops: main.ts writes the one `listening on <url>` line people and tests look for.
+ */
+export const FASTIFY_LISTEN_TEXT = 'fastify: listening';
+
+/** Never bodies, query strings or tokens in the log (README: Security). */
+export const logSerializers = {
+  req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: safePath(req.url) }),
+  // Every logged error, wherever it is logged: its type, message, stack and codes, never the data a driver
+  // or a library attached to it.
+  err: (error: unknown) => loggableError(error),
+};
+
+// The id of the request whose code is running, for lines logged through a logger that is not the
+// request's own (a service given app.log): the request id is on every line of a request.
+const currentRequest = new AsyncLocalStorage<string>();
+const chindings = pino.symbols.chindingsSym;
+
+export interface LoggerSettings {
+  level: string;
+  format: LogFormat;
+  /** Where lines go; stdout by default (tests pass a stream to read them). */
+  destination?: DestinationStream;
+}
+
+/** The options of every logger of the service (main.ts's, and those tests give buildApp). */
+export function loggerOptions(level: string): LoggerOptions {
+  return {
+    level,
+    serializers: logSerializers,
+    mixin(_merge, _level, logger) {
+      const id = currentRequest.getStore();
+      // A request's own logger (Fastify's request.log) already has it among its bindings.
+      if (id === undefined || (logger as unknown as Record<symbol, string>)[chindings]?.includes('"reqId":')) return {};
+      return { reqId: id };
+    },
+    hooks: {
+      logMethod(args, method) {
+        if (args[0] === FASTIFY_LISTEN_TEXT) return;
+        method.apply(this, args);
+      },
+    },
+  };
+}
+
+export async function createLogger(settings: LoggerSettings): Promise<Logger> {
+  const options = loggerOptions(settings.level);
+  const pretty = settings.format === 'pretty' || (settings.format === 'auto' && !settings.destination && process.stdout.isTTY === true);
+  if (pretty) {
+    // Loaded only for a terminal; synchronous, so the last lines of a failed start are written before exit.
+    const { default: prettyStream } = await import('pino-pretty');
+    return pino(options, prettyStream({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', destination: settings.destination ?? 1 }));
+  }
+  return pino(options, settings.destination ?? pino.destination({ dest: 1, sync: true }));
+}
+
+/**
+ * The logger for start-up lines (what the service uses, progress, the operator token, `listening on`):
+ * written at info whatever LOG_LEVEL says (the operator token is shown only once), more when it says more.
+ */
+export function startupLogger(log: Logger): Logger {
+  return log.isLevelEnabled('info') ? log : log.child({}, { level: 'info' });
+}
+
+/**
+ * Keeps the request id for the code a request runs, so that services logging through app.log tag their
+ * lines with it. Fastify runs preValidation and the handler from the request stream's 'end' event, in
+ * another async context: they are bound back to the request's (as @fastify/request-context does).
+ */
+export function installRequestContext(app: FastifyInstance): void {
+  const resources = new WeakMap<object, AsyncResource>();
+  app.addHook('onRequest', (request, _reply, done) => {
+    currentRequest.run(request.id, () => {
+      const resource = new AsyncResource('latchkey-request');
+      resources.set(request, resource);
+      resource.runInAsyncScope(done, request.raw);
+    });
+  });
+  app.addHook('preValidation', (request, _reply, done) => {
+    const resource = resources.get(request);
+    if (resource) resource.runInAsyncScope(done, request.raw);
+    else done();
+  });
+}
