@@ -78,6 +78,7 @@ async function start(config: Config, log: Logger): Promise<void> {
 
   // Last, once the signals are handled: whoever waits for this line may stop the service at once.
   if (latchkey.mqttUrl) startup.info(`embedded MQTT broker on ${latchkey.mqttUrl}`);
+  if (latchkey.metricsUrl) startup.info(`Prometheus metrics on ${latchkey.metricsUrl} (METRICS_PORT)`);
   startup.info(`listening on http://${shownHost}:${port}`);
 }
 

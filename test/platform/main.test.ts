@@ -92,8 +92,12 @@ test('starts with no configuration but storage, logs what it uses and the admin 
   assert.ok(requestLines.every((l) => typeof l.reqId === 'string' && l.reqId !== ''));
   assert.ok(!first.output().includes('Persisted-body-value') && !first.output().includes('secret-query-value'));
 
-  // Second start on the same data: migrations already applied, token not printed again, data kept.
-  const second = await startServiceProcess(env);
+  // Second start on the same data: migrations already applied, token not printed again, data kept; with
+  // METRICS_PORT, the metrics listener's address is printed and answers.
+  const second = await startServiceProcess({ ...env, METRICS_PORT: '0' });
+  const metricsUrl = /Prometheus metrics on (http:\/\/[^\s"]+) \(METRICS_PORT\)/.exec(second.output())?.[1];
+  assert.ok(metricsUrl, second.output());
+  assert.equal((await fetch(metricsUrl)).status, 200);
   assert.doesNotMatch(second.output(), /admin token/);
   assert.doesNotMatch(second.output(), /applying migration/);
   if (backend === 'pglite') assert.match(second.output(), /"opening the embedded database in [^"]+\/pg"/);
