@@ -1,5 +1,6 @@
 // The operator console's cost: start-up time and memory of the service with and without it (CONSOLE_ENABLED),
-// and what the first page load adds (the bundle is built in memory on the first request for it).
+// on a fresh embedded data directory and on PostgreSQL, and what the first page load adds (the bundle is built
+// in memory on the first request for it).
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,9 @@ export interface ConsoleFigures {
   /** Resident memory 2 s after listening, median, MiB. */
   rssWith: number;
   rssWithout: number;
+  /** Lowest and highest of the runs: PGlite's first start leaves 600–960 MiB whatever else runs. */
+  rssWithRange: string;
+  rssWithoutRange: string;
   /** First GET of the bundle (built then), and a later one (cached), median, ms. */
   firstBundleMs: number;
   cachedBundleMs: number;
@@ -26,6 +30,8 @@ const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] as number;
 };
+
+const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`;
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -41,10 +47,12 @@ async function timed(url: string): Promise<{ ms: number; bytes: number }> {
   return { ms: performance.now() - started, bytes: body.byteLength };
 }
 
-async function oneRun(enabled: boolean): Promise<{ start: number; rss: number; first?: number; cached?: number; after?: number; bytes?: number }> {
+/** One start: on a fresh embedded data directory, or on `databaseUrl` (migrated by the first start). */
+async function oneRun(enabled: boolean, databaseUrl: string | undefined): Promise<{ start: number; rss: number; first?: number; cached?: number; after?: number; bytes?: number }> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-bench-console-'));
+  const storage: Record<string, string> = databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir };
   const started = performance.now();
-  const service = await startBenchService({ DATA_DIR: dataDir, CONSOLE_ENABLED: String(enabled) });
+  const service = await startBenchService({ ...storage, CONSOLE_ENABLED: String(enabled) });
   const start = performance.now() - started;
   try {
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -63,13 +71,13 @@ async function oneRun(enabled: boolean): Promise<{ start: number; rss: number; f
   }
 }
 
-export async function consoleRuns(runs = 5): Promise<ConsoleFigures> {
+export async function consoleRuns(databaseUrl?: string, runs = 7): Promise<ConsoleFigures> {
   const withConsole = [];
   const without = [];
   // Interleaved, so that a noisy moment of the shared machine hits both alike.
   for (let i = 0; i < runs; i++) {
-    withConsole.push(await oneRun(true));
-    without.push(await oneRun(false));
+    withConsole.push(await oneRun(true, databaseUrl));
+    without.push(await oneRun(false, databaseUrl));
   }
   const round = (n: number) => Math.round(n * 10) / 10;
   return {
@@ -78,6 +86,8 @@ export async function consoleRuns(runs = 5): Promise<ConsoleFigures> {
     startWithout: Math.round(median(without.map((r) => r.start))),
     rssWith: median(withConsole.map((r) => r.rss)),
     rssWithout: median(without.map((r) => r.rss)),
+    rssWithRange: range(withConsole.map((r) => r.rss)),
+    rssWithoutRange: range(without.map((r) => r.rss)),
     firstBundleMs: Math.round(median(withConsole.map((r) => r.first as number))),
     cachedBundleMs: round(median(withConsole.map((r) => r.cached as number))),
     rssAfterLoad: median(withConsole.map((r) => r.after as number)),

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
       return;
     }
     if (process.env.BENCH_ONLY === 'console') {
-      console.log(await consoleRuns());
+      console.log(await consoleRuns(), await consoleRuns(pgUrl.toString()));
       return;
     }
     if (process.env.BENCH_ONLY === 'webhooks') {
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     const broker = await externalBroker();
     const viaMosquitto = await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop());
     console.log('console start-up and memory …');
-    const consoleCost = await consoleRuns();
+    const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
     console.log('bare Fastify …');
     const bareServer = await startServiceProcess({ BARE_BODY: server.body }, 'bench/bare-server.ts');
     const bare = await load('bare Fastify, same bytes, no auth', `${bareServer.url}/v1/locks/1`, null).finally(() => stop(bareServer));
