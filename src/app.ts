@@ -221,12 +221,13 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   );
   if (config.consoleEnabled) {
     const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
-    jobs.register(consoleSessions.purgeJob());
+    const consoleProxy = new ConsoleProxy(app, db, secrets);
+    jobs.register(consoleSessions.purgeJob((operatorToken, keyIds) => consoleProxy.revokeKeys(operatorToken, keyIds)));
     const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
     await live.start(db);
     // Open streams would hold app.close() until the browsers leave.
     app.addHook('preClose', async () => live.close());
-    consoleRoutes(app, { sessions: consoleSessions, proxy: new ConsoleProxy(app, db, secrets), live, limits, publicUrl: config.publicUrl });
+    consoleRoutes(app, { sessions: consoleSessions, proxy: consoleProxy, live, limits, publicUrl: config.publicUrl });
     consoleAssetRoutes(app, { brandName: config.brandName });
   }
   if (config.mqttHttpAuthSecret) brokerAuthRoutes(app, { db, limits, secret: config.mqttHttpAuthSecret });

@@ -203,6 +203,19 @@ describe('signing out and expiry', () => {
     assert.equal((await busy.call('GET', '/console/session')).status, 401);
   });
 
+  test('an abandoned session, once purged, leaves no usable key: the keys it acted with are revoked', async () => {
+    const account = await createAccount(ctx.service);
+    const browser = await signIn();
+    assert.equal((await browser.call('GET', '/console/api/v1/locks', { headers: { 'latchkey-account': String(account.id) } })).status, 200);
+    const keys = async () => (await ctx.service.admin<Page<{ name: string; revoked_at: string | null }>>('GET', `/admin/v1/api_keys?account_id=${account.id}`)).body.data;
+    assert.deepEqual((await keys()).map((k) => [k.name, k.revoked_at]), [['Operator console', null]]);
+
+    await advanceClock(ctx.service, 3601); // idle past the hour; the purge job runs with the due work
+    assert.ok((await keys()).every((k) => k.revoked_at !== null), 'revoked, not left to live out the 12 hours');
+    const rows = await ctx.database.db.query('SELECT 1 FROM console_session_keys');
+    assert.equal(rows.length, 0);
+  });
+
   test('neither the cookie token nor the operator token is stored in clear', async () => {
     const browser = await signIn();
     const rows = await ctx.database.db.query<Record<string, unknown>>('SELECT * FROM console_sessions');

@@ -71,7 +71,7 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
     const session = await changeSessionOf(request);
     const keyIds = await sessions.signOut(session);
     // The keys it acted with are revoked like any operator would revoke them (they would expire anyway).
-    for (const id of keyIds) await proxy.call(session, 'DELETE', `/admin/v1/api_keys/${id}`);
+    await proxy.revokeKeys(session.operatorToken, keyIds);
     live.end(session.tokenHash);
     setCookie(reply, '', 0, secure(request));
     return reply.code(204).send(null);

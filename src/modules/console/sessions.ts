@@ -7,7 +7,7 @@ import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { hashToken, newToken, sameHash } from '../../platform/secrets.ts';
-import { deleteSession, findSession, insertSession, purgeSessions, touchSession, type SessionRow } from './store.ts';
+import { deleteSession, endedSessions, findSession, insertSession, touchSession, type SessionRow } from './store.ts';
 
 export const SESSION_COOKIE = 'latchkey_console';
 /** A session ends this long after sign-in whatever happens, */
@@ -77,14 +77,23 @@ export class ConsoleSessions {
     return this.db.transaction((tx) => deleteSession(tx, session.tokenHash));
   }
 
-  /** Sessions past their end or idle: gone from the table (their account keys expire with them anyway). */
-  purgeJob(): Job {
+  /**
+   * Sessions past their end or idle: gone from the table, and the API keys they acted with revoked by
+   * `revokeKeys` (through the operator API, with the token the session signed in with), so an abandoned
+   * session leaves no usable key behind for the rest of its 12 hours.
+   */
+  purgeJob(revokeKeys: (operatorToken: string, keyIds: number[]) => Promise<void>): Job {
     return {
       name: 'console-session-purge',
       everySeconds: 600,
       run: async () => {
         const now = this.clock.now();
-        return purgeSessions(this.db, now, new Date(now.getTime() - SESSION_IDLE_SECONDS * 1000));
+        const ended = await endedSessions(this.db, now, new Date(now.getTime() - SESSION_IDLE_SECONDS * 1000), 500);
+        for (const session of ended) {
+          if (session.key_ids.length > 0) await revokeKeys(this.box.open(session.operator_token_sealed), session.key_ids);
+          await this.db.transaction((tx) => deleteSession(tx, session.token_hash));
+        }
+        return ended.length;
       },
     };
   }

@@ -40,15 +40,23 @@ export async function deleteSession(db: Queryable, tokenHash: string): Promise<n
   return keys.map((k) => Number(k.api_key_id));
 }
 
-/** Sessions past their end or idle too long (their keys expire with them); how many went. */
-export async function purgeSessions(db: Queryable, now: Date, idleSince: Date): Promise<number> {
-  const rows = await db.query(
-    `DELETE FROM console_sessions WHERE token_hash IN (
-       SELECT token_hash FROM console_sessions WHERE expires_at <= $1 OR last_seen_at <= $2 LIMIT 1000)
-     RETURNING token_hash`,
-    [now, idleSince],
+/** Up to `limit` sessions past their end or idle too long, with the sealed operator token and their keys' ids. */
+export async function endedSessions(
+  db: Queryable,
+  now: Date,
+  idleSince: Date,
+  limit: number,
+): Promise<Array<{ token_hash: string; operator_token_sealed: string; key_ids: number[] }>> {
+  const rows = await db.query<{ token_hash: string; operator_token_sealed: string; key_ids: Array<number | string> }>(
+    `SELECT s.token_hash, s.operator_token_sealed,
+            COALESCE(array_agg(k.api_key_id) FILTER (WHERE k.api_key_id IS NOT NULL), '{}') AS key_ids
+       FROM console_sessions s LEFT JOIN console_session_keys k ON k.session_hash = s.token_hash
+      WHERE s.expires_at <= $1 OR s.last_seen_at <= $2
+      GROUP BY s.token_hash, s.operator_token_sealed
+      LIMIT $3`,
+    [now, idleSince, limit],
   );
-  return rows.length;
+  return rows.map((r) => ({ ...r, key_ids: r.key_ids.map(Number) }));
 }
 
 export async function findSessionKey(db: Queryable, tokenHash: string, accountId: number): Promise<SessionKeyRow | null> {
