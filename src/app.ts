@@ -158,7 +158,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log, metrics);
   await dispatcher.start();
-  const accessLog = new AccessLogWriter(db, clock, app.log);
+  const accessLogReader = new AccessLogReader(db);
+  await accessLogReader.start();
+  const accessLog = new AccessLogWriter(db, clock, app.log, (accounts) => accessLogReader.changed(accounts));
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
   const { mqttUrl, mqttDynsec } = config;
   const dynsec = mqttUrl && mqttDynsec ? await startPart(parts.dynsec(config), () => startDynsec(mqttUrl, mqttDynsec, db, app.log)) : null;
@@ -201,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     }),
   );
   keysRoutes(app, keys);
-  eventsRoutes(app, new AccessLogReader(db));
+  eventsRoutes(app, accessLogReader);
   unlockRoutes(app, devices.unlock);
   webhooksRoutes(app, new WebhooksService({ db, clock, secrets, dispatcher, allowHosts: config.webhookAllowHosts }));
   await app.register(async (scope) => {

@@ -3,6 +3,7 @@ import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
+import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
 import { PageQuery, pageRequest } from '../../platform/pagination.ts';
 import { Id } from '../../platform/schemas.ts';
 import { Lock, LockPage, SecurityGroupPage } from './schemas.ts';
@@ -29,7 +30,10 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
         response: { 200: ref(LockPage) },
       },
     },
-    async (request) => catalog.listLocks(callerOf(request), pageRequest(request.query), request.query.location_id),
+    async (request, reply) => {
+      const page = await catalog.listLocks(callerOf(request), pageRequest(request.query), request.query.location_id, pageSerializer(reply));
+      return sendSerialized(reply, page);
+    },
   );
 
   app.get(

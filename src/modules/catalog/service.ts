@@ -3,6 +3,7 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
+import { PageCache } from '../../platform/page-cache.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import type { Lock, SecurityGroup } from './schemas.ts';
 import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
@@ -13,20 +14,26 @@ export const CATALOG_CHANNEL = 'catalog_changed';
 const CACHE_LIMIT = 10_000;
 /** The net for a missed NOTIFY (see InvalidatedCache); NOTIFY is the normal path. */
 const CACHE_TTL_MS = 30_000;
+/** Lock pages kept per instance (GET /v1/locks), by bytes of JSON. */
+const PAGE_CACHE_BYTES = 16 * 2 ** 20;
 
 export class CatalogService {
   // Single-lock reads are the hottest path of the API; each instance caches them and drops the cache
   // on every catalog NOTIFY, so a change made through any instance is seen at once.
   private readonly lockCache = new InvalidatedCache<number, ScopedLock>({ ttlMs: CACHE_TTL_MS, limit: CACHE_LIMIT });
+  // Lock pages likewise; a catalog NOTIFY names no account, so it drops every page.
+  private readonly pageCache = new PageCache({ maxBytes: PAGE_CACHE_BYTES, ttlMs: CACHE_TTL_MS });
 
   constructor(private readonly db: Database) {}
 
   async start(): Promise<void> {
     await this.lockCache.follow(this.db, CATALOG_CHANNEL);
+    await this.pageCache.follow(this.db, CATALOG_CHANNEL, () => 'all');
   }
 
   invalidate(): void {
     this.lockCache.clear();
+    this.pageCache.changed('all');
   }
 
   /** A lock the caller can see, or 404 (never 403) when it is elsewhere in the account or nowhere. */
@@ -42,10 +49,18 @@ export class CatalogService {
     return publicLock(lock);
   }
 
-  async listLocks(caller: Caller, page: PageRequest, locationId: number | undefined): Promise<PageOf<Lock>> {
+  /** GET /v1/locks as the JSON sent (`serialize` is the route's), from the page cache when it has it. */
+  async listLocks(
+    caller: Caller,
+    page: PageRequest,
+    locationId: number | undefined,
+    serialize: (page: PageOf<Lock>) => string,
+  ): Promise<string> {
     const under = locationId === undefined ? [caller.locationId] : [caller.locationId, locationId];
-    const rows = await listLocks(this.db, under, page.afterId, page.limit + 1);
-    return toPage(rows.map(publicLock), page.limit, (lock) => lock.id);
+    return this.pageCache.page(caller.accountId, `${under.join('/')}:${page.afterId ?? 0}:${page.limit}`, async () => {
+      const rows = await listLocks(this.db, under, page.afterId, page.limit + 1);
+      return serialize(toPage(rows.map(publicLock), page.limit, (lock) => lock.id));
+    });
   }
 
   async listSecurityGroups(caller: Caller, page: PageRequest, isDefault: boolean | undefined): Promise<PageOf<SecurityGroup>> {

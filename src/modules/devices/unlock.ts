@@ -189,20 +189,23 @@ export class UnlockService {
     if (!caller.lockAllowlist.has(lock.id)) {
       if (recordRefusal) {
         const now = this.deps.clock.now();
-        await this.db.transaction((tx) =>
-          this.deps.accessLog.record(tx, lock, {
-            gatewayId: null,
-            gatewayEventId: null,
-            type: 'access.denied',
-            occurredAt: now,
-            result: 'denied',
-            reason: 'no_access',
-            source: 'api',
-            apiKey: { id: caller.apiKeyId, name: caller.apiKeyName, prefix: caller.prefix },
-            person: null,
-            key: null,
-          }),
-        );
+        await this.deps.accessLog.recordBatch(this.db, [
+          {
+            lock,
+            entry: {
+              gatewayId: null,
+              gatewayEventId: null,
+              type: 'access.denied',
+              occurredAt: now,
+              result: 'denied',
+              reason: 'no_access',
+              source: 'api',
+              apiKey: { id: caller.apiKeyId, name: caller.apiKeyName, prefix: caller.prefix },
+              person: null,
+              key: null,
+            },
+          },
+        ]);
       }
       throw errors.lockNotAllowed();
     }

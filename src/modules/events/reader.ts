@@ -1,7 +1,8 @@
 // Reading the access log: GET /events, the door activity of the locks in the caller's scope.
 import type { Caller } from '../../platform/auth.ts';
-import type { Queryable } from '../../platform/db/index.ts';
+import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
+import { PageCache } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, type AccessEvent, type DoorEventType } from './schemas.ts';
@@ -16,10 +17,36 @@ export interface EventQuery {
   type?: string;
 }
 
+/** Notified by the access log's triggers (migration 014) with the accounts whose entries changed. */
+export const ACCESS_LOG_CHANNEL = 'access_log_changed';
+/** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
+const PAGE_CACHE_BYTES = 32 * 2 ** 20;
+/** The net for a missed notification; short, as door activity is what clients poll for. */
+const PAGE_CACHE_TTL_MS = 5_000;
+
 const isDoorEventType = (type: string): type is DoorEventType => (DOOR_EVENT_TYPES as readonly string[]).includes(type);
 
 export class AccessLogReader {
-  constructor(private readonly db: Queryable) {}
+  // Clients poll GET /events far more often than a door is used: pages are served from memory until a
+  // notification says the account's log changed (see PageCache).
+  private readonly pages = new PageCache({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+
+  constructor(private readonly db: Database) {}
+
+  async start(): Promise<void> {
+    await this.pages.follow(this.db, ACCESS_LOG_CHANNEL);
+  }
+
+  /** Entries of these accounts were written by this instance: its own next read must see them. */
+  changed(accounts: number[]): void {
+    this.pages.changed({ accounts });
+  }
+
+  /** GET /events as the JSON sent (`serialize` is the route's), from memory when this query was answered since the last change. */
+  async listJson(caller: Caller, query: EventQuery, serialize: (page: PageOf<AccessEvent>) => string): Promise<string> {
+    const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.since, query.lock_id, query.person_id, query.type]);
+    return this.pages.page(caller.accountId, key, async () => serialize(await this.list(caller, query)));
+  }
 
   /** GET /events: locks in the caller's scope, oldest first, the four door types only (unlock.failed is webhook-only). */
   async list(caller: Caller, query: EventQuery): Promise<PageOf<AccessEvent>> {

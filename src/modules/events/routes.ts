@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
+import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
 import { PageQuery } from '../../platform/pagination.ts';
 import { Id } from '../../platform/schemas.ts';
 import type { AccessLogReader } from './reader.ts';
@@ -28,6 +29,6 @@ export function eventsRoutes(app: ApiInstance, accessLog: AccessLogReader): void
         response: { 200: ref(EventPage) },
       },
     },
-    async (request) => accessLog.list(callerOf(request), request.query),
+    async (request, reply) => sendSerialized(reply, await accessLog.listJson(callerOf(request), request.query, pageSerializer(reply))),
   );
 }

@@ -18,6 +18,8 @@ export class AccessLogWriter {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly log: FastifyBaseLogger,
+    /** Told the accounts whose log this instance changed, once committed (the reader's pages). */
+    private readonly written: (accounts: number[]) => void = () => undefined,
   ) {}
 
   /** Stores a gateway's event once; a repeat of (gateway, id) is dropped. Returns the stored event, if new. */
@@ -92,11 +94,6 @@ export class AccessLogWriter {
     return result;
   }
 
-  /** Writes one access-log entry and its webhook event (recordBatch for one). */
-  async record(tx: Queryable, lock: AccessLogLock, entry: AccessEntry): Promise<AccessEvent | null> {
-    return (await this.recordBatch(tx, [{ lock, entry }]))[0] ?? null;
-  }
-
   /**
    * Writes access-log entries (ids ascending in the order given) and their webhook events in one statement
    * (on `tx`, a transaction or the database), only if `guard` changes a row when one is given. An entry
@@ -133,6 +130,9 @@ export class AccessLogWriter {
       event.id = id;
       stored[Number(n) - 1] = event;
     }
+    // Written on the database itself, the statement is committed: this instance's next read must see it
+    // without waiting for the notification (in a caller's transaction, the notification is what tells).
+    if (tx === this.db && inserted.length > 0) this.written(unique(inserted.map(({ n }) => rows[Number(n) - 1]!.lock.account_id)));
     return stored;
   }
 }

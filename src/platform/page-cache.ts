@@ -1,0 +1,87 @@
+// A per-instance cache of list pages as the JSON bytes they were sent as (GET /v1/locks, GET /v1/events):
+// clients poll these lists far more often than their rows change, and a page served from memory costs no
+// query, no row parsing and no serialization. A page is kept per account and dropped when a NOTIFY says
+// rows of that account changed (from any instance, job or script: the notifications come from triggers or
+// from the writers' transactions), when the LISTEN connection was lost and is back, and after a short TTL
+// (the net for a notification missed any other way). Memory is bounded by bytes, not entries.
+import type { FastifyReply } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import type { Database } from './db/index.ts';
+
+export interface PageCacheOptions {
+  /** The most bytes of pages kept (UTF-16 length, close enough for JSON). */
+  maxBytes: number;
+  ttlMs: number;
+}
+
+/** What a NOTIFY of a followed channel says: the accounts changed, or `all` (an empty or unreadable payload). */
+export type Changed = { accounts: number[] } | 'all';
+
+/** A payload of comma-separated account ids; anything else (empty: the LISTEN connection came back) means all. */
+export function parseChanged(payload: string): Changed {
+  if (!/^\d+(,\d+)*$/.test(payload)) return 'all';
+  return { accounts: payload.split(',').map(Number) };
+}
+
+export class PageCache {
+  private readonly pages: LRUCache<string, string>;
+  /** Bumped per account by its changes: a page stored under an older generation is never read again. */
+  private readonly generations = new Map<number, number>();
+  /** Bumped by a change of every account. */
+  private epoch = 0;
+
+  constructor(options: PageCacheOptions) {
+    this.pages = new LRUCache<string, string>({
+      maxSize: options.maxBytes,
+      sizeCalculation: (body, key) => body.length + key.length,
+      ttl: options.ttlMs,
+      ttlAutopurge: false,
+    });
+  }
+
+  /** Drops an account's pages on every notification of `channel` naming it (or naming none: all). */
+  async follow(db: Database, channel: string, parse: (payload: string) => Changed = parseChanged): Promise<void> {
+    await db.listen(channel, (payload) => this.changed(parse(payload)));
+  }
+
+  changed(what: Changed): void {
+    if (what === 'all') {
+      this.epoch++;
+      this.pages.clear();
+      return;
+    }
+    for (const account of what.accounts) this.generations.set(account, (this.generations.get(account) ?? 0) + 1);
+  }
+
+  /**
+   * The page of `account` that `query` names, from memory or from `produce`. A page produced while a change
+   * of the account was notified is sent but not kept: it may have been read before the change.
+   */
+  async page(account: number, query: string, produce: () => Promise<string>): Promise<string> {
+    const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
+    const key = `${account}:${version}:${query}`;
+    const hit = this.pages.get(key);
+    if (hit !== undefined) return hit;
+    const body = await produce();
+    if (`${this.epoch}.${this.generations.get(account) ?? 0}` === version) this.pages.set(key, body);
+    return body;
+  }
+
+  get size(): number {
+    return this.pages.size;
+  }
+}
+
+/** Sends JSON the route's own serializer made (`reply.serialize`), with the header Fastify would give it. */
+export function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(body);
+}
+
+/** The route's serializer for a page (Fastify's compiled one for the 200 schema), giving the JSON text. */
+export function pageSerializer<T>(reply: FastifyReply): (page: T) => string {
+  return (page) => {
+    const body = reply.serialize(page);
+    if (typeof body !== 'string') throw new Error('the route serializer gave bytes, not JSON text');
+    return body;
+  };
+}

@@ -1,0 +1,115 @@
+// GET /v1/events and GET /v1/locks answer from per-instance page caches (platform/page-cache.ts). These
+// tests attack the cache: a key of a narrower scope asking the same query, writes by another instance
+// (only their NOTIFY tells this one), rows removed, and a client reading right after its own write.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
+import { AccessLogWriter, type AccessEvent, type AccessLogLock } from '../../src/modules/events/index.ts';
+import { systemClock } from '../../src/platform/clock.ts';
+import { useTestService } from '../helpers/service.ts';
+import type { Page } from '../helpers/types.ts';
+
+const ctx = useTestService();
+
+async function site() {
+  const account = await createAccount(ctx.service);
+  const dept = await createDepartment(ctx.service, account.rootLocationId, 'Annex');
+  const front = await createLock(ctx.service, account.rootLocationId, { name: 'Front' });
+  const annex = await createLock(ctx.service, dept, { name: 'Annex door' });
+  const scopes = ['events:read', 'catalog:read', 'locks:control'];
+  const token = (await createApiKey(ctx.service, account.rootLocationId, scopes, { lock_allowlist: [front] })).token;
+  const deptToken = (await createApiKey(ctx.service, dept, scopes)).token;
+  return { account, dept, front, annex, token, deptToken };
+}
+
+/** Another instance's writer: this service hears of its writes only through the access log's NOTIFY. */
+async function writeElsewhere(lockId: number, type = 'access.granted'): Promise<AccessEvent> {
+  const writer = new AccessLogWriter(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+  const [lock] = await ctx.database.db.query<AccessLogLock>(
+    'SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1',
+    [lockId],
+  );
+  const entry = { gatewayId: null, gatewayEventId: null, type, occurredAt: new Date(), result: 'success' as const, reason: null, source: 'api', apiKey: null, person: null, key: null };
+  const [event] = await writer.recordBatch(ctx.database.db, [{ lock: lock as AccessLogLock, entry }]);
+  assert.ok(event);
+  return event;
+}
+
+async function eventIds(token: string, query = ''): Promise<number[]> {
+  const res = await ctx.service.request<Page<AccessEvent>>('GET', `/v1/events${query}`, { token });
+  assert.equal(res.status, 200, res.text);
+  assert.match(String(res.headers.get('content-type')), /^application\/json; charset=utf-8/);
+  return res.body.data.map((e) => e.id);
+}
+
+/** Polls until `check` passes, for at most `ms`: well under the pages' 5 s TTL, so only a notification can make it pass. */
+async function within<T>(ms: number, read: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + ms;
+  let value = await read();
+  while (!check(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    value = await read();
+  }
+  return value;
+}
+
+describe('GET /v1/events from memory', () => {
+  test('a narrower key asking the same query gets its own scope, not the page cached for the wider one', async () => {
+    const s = await site();
+    const atFront = await writeElsewhere(s.front);
+    const atAnnex = await writeElsewhere(s.annex);
+    assert.deepEqual(await eventIds(s.token), [atFront.id, atAnnex.id]);
+    assert.deepEqual(await eventIds(s.deptToken), [atAnnex.id], 'the department key sees its own location only');
+    assert.deepEqual(await eventIds(s.token, `?lock_id=${s.annex}`), [atAnnex.id]);
+    assert.deepEqual(await eventIds(s.deptToken, `?lock_id=${s.front}`), [], 'a filter naming a lock outside the scope');
+  });
+
+  test("another instance's write and a removal are seen within a second (the access log's NOTIFY), not after the TTL", async () => {
+    const s = await site();
+    const first = await writeElsewhere(s.front);
+    assert.deepEqual(await eventIds(s.token), [first.id]);
+    assert.deepEqual(await eventIds(s.token), [first.id], 'asked again (now from memory)');
+    const second = await writeElsewhere(s.front, 'door.closed');
+    assert.deepEqual(await within(1_000, () => eventIds(s.token), (ids) => ids.length === 2), [first.id, second.id]);
+    await ctx.database.db.query('DELETE FROM access_events WHERE id = $1', [first.id]);
+    assert.deepEqual(await within(1_000, () => eventIds(s.token), (ids) => ids.length === 1), [second.id], 'a removed entry leaves the page');
+  });
+
+  test("another account's writes do not empty this account's pages, and never show in them", async () => {
+    const s = await site();
+    const other = await site();
+    const mine = await writeElsewhere(s.front);
+    assert.deepEqual(await eventIds(s.token), [mine.id]);
+    await writeElsewhere(other.front);
+    assert.deepEqual(await eventIds(s.token), [mine.id]);
+  });
+
+  test('a refused unlock is in the very next read of the log, by the client that was refused', async () => {
+    const s = await site();
+    assert.deepEqual(await eventIds(s.token), [], 'an empty page, kept in memory');
+    const refused = await ctx.service.request('POST', `/v1/locks/${s.annex}/unlock`, { token: s.token });
+    assert.equal(refused.status, 403, refused.text);
+    const after = await ctx.service.request<Page<AccessEvent>>('GET', '/v1/events', { token: s.token });
+    assert.deepEqual(after.body.data.map((e) => [e.type, e.reason, e.lock.id]), [['access.denied', 'no_access', s.annex]]);
+  });
+});
+
+describe('GET /v1/locks from memory', () => {
+  test('a narrower key gets its own scope; a lock created or moved is in the very next page', async () => {
+    const s = await site();
+    const list = async (token: string, query = '') => {
+      const res = await ctx.service.request<Page<{ id: number; name: string }>>('GET', `/v1/locks${query}`, { token });
+      assert.equal(res.status, 200, res.text);
+      return res.body.data.map((l) => l.id);
+    };
+    assert.deepEqual(await list(s.token), [s.front, s.annex]);
+    assert.deepEqual(await list(s.deptToken), [s.annex]);
+    assert.deepEqual(await list(s.token, `?location_id=${s.dept}`), [s.annex]);
+    const added = await createLock(ctx.service, s.dept, { name: 'Added' });
+    assert.deepEqual(await list(s.deptToken), [s.annex, added], 'created through the operator API, seen at once');
+    const moved = await ctx.service.admin('PATCH', `/admin/v1/locks/${added}`, { name: 'Renamed' });
+    assert.equal(moved.status, 200, moved.text);
+    const page = await ctx.service.request<Page<{ id: number; name: string }>>('GET', '/v1/locks', { token: s.deptToken });
+    assert.deepEqual(page.body.data.map((l) => l.name), ['Annex door', 'Renamed']);
+  });
+});
