@@ -1,5 +1,8 @@
 // What every section of the bench shares: the run length, the operator calls, the load generator and the
 // percentiles. The service always runs in its own process (test/helpers/process.ts).
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import autocannon from 'autocannon';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
 
@@ -34,23 +37,66 @@ export async function until(done: () => boolean, timeoutMs: number): Promise<voi
 
 export interface Measured {
   name: string;
+  /** The median run's figures (by requests/s) of RUNS runs. */
   rps: number;
   p50: number;
   p99: number;
   non2xx: number;
+  /** Every run's requests/s, in order. */
+  runs: number[];
+  /** The service's CPU during the median run, in cores (1.00 = one core busy); null when not watched. */
+  cpu: number | null;
+  /** The service's resident memory after the runs, MiB; null when not watched. */
+  rssMiB: number | null;
 }
 
-export async function load(name: string, url: string, token: string | null): Promise<Measured> {
-  // Warm-up, then the measured run.
+/** Runs per figure: the median is reported (BENCH_RUNS, default 3). */
+export const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+/** Pinned mode (BENCH_PIN, on unless 0): the service on core 0, this process (the load generator) on core 1. */
+export const PINNED = process.env.BENCH_PIN !== '0' && os.cpus().length >= 2;
+
+/** CPU seconds (user + system, every thread) a process has used so far. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+/** Resident memory of a process, MiB. */
+export function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Math.round(Number(match?.[1] ?? 0) / 1024);
+}
+
+/** Puts a process (every thread it has) on one core; the threads it starts later inherit it. */
+export function pin(pid: number, core: number | string): void {
+  execFileSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
+}
+
+/**
+ * A warm-up, then RUNS runs of SECONDS at CONNECTIONS; returns the median run's figures and, with `pid`,
+ * the service's CPU during that run and its memory after.
+ */
+export async function load(name: string, url: string, token: string | null, pid?: number): Promise<Measured> {
   const headers = token ? { authorization: `Bearer ${token}` } : {};
   await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers });
+  const runs: Array<{ result: autocannon.Result; cpu: number | null }> = [];
+  for (let i = 0; i < RUNS; i++) {
+    const cpuBefore = pid ? cpuSeconds(pid) : 0;
+    const started = performance.now();
+    const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers });
+    const cpu = pid ? (cpuSeconds(pid) - cpuBefore) / ((performance.now() - started) / 1000) : null;
+    runs.push({ result, cpu });
+  }
+  const median = [...runs].sort((a, b) => a.result.requests.average - b.result.requests.average)[Math.floor(runs.length / 2)] as (typeof runs)[number];
   return {
     name,
-    rps: Math.round(result.requests.average),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx + result.errors,
+    rps: Math.round(median.result.requests.average),
+    p50: median.result.latency.p50,
+    p99: median.result.latency.p99,
+    non2xx: runs.reduce((sum, r) => sum + r.result.non2xx + r.result.errors, 0),
+    runs: runs.map((r) => Math.round(r.result.requests.average)),
+    cpu: median.cpu === null ? null : Math.round(median.cpu * 100) / 100,
+    rssMiB: pid ? rssMiB(pid) : null,
   };
 }
 

@@ -1,15 +1,18 @@
 // bench/RESULTS.md from one full run's figures, with the targets of the issues they answer.
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { CONNECTIONS, SECONDS, type Measured } from './common.ts';
+import { CONNECTIONS, PINNED, RUNS, SECONDS, type Measured } from './common.ts';
 import type { ConsoleFigures } from './console.ts';
 import type { DeviceFigures } from './devices.ts';
+import type { ReadFigures } from './reads.ts';
 import type { WebhookFigures } from './webhooks.ts';
 
 export interface Figures {
   bare: Measured;
-  embedded: { one: Measured; list: Measured };
-  server: { one: Measured; list: Measured };
+  /** The bare route serving a page of 50 locks' bytes instead of one lock's. */
+  barePage: Measured;
+  embedded: ReadFigures;
+  server: ReadFigures;
   hooks: WebhookFigures;
   devices: DeviceFigures;
   viaMosquitto: DeviceFigures;
@@ -17,25 +20,47 @@ export interface Figures {
 }
 
 /** Writes bench/RESULTS.md and returns its text. */
-export async function writeReport({ bare, embedded, server, hooks, devices, viaMosquitto, consoleCost }: Figures): Promise<string> {
-  const rows = [bare, embedded.one, embedded.list, server.one, server.list];
+/** The reads of the issue 15 table, in its order. */
+const READS = [
+  ['get one lock', 'one'],
+  ['list locks (page of 50)', 'locks'],
+  ['list events (page of 50)', 'events'],
+  ['list people (page of 50)', 'people'],
+  ['list keys (page of 50)', 'keys'],
+] as const;
+
+/** Writes bench/RESULTS.md and returns its text. */
+export async function writeReport({ bare, barePage, embedded, server, hooks, devices, viaMosquitto, consoleCost }: Figures): Promise<string> {
+  const rows = [bare, barePage, ...READS.map(([, k]) => server[k]), ...READS.map(([, k]) => embedded[k])];
   const { embedded: e, postgres: p } = consoleCost;
+  const share = (m: Measured) => (m.rps / bare.rps).toFixed(2);
   const ratio = (m: Measured) => `${((m.rps / bare.rps) * 100).toFixed(0)}%`;
+  const cores = (m: Measured) => (m.cpu === null ? '–' : m.cpu.toFixed(2));
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const report = [
     '# Benchmark results',
     '',
     `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}.`,
-    `autocannon in a separate process from the service, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up, on loopback.`,
+    `autocannon in a separate process from the service, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up, median of ${RUNS} runs, on loopback;`,
+    PINNED
+      ? 'pinned mode: the service on core 0 and the load generator on core 1 (`taskset`); PostgreSQL is not pinned.'
+      : 'not pinned (BENCH_PIN=0): the service, the load generator and PostgreSQL share every core.',
     'The service runs with `API_RATE_LIMIT_PER_MINUTE` raised so the limiter counts every request without refusing them.',
     '',
-    '| run | requests/s | p50 ms | p99 ms | non-2xx | vs bare |',
-    '|---|---:|---:|---:|---:|---:|',
-    ...rows.map((m) => `| ${m.name} | ${m.rps} | ${m.p50} | ${m.p99} | ${m.non2xx} | ${ratio(m)} |`),
+    '## Reads against bare Fastify (issue 15)',
     '',
-    'Targets (issue 2): authenticated `GET /v1/locks/{id}` on PostgreSQL at least 35% of the bare route',
-    `(measured ${ratio(server.one)}) with p99 under 25 ms (measured ${server.one.p99} ms); on the embedded database at least 15%`,
-    `(measured ${ratio(embedded.one)}).`,
+    'Each list has 60 rows in scope (a full page of 50); the door events were published by a gateway over MQTT.',
+    'Bare Fastify serves one lock\'s bytes from memory without auth = 1.00.',
+    '',
+    '| endpoint | Latchkey on PostgreSQL | Latchkey embedded | target (PostgreSQL) |',
+    '|---|---:|---:|---|',
+    ...READS.map(([label, k]) => `| ${label} | ${share(server[k])} | ${share(embedded[k])} | ${k === 'events' || k === 'locks' ? '≥ 0.40, p99 < 20 ms' : k === 'one' ? '–' : '≥ 0.30'} |`),
+    '',
+    '| run | requests/s (median) | runs | p50 ms | p99 ms | service CPU (cores) | service RSS MiB | non-2xx | vs bare |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((m) => `| ${m.name} | ${m.rps} | ${m.runs.join(', ')} | ${m.p50} | ${m.p99} | ${cores(m)} | ${m.rssMiB ?? '–'} | ${m.non2xx} | ${ratio(m)} |`),
+    '',
+    `Idle resident memory after start and seeding, before load: PostgreSQL ${server.idleRssMiB} MiB, embedded ${embedded.idleRssMiB} MiB.`,
     '',
     '## Webhook deliveries (PostgreSQL, local HTTPS receiver)',
     '',

@@ -12,12 +12,26 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startServiceProcess } from '../test/helpers/process.ts';
-import { load, PG_URL, stop } from './common.ts';
+import { load, pin, PINNED, PG_URL, stop, type Measured } from './common.ts';
 import { consoleRuns } from './console.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { serviceRuns } from './reads.ts';
 import { writeReport } from './report.ts';
 import { webhookRuns } from './webhooks.ts';
+
+/** Bare Fastify serving `body` from memory, measured like the service (pinned the same way in pinned mode). */
+async function bareRun(name: string, body: string): Promise<Measured> {
+  const bareServer = await startServiceProcess({ BARE_BODY: body }, 'bench/bare-server.ts');
+  const pid = bareServer.child.pid as number;
+  if (PINNED) {
+    pin(pid, 0);
+    pin(process.pid, 1);
+  }
+  return load(name, `${bareServer.url}/v1/locks/1`, null, pid).finally(() => {
+    if (PINNED) pin(process.pid, '0-1');
+    return stop(bareServer);
+  });
+}
 
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-bench-'));
@@ -30,7 +44,16 @@ async function main(): Promise<void> {
 
   try {
     if (process.env.BENCH_ONLY === 'reads') {
-      console.log(await serviceRuns('embedded', { DATA_DIR: dataDir }), await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }));
+      // BENCH_READS=postgres or embedded measures one database only.
+      const only = process.env.BENCH_READS;
+      const results = [
+        ...(only !== 'embedded' ? [await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })] : []),
+        ...(only !== 'postgres' ? [await serviceRuns('embedded', { DATA_DIR: dataDir })] : []),
+      ];
+      const bare = await bareRun('bare Fastify', (results[0] as { body: string }).body);
+      for (const m of [bare, ...results.flatMap((r) => [r.one, r.locks, r.events, r.people, r.keys])]) {
+        console.log(`${m.name.padEnd(44)} ${String(m.rps).padStart(6)} rps (${(m.rps / bare.rps).toFixed(2)})  p50 ${m.p50} p99 ${m.p99} ms  cpu ${m.cpu}  runs ${m.runs.join(' ')}`);
+      }
       return;
     }
     if (process.env.BENCH_ONLY === 'console') {
@@ -62,10 +85,10 @@ async function main(): Promise<void> {
     console.log('console start-up and memory …');
     const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
     console.log('bare Fastify …');
-    const bareServer = await startServiceProcess({ BARE_BODY: server.body }, 'bench/bare-server.ts');
-    const bare = await load('bare Fastify, same bytes, no auth', `${bareServer.url}/v1/locks/1`, null).finally(() => stop(bareServer));
+    const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
+    const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, embedded, server, hooks, devices, viaMosquitto, consoleCost }));
+    console.log(await writeReport({ bare, barePage, embedded, server, hooks, devices, viaMosquitto, consoleCost }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();

@@ -51,6 +51,7 @@ import { JobRunner } from './platform/jobs.ts';
 import { databaseProbe, healthRoutes } from './platform/health.ts';
 import { Metrics, listenForScrapes, shared } from './platform/metrics.ts';
 import { reportingFailures } from './platform/db/observed.ts';
+import { PageCaches } from './platform/page-cache.ts';
 import { RateLimits, connectRedis } from './platform/rate-limit.ts';
 
 import { RequestLog } from './platform/request-log.ts';
@@ -134,7 +135,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   const authenticator = new ApiKeyAuthenticator(db, clock);
   await authenticator.start();
-  const catalog = new CatalogService(db);
+  // Pages of the lists clients poll, kept in memory per instance (platform/page-cache.ts).
+  const pages = new PageCaches();
+  const catalog = new CatalogService(db, pages);
   await catalog.start();
   const requestLog = new RequestLog(db, clock, app.log);
   jobs.register(requestLog.purgeJob());
@@ -154,11 +157,13 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     brandName: config.brandName,
     revocationEnabled: config.keyRevocationEnabled,
     log: app.log,
+    pages,
   });
+  await keys.start();
   jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log, metrics);
   await dispatcher.start();
-  const accessLogReader = new AccessLogReader(db);
+  const accessLogReader = new AccessLogReader(db, pages);
   await accessLogReader.start();
   const accessLog = new AccessLogWriter(db, clock, app.log, (accounts) => accessLogReader.changed(accounts));
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
@@ -183,6 +188,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   });
   requestLog.install(app);
   idempotency.install(app);
+  pages.install(app);
 
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
@@ -190,18 +196,18 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started });
 
   catalogRoutes(app, catalog);
-  peopleRoutes(
-    app,
-    new PeopleService({
-      db,
-      clock,
-      lockingSystems,
-      brandName: config.brandName,
-      log: app.log,
-      keysOfPerson: (scope, id) => keys.keysOfPerson(scope, id),
-      revokeEverythingOf: (tx, id, now) => keys.revokeEverythingOf(tx, id, now),
-    }),
-  );
+  const people = new PeopleService({
+    db,
+    clock,
+    lockingSystems,
+    brandName: config.brandName,
+    log: app.log,
+    keysOfPerson: (scope, id) => keys.keysOfPerson(scope, id),
+    revokeEverythingOf: (tx, id, now) => keys.revokeEverythingOf(tx, id, now),
+    pages,
+  });
+  await people.start();
+  peopleRoutes(app, people);
   keysRoutes(app, keys);
   eventsRoutes(app, accessLogReader);
   unlockRoutes(app, devices.unlock);

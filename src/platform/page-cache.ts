@@ -4,7 +4,7 @@
 // rows of that account changed (from any instance, job or script: the notifications come from triggers or
 // from the writers' transactions), when the LISTEN connection was lost and is back, and after a short TTL
 // (the net for a notification missed any other way). Memory is bounded by bytes, not entries.
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Database } from './db/index.ts';
 
@@ -14,6 +14,9 @@ export interface PageCacheOptions {
   ttlMs: number;
 }
 
+/** The channels migration 014's triggers notify with the accounts whose rows changed. */
+export const ROWS_CHANGED = { accessLog: 'access_log_changed', people: 'people_changed', keys: 'keys_changed' } as const;
+
 /** What a NOTIFY of a followed channel says: the accounts changed, or `all` (an empty or unreadable payload). */
 export type Changed = { accounts: number[] } | 'all';
 
@@ -21,6 +24,12 @@ export type Changed = { accounts: number[] } | 'all';
 export function parseChanged(payload: string): Changed {
   if (!/^\d+(,\d+)*$/.test(payload)) return 'all';
   return { accounts: payload.split(',').map(Number) };
+}
+
+/** One follow of a PageCache: a channel, and how to read its payload (account ids by default). */
+export interface Followed {
+  channel: string;
+  parse?: (payload: string) => Changed;
 }
 
 export class PageCache {
@@ -39,9 +48,9 @@ export class PageCache {
     });
   }
 
-  /** Drops an account's pages on every notification of `channel` naming it (or naming none: all). */
-  async follow(db: Database, channel: string, parse: (payload: string) => Changed = parseChanged): Promise<void> {
-    await db.listen(channel, (payload) => this.changed(parse(payload)));
+  /** Drops an account's pages on every notification of the channels naming it (or naming none: all). */
+  async follow(db: Database, channels: Followed[]): Promise<void> {
+    for (const { channel, parse = parseChanged } of channels) await db.listen(channel, (payload) => this.changed(parse(payload)));
   }
 
   changed(what: Changed): void {
@@ -84,4 +93,42 @@ export function pageSerializer<T>(reply: FastifyReply): (page: T) => string {
     if (typeof body !== 'string') throw new Error('the route serializer gave bytes, not JSON text');
     return body;
   };
+}
+
+/** A catalog NOTIFY names no account: it drops every page. */
+export const everyAccount = (): Changed => 'all';
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Every page cache of the instance. Notifications reach each instance a moment after the commit; a
+ * client that reads right after its own write must not get a page from before it. So every write request
+ * this instance answers drops the pages of its account (a public API key's) before the answer leaves, or
+ * every page (an operator's, or an open route's such as a setup link's): then whatever the request
+ * committed is read again. A request refused before authentication drops nothing.
+ */
+export class PageCaches {
+  private readonly caches: PageCache[] = [];
+
+  create(options: PageCacheOptions): PageCache {
+    const cache = new PageCache(options);
+    this.caches.push(cache);
+    return cache;
+  }
+
+  changed(what: Changed): void {
+    for (const cache of this.caches) cache.changed(what);
+  }
+
+  install(app: FastifyInstance): void {
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (!READS.has(request.method)) {
+        const access = request.routeOptions.config.access;
+        if (request.caller) this.changed({ accounts: [request.caller.accountId] });
+        else if (access?.kind === 'admin' && reply.statusCode !== 401) this.changed('all');
+        else if (access?.kind === 'open' && reply.statusCode < 400) this.changed('all');
+      }
+      done(null, payload);
+    });
+  }
 }

@@ -1,7 +1,9 @@
 // The page cache's own rules: what a change drops, and that a page read across a change is not kept.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PageCache, parseChanged } from '../../src/platform/page-cache.ts';
+import Fastify from 'fastify';
+import type { Caller } from '../../src/platform/auth.ts';
+import { PageCache, PageCaches, parseChanged } from '../../src/platform/page-cache.ts';
 
 const cache = () => new PageCache({ maxBytes: 1_000_000, ttlMs: 60_000 });
 
@@ -41,5 +43,63 @@ describe('PageCache', () => {
     assert.deepEqual(parseChanged('3,4'), { accounts: [3, 4] });
     assert.equal(parseChanged(''), 'all', 'the LISTEN connection came back: anything may have changed');
     assert.equal(parseChanged('3,x'), 'all');
+  });
+});
+
+describe('PageCaches: a write request drops pages before its answer leaves', () => {
+  /** An app whose routes stand for the three kinds of access; `x-account` plays an authenticated key. */
+  async function app() {
+    const caches = new PageCaches();
+    const pages = caches.create({ maxBytes: 1_000_000, ttlMs: 60_000 });
+    const server = Fastify();
+    server.addHook('onRequest', async (request, reply) => {
+      const account = request.headers['x-account'];
+      if (request.routeOptions.config.access?.kind === 'public') {
+        if (!account) return reply.code(401).send({ error: 'unauthenticated' });
+        request.caller = { accountId: Number(account) } as Caller;
+      }
+      if (request.routeOptions.config.access?.kind === 'admin' && request.headers.authorization !== 'Bearer operator') {
+        return reply.code(401).send({ error: 'unauthenticated' });
+      }
+    });
+    caches.install(server);
+    const answer = async () => ({ ok: true });
+    server.post('/public', { config: { access: { kind: 'public', scopes: [] } } }, answer);
+    server.get('/public', { config: { access: { kind: 'public', scopes: [] } } }, answer);
+    server.post('/admin', { config: { access: { kind: 'admin' } } }, answer);
+    server.post('/open', { config: { access: { kind: 'open' } } }, async (_request, reply) => reply.code(400).send({ error: 'bad link' }));
+    // Pages of accounts 1 and 2, and a counter of how often each was read from the database.
+    const reads = { 1: 0, 2: 0 };
+    const read = (account: 1 | 2) => pages.page(account, 'q', async () => `page ${++reads[account]}`);
+    await read(1);
+    await read(2);
+    return { server, read, reads };
+  }
+
+  test("an authenticated key's write drops its own account's pages only", async () => {
+    const { server, read, reads } = await app();
+    assert.equal((await server.inject({ method: 'POST', url: '/public', headers: { 'x-account': '1' } })).statusCode, 200);
+    await read(1);
+    await read(2);
+    assert.deepEqual(reads, { 1: 2, 2: 1 });
+  });
+
+  test('reads, and writes refused before authentication, drop nothing (an anonymous flood cannot empty the caches)', async () => {
+    const { server, read, reads } = await app();
+    assert.equal((await server.inject({ method: 'GET', url: '/public', headers: { 'x-account': '1' } })).statusCode, 200);
+    assert.equal((await server.inject({ method: 'POST', url: '/public' })).statusCode, 401);
+    assert.equal((await server.inject({ method: 'POST', url: '/admin', headers: { authorization: 'Bearer wrong' } })).statusCode, 401);
+    assert.equal((await server.inject({ method: 'POST', url: '/open' })).statusCode, 400);
+    await read(1);
+    await read(2);
+    assert.deepEqual(reads, { 1: 1, 2: 1 });
+  });
+
+  test("an operator's write drops every account's pages", async () => {
+    const { server, read, reads } = await app();
+    assert.equal((await server.inject({ method: 'POST', url: '/admin', headers: { authorization: 'Bearer operator' } })).statusCode, 200);
+    await read(1);
+    await read(2);
+    assert.deepEqual(reads, { 1: 2, 2: 2 });
   });
 });

@@ -3,7 +3,7 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
-import { PageCache } from '../../platform/page-cache.ts';
+import { everyAccount, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import type { Lock, SecurityGroup } from './schemas.ts';
 import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
@@ -22,13 +22,18 @@ export class CatalogService {
   // on every catalog NOTIFY, so a change made through any instance is seen at once.
   private readonly lockCache = new InvalidatedCache<number, ScopedLock>({ ttlMs: CACHE_TTL_MS, limit: CACHE_LIMIT });
   // Lock pages likewise; a catalog NOTIFY names no account, so it drops every page.
-  private readonly pageCache = new PageCache({ maxBytes: PAGE_CACHE_BYTES, ttlMs: CACHE_TTL_MS });
+  private readonly pageCache: PageCache;
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    pages: PageCaches,
+  ) {
+    this.pageCache = pages.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: CACHE_TTL_MS });
+  }
 
   async start(): Promise<void> {
     await this.lockCache.follow(this.db, CATALOG_CHANNEL);
-    await this.pageCache.follow(this.db, CATALOG_CHANNEL, () => 'all');
+    await this.pageCache.follow(this.db, [{ channel: CATALOG_CHANNEL, parse: everyAccount }]);
   }
 
   invalidate(): void {

@@ -2,7 +2,7 @@
 import type { Caller } from '../../platform/auth.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
-import { PageCache } from '../../platform/page-cache.ts';
+import { ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, type AccessEvent, type DoorEventType } from './schemas.ts';
@@ -17,8 +17,6 @@ export interface EventQuery {
   type?: string;
 }
 
-/** Notified by the access log's triggers (migration 014) with the accounts whose entries changed. */
-export const ACCESS_LOG_CHANNEL = 'access_log_changed';
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
 const PAGE_CACHE_BYTES = 32 * 2 ** 20;
 /** The net for a missed notification; short, as door activity is what clients poll for. */
@@ -29,12 +27,17 @@ const isDoorEventType = (type: string): type is DoorEventType => (DOOR_EVENT_TYP
 export class AccessLogReader {
   // Clients poll GET /events far more often than a door is used: pages are served from memory until a
   // notification says the account's log changed (see PageCache).
-  private readonly pages = new PageCache({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+  private readonly pages: PageCache;
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    caches: PageCaches,
+  ) {
+    this.pages = caches.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+  }
 
   async start(): Promise<void> {
-    await this.pages.follow(this.db, ACCESS_LOG_CHANNEL);
+    await this.pages.follow(this.db, [{ channel: ROWS_CHANGED.accessLog }]);
   }
 
   /** Entries of these accounts were written by this instance: its own next read must see them. */

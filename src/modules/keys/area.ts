@@ -21,6 +21,10 @@ export class KeysArea {
     this.handOver = new HandOverService(deps);
   }
 
+  async start(): Promise<void> {
+    await this.keys.start();
+  }
+
   /** The person's live keys inside a scope, for GET /people/{id}. */
   keysOfPerson(scopeLocationId: number, personId: string): Promise<EmbeddedKey[]> {
     return this.keys.keysOfPerson(scopeLocationId, personId);

@@ -1,6 +1,7 @@
 // What the services of the keys area share: their dependencies, the account read, the checks of
 // security groups and date-times, the locking system of an account, and the key events.
 import type { FastifyBaseLogger } from 'fastify';
+import type { PageCaches } from '../../platform/page-cache.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
@@ -20,6 +21,7 @@ export interface KeysDeps {
   brandName: string;
   revocationEnabled: boolean;
   log: FastifyBaseLogger;
+  pages: PageCaches;
 }
 
 /** Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. */

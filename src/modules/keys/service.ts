@@ -3,7 +3,9 @@
 import type { Caller } from '../../platform/auth.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
+import { everyAccount, ROWS_CHANGED, type PageCache } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
+import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import { queueLockingSystemTask } from '../locking-system/index.ts';
 import { accountOf, checkGroups, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import type { EmbeddedKey, Key, KeyListQuery, KeyUpdate } from './schemas.ts';
@@ -20,8 +22,34 @@ import {
   type KeyRow,
 } from './store.ts';
 
+/** Pages of GET /v1/keys kept per instance, by bytes of JSON; dropped on every change (see PageCache). */
+const PAGE_CACHE_BYTES = 16 * 2 ** 20;
+const PAGE_CACHE_TTL_MS = 30_000;
+
 export class KeysService {
-  constructor(private readonly deps: KeysDeps) {}
+  private readonly pages: PageCache;
+
+  constructor(private readonly deps: KeysDeps) {
+    this.pages = deps.pages.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+  }
+
+  /**
+   * Follows what changes a page: keys, people (a key is in scope where its person is) and locations (the
+   * scope tree, through the catalog's channel).
+   */
+  async start(): Promise<void> {
+    await this.pages.follow(this.db, [
+      { channel: ROWS_CHANGED.keys },
+      { channel: ROWS_CHANGED.people },
+      { channel: CATALOG_CHANNEL, parse: everyAccount },
+    ]);
+  }
+
+  /** GET /v1/keys as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
+  async listJson(caller: Caller, query: KeyListQuery, serialize: (page: PageOf<Key>) => string): Promise<string> {
+    const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.person_id, query.state, query.security_group]);
+    return this.pages.page(caller.accountId, key, async () => serialize(await this.listKeys(caller, query)));
+  }
 
   private get db(): Database {
     return this.deps.db;

@@ -3,6 +3,7 @@ import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
+import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
 import { PageQuery } from '../../platform/pagination.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
@@ -37,7 +38,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         response: { 200: ref(PersonPage) },
       },
     },
-    async (request) => people.list(callerOf(request), request.query),
+    async (request, reply) => sendSerialized(reply, await people.listJson(callerOf(request), request.query, pageSerializer(reply))),
   );
 
   app.post(

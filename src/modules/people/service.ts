@@ -11,7 +11,9 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
+import { everyAccount, ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
+import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import { purgePersonPayloads } from '../webhooks/index.ts';
@@ -45,7 +47,14 @@ export interface PeopleDeps {
   keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
   /** Revokes the person's keys and cancels their invitations inside the deletion's transaction. */
   revokeEverythingOf: (tx: Queryable, personId: string, now: Date) => Promise<void>;
+  pages: PageCaches;
 }
+
+/** Pages of GET /v1/people kept per instance, by bytes of JSON; dropped on every change (see PageCache). */
+const PAGE_CACHE_BYTES = 16 * 2 ** 20;
+const PAGE_CACHE_TTL_MS = 30_000;
+
+type PeopleQuery = { limit?: number; cursor?: string; email?: string; phone?: string };
 
 interface TargetLocation {
   id: number;
@@ -54,7 +63,16 @@ interface TargetLocation {
 }
 
 export class PeopleService {
-  constructor(private readonly deps: PeopleDeps) {}
+  private readonly pages: PageCache;
+
+  constructor(private readonly deps: PeopleDeps) {
+    this.pages = deps.pages.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+  }
+
+  /** Follows what changes a page: people, and locations (their names, the scope tree) through the catalog's channel. */
+  async start(): Promise<void> {
+    await this.pages.follow(this.db, [{ channel: ROWS_CHANGED.people }, { channel: CATALOG_CHANNEL, parse: everyAccount }]);
+  }
 
   private get db(): Database {
     return this.deps.db;
@@ -62,10 +80,13 @@ export class PeopleService {
 
   // ---- reads ----------------------------------------------------------------------------------
 
-  async list(
-    caller: Caller,
-    query: { limit?: number; cursor?: string; email?: string; phone?: string },
-  ): Promise<PageOf<Person>> {
+  /** GET /v1/people as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
+  async listJson(caller: Caller, query: PeopleQuery, serialize: (page: PageOf<Person>) => string): Promise<string> {
+    const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.email, query.phone]);
+    return this.pages.page(caller.accountId, key, async () => serialize(await this.list(caller, query)));
+  }
+
+  async list(caller: Caller, query: PeopleQuery): Promise<PageOf<Person>> {
     const limit = clampLimit(query.limit);
     const afterId = decodeCursor(query.cursor, 'uuid');
     let phone: string | null = null;

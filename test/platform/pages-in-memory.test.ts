@@ -1,6 +1,7 @@
-// GET /v1/events and GET /v1/locks answer from per-instance page caches (platform/page-cache.ts). These
-// tests attack the cache: a key of a narrower scope asking the same query, writes by another instance
-// (only their NOTIFY tells this one), rows removed, and a client reading right after its own write.
+// GET /v1/events, /v1/locks, /v1/people and /v1/keys answer from per-instance page caches
+// (platform/page-cache.ts). These tests attack the caches: a key of a narrower scope asking the same query,
+// writes by another instance (only their NOTIFY tells this one), rows removed, and a client reading right
+// after its own write.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
@@ -16,7 +17,7 @@ async function site() {
   const dept = await createDepartment(ctx.service, account.rootLocationId, 'Annex');
   const front = await createLock(ctx.service, account.rootLocationId, { name: 'Front' });
   const annex = await createLock(ctx.service, dept, { name: 'Annex door' });
-  const scopes = ['events:read', 'catalog:read', 'locks:control'];
+  const scopes = ['events:read', 'catalog:read', 'locks:control', 'people:read', 'people:write', 'keys:read', 'keys:write'];
   const token = (await createApiKey(ctx.service, account.rootLocationId, scopes, { lock_allowlist: [front] })).token;
   const deptToken = (await createApiKey(ctx.service, dept, scopes)).token;
   return { account, dept, front, annex, token, deptToken };
@@ -111,5 +112,52 @@ describe('GET /v1/locks from memory', () => {
     assert.equal(moved.status, 200, moved.text);
     const page = await ctx.service.request<Page<{ id: number; name: string }>>('GET', '/v1/locks', { token: s.deptToken });
     assert.deepEqual(page.body.data.map((l) => l.name), ['Annex door', 'Renamed']);
+  });
+});
+
+async function ids<T extends { id: number | string }>(path: string, token: string): Promise<Array<T['id']>> {
+  const res = await ctx.service.request<Page<T>>('GET', path, { token });
+  assert.equal(res.status, 200, res.text);
+  return res.body.data.map((row) => row.id);
+}
+
+describe('GET /v1/people and GET /v1/keys from memory', () => {
+  test('a narrower key gets its own scope; a person created by the client is in its very next page', async () => {
+    const s = await site();
+    const atRoot = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Root Person', location_id: s.account.rootLocationId });
+    const atDept = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Dept Person', location_id: s.dept });
+    assert.deepEqual(await ids('/v1/people', s.token), [atRoot.body.id, atDept.body.id]);
+    assert.deepEqual(await ids('/v1/people', s.deptToken), [atDept.body.id]);
+    const created = await ctx.service.request<{ id: string }>('POST', '/v1/people', { token: s.deptToken, body: { name: 'New Person', email: 'new@example.com' } });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(await ids('/v1/people', s.deptToken), [atDept.body.id, created.body.id], 'read right after the write');
+    assert.deepEqual(await ids('/v1/people', s.token), [atRoot.body.id, atDept.body.id, created.body.id]);
+  });
+
+  test("another instance's changes to people and keys are seen within a second (their NOTIFY)", async () => {
+    const s = await site();
+    const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ada', location_id: s.dept });
+    const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge' });
+    const names = async () => (await ctx.service.request<Page<{ name: string }>>('GET', '/v1/people', { token: s.deptToken })).body.data.map((p) => p.name);
+    const keyNames = async () => (await ctx.service.request<Page<{ name: string }>>('GET', '/v1/keys', { token: s.deptToken })).body.data.map((k) => k.name);
+    assert.deepEqual(await names(), ['Ada']);
+    assert.deepEqual(await keyNames(), ['Badge']);
+    await ctx.database.db.query("UPDATE people SET name = 'Ada Lovelace' WHERE id = $1", [person.body.id]);
+    assert.deepEqual(await within(1_000, names, (n) => n[0] === 'Ada Lovelace'), ['Ada Lovelace']);
+    await ctx.database.db.query("UPDATE keys SET name = 'Lost badge' WHERE id = $1", [card.body.id]);
+    assert.deepEqual(await within(1_000, keyNames, (n) => n[0] === 'Lost badge'), ['Lost badge']);
+    // The person moves out of the department: their key leaves the department's pages with them.
+    await ctx.database.db.query('UPDATE people SET location_id = $2 WHERE id = $1', [person.body.id, s.account.rootLocationId]);
+    assert.deepEqual(await within(1_000, keyNames, (n) => n.length === 0), [], "a key follows its person's scope");
+  });
+
+  test("an operator's change is in the client's very next page", async () => {
+    const s = await site();
+    const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Bo', location_id: s.dept });
+    const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge' });
+    assert.deepEqual(await ids('/v1/keys', s.deptToken), [card.body.id]);
+    const fob = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'fob', name: 'Fob' });
+    assert.equal(fob.status, 201, fob.text);
+    assert.deepEqual(await ids('/v1/keys', s.deptToken), [card.body.id, fob.body.id], 'handed over by the operator, listed at once');
   });
 });
