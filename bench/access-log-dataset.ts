@@ -30,7 +30,7 @@ const LOCATIONS = 100; // root, 9 sites, 10 floors each
 const ALL_LOCKS = 1000;
 const ALL_PEOPLE = 5000;
 const CHUNK = 1_000_000;
-const MARKER = (spec: DatasetSpec) => `latchkey access-log dataset v1: ${spec.events} events`;
+const MARKER = (spec: DatasetSpec) => `latchkey access-log dataset v2: ${spec.events} events`;
 
 export function serverUrl(database: string): string {
   const base = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
@@ -160,7 +160,8 @@ async function fill(client: pg.Client, spec: DatasetSpec, log: (line: string) =>
   for (const i of indexes) await client.query(`DROP INDEX ${i.name}`);
   for (const c of constraints) await client.query(`ALTER TABLE access_events DROP CONSTRAINT ${c.name}`);
 
-  // Events: the lock and person drawn by a hash of n, ids in order of receipt, occurred_at a gateway's clock
+  // Events: written in id order as the service appends them (heap order follows id, as in production),
+  // the lock and person drawn by a hash of n, ids in order of receipt, occurred_at a gateway's clock
   // (up to a few seconds off, so not monotonic in id). 68% granted, 10% denied (a fifth by an unknown key),
   // 20% closed, 2% left open; a door event carries the person of an opening, as the writer stores it.
   const people = `(SELECT row_number() OVER (ORDER BY p.created_at, p.id) AS n, p.id, p.name, p.email, k.id AS key_id, k.name AS key_name
@@ -194,7 +195,8 @@ async function fill(client: pg.Client, spec: DatasetSpec, log: (line: string) =>
                                        FROM (SELECT abs(hashint8(n + 2000000000000)::bigint) % 100 AS b) AS h) AS t) AS e
          JOIN locks k ON k.id = e.lock_n
          JOIN locations l ON l.id = k.location_id
-         JOIN ${people} AS p ON p.n = e.person_n`,
+         JOIN ${people} AS p ON p.n = e.person_n
+        ORDER BY e.n`,
       [spec.locks, spec.people, spec.spanSeconds, spec.events, from, to],
     );
   }
