@@ -258,4 +258,23 @@ describe('GET /events', () => {
     assert.equal(rest.body.next_cursor, null);
     assert.equal((await ctx.service.request('GET', '/v1/events?since=yesterday', { token: s.token })).status, 400);
   });
+
+  test('since keeps receipt order and finds an event received before others of an earlier time', async () => {
+    const s = await site();
+    // Received in this order; the gateway's clock puts 'late' after 'early', which arrived later.
+    await s.send({ id: 'late', lock_id: s.front, type: 'access.granted', key_id: s.cardId, occurred_at: '2026-11-20T11:00:00Z' });
+    await s.send({ id: 'old', lock_id: s.front, type: 'door.closed', occurred_at: '2026-11-20T08:00:00Z' });
+    await s.send({ id: 'early', lock_id: s.annex, type: 'access.granted', key_id: s.cardId, occurred_at: '2026-11-20T10:00:00Z' });
+    await s.send({ id: 'older', lock_id: s.annex, type: 'door.closed', occurred_at: '2026-11-20T07:00:00Z' });
+    const all = await settle(s.token, 4);
+    const since = async (query: string) => (await events(s.token, query)).map((e) => e.occurred_at);
+    assert.deepEqual(await since('?since=2026-11-20T09:00:00Z'), ['2026-11-20T11:00:00.000Z', '2026-11-20T10:00:00.000Z']);
+    assert.deepEqual(await since('?since=2026-11-20T10:30:00Z'), ['2026-11-20T11:00:00.000Z']);
+    assert.deepEqual(await since('?since=2026-11-20T12:00:00Z'), []);
+    // Later pages go on from the cursor with the same filter.
+    const first = await ctx.service.request<Page<Event>>('GET', '/v1/events?since=2026-11-20T09:00:00Z&limit=1', { token: s.token });
+    assert.deepEqual(first.body.data.map((e) => e.id), [all[0]?.id]);
+    const rest = await ctx.service.request<Page<Event>>('GET', `/v1/events?since=2026-11-20T09:00:00Z&limit=1&cursor=${first.body.next_cursor}`, { token: s.token });
+    assert.deepEqual(rest.body.data.map((e) => e.id), [all[2]?.id]);
+  });
 });
