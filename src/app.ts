@@ -136,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const authenticator = new ApiKeyAuthenticator(db, clock);
   await authenticator.start();
   // Pages of the lists clients poll, kept in memory per instance (platform/page-cache.ts).
-  const pages = new PageCaches();
+  const pages = new PageCaches(config.pageCacheEnabled);
   const catalog = new CatalogService(db, pages);
   await catalog.start();
   const requestLog = new RequestLog(db, clock, app.log);

@@ -38,6 +38,8 @@ export interface Config {
   sandbox: boolean;
   /** The operator console at /console (docs/console.md); false leaves every /console path a 404. */
   consoleEnabled: boolean;
+  /** List pages kept in memory per instance (platform/page-cache.ts); false reads every page from the database. */
+  pageCacheEnabled: boolean;
   keyRevocationEnabled: boolean;
   webhookAllowHosts: string[];
   /** base64 of 32 bytes: the key webhook signing secrets are encrypted with; generated and kept when unset. */
@@ -186,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken,
     sandbox: boolean(env, 'SANDBOX', false),
     consoleEnabled: boolean(env, 'CONSOLE_ENABLED', true),
+    pageCacheEnabled: boolean(env, 'PAGE_CACHE_ENABLED', true),
     keyRevocationEnabled: boolean(env, 'KEY_REVOCATION_ENABLED', true),
     webhookAllowHosts: (text(env, 'WEBHOOK_ALLOW_HOSTS') ?? '')
       .split(',')

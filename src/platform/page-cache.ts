@@ -12,6 +12,8 @@ export interface PageCacheOptions {
   /** The most bytes of pages kept (UTF-16 length, close enough for JSON). */
   maxBytes: number;
   ttlMs: number;
+  /** False: every page is produced afresh (PAGE_CACHE_ENABLED=false). */
+  enabled?: boolean;
 }
 
 /** The channels migration 014's triggers notify with the accounts whose rows changed. */
@@ -38,8 +40,10 @@ export class PageCache {
   private readonly generations = new Map<number, number>();
   /** Bumped by a change of every account. */
   private epoch = 0;
+  private readonly enabled: boolean;
 
   constructor(options: PageCacheOptions) {
+    this.enabled = options.enabled ?? true;
     this.pages = new LRUCache<string, string>({
       maxSize: options.maxBytes,
       sizeCalculation: (body, key) => body.length + key.length,
@@ -67,6 +71,7 @@ export class PageCache {
    * of the account was notified is sent but not kept: it may have been read before the change.
    */
   async page(account: number, query: string, produce: () => Promise<string>): Promise<string> {
+    if (!this.enabled) return produce();
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
     const key = `${account}:${version}:${query}`;
     const hit = this.pages.get(key);
@@ -110,8 +115,10 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export class PageCaches {
   private readonly caches: PageCache[] = [];
 
+  constructor(private readonly enabled = true) {}
+
   create(options: PageCacheOptions): PageCache {
-    const cache = new PageCache(options);
+    const cache = new PageCache({ ...options, enabled: this.enabled });
     this.caches.push(cache);
     return cache;
   }

@@ -32,6 +32,13 @@ describe('PageCache', () => {
     assert.equal(await pages.page(1, 'q', async () => 'after the change'), 'after the change');
   });
 
+  test('switched off (PAGE_CACHE_ENABLED=false), every page is read afresh', async () => {
+    const pages = new PageCaches(false).create({ maxBytes: 1_000_000, ttlMs: 60_000 });
+    let reads = 0;
+    await pages.page(1, 'q', async () => `page ${++reads}`);
+    assert.equal(await pages.page(1, 'q', async () => `page ${++reads}`), 'page 2');
+  });
+
   test('holds no more bytes than allowed', async () => {
     const pages = new PageCache({ maxBytes: 10_000, ttlMs: 60_000 });
     for (let i = 0; i < 100; i++) await pages.page(1, `q${i}`, async () => 'x'.repeat(1_000));
