@@ -13,6 +13,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { startServiceProcess } from '../test/helpers/process.ts';
 import { load, pin, PINNED, PG_URL, stop, type Measured } from './common.ts';
+import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.ts';
 import { consoleRuns } from './console.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { serviceRuns } from './reads.ts';
@@ -44,16 +45,21 @@ async function main(): Promise<void> {
 
   try {
     if (process.env.BENCH_ONLY === 'reads') {
-      // BENCH_READS=postgres or embedded measures one database only.
+      // BENCH_READS=postgres, embedded or database-path (PostgreSQL, PAGE_CACHE_ENABLED=false) measures one only.
       const only = process.env.BENCH_READS;
       const results = [
-        ...(only !== 'embedded' ? [await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })] : []),
-        ...(only !== 'postgres' ? [await serviceRuns('embedded', { DATA_DIR: dataDir })] : []),
+        ...(!only || only === 'postgres' ? [await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })] : []),
+        ...(!only || only === 'database-path' ? [await serviceRuns('PostgreSQL, pages not cached', { DATABASE_URL: pgUrl.toString(), PAGE_CACHE_ENABLED: 'false' })] : []),
+        ...(!only || only === 'embedded' ? [await serviceRuns('embedded', { DATA_DIR: dataDir })] : []),
       ];
       const bare = await bareRun('bare Fastify', (results[0] as { body: string }).body);
       for (const m of [bare, ...results.flatMap((r) => [r.one, r.locks, r.events, r.people, r.keys])]) {
         console.log(`${m.name.padEnd(44)} ${String(m.rps).padStart(6)} rps (${(m.rps / bare.rps).toFixed(2)})  p50 ${m.p50} p99 ${m.p99} ms  cpu ${m.cpu}  runs ${m.runs.join(' ')}`);
       }
+      return;
+    }
+    if (process.env.BENCH_ONLY === 'access-log') {
+      console.log(formatAccessLogScale(await measureAccessLogScale({ log: console.log })));
       return;
     }
     if (process.env.BENCH_ONLY === 'console') {
@@ -75,6 +81,10 @@ async function main(): Promise<void> {
     const embedded = await serviceRuns('embedded', { DATA_DIR: dataDir });
     console.log('PostgreSQL …');
     const server = await serviceRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() });
+    console.log('PostgreSQL, pages not cached …');
+    const databasePath = await serviceRuns('PostgreSQL, pages not cached', { DATABASE_URL: pgUrl.toString(), PAGE_CACHE_ENABLED: 'false' });
+    console.log('the access log at scale (10 million events; built once, then reused) …');
+    const accessLogScale = await measureAccessLogScale({ log: console.log });
     console.log('webhooks on PostgreSQL …');
     const hooks = await webhookRuns(pgUrl.toString(), client, schema);
     console.log('gateways on PostgreSQL …');
@@ -88,7 +98,7 @@ async function main(): Promise<void> {
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, barePage, embedded, server, hooks, devices, viaMosquitto, consoleCost }));
+    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, hooks, devices, viaMosquitto, consoleCost }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();
