@@ -15,7 +15,7 @@ const CACHE_LIMIT = 10_000;
 /** The net for a missed NOTIFY (see InvalidatedCache); NOTIFY is the normal path. */
 const CACHE_TTL_MS = 30_000;
 /** Lock pages kept per instance (GET /v1/locks), by bytes of JSON. */
-const PAGE_CACHE_BYTES = 16 * 2 ** 20;
+const PAGE_CACHE_BYTES = 8 * 2 ** 20;
 
 export class CatalogService {
   // Single-lock reads are the hottest path of the API; each instance caches them and drops the cache

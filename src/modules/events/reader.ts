@@ -18,7 +18,7 @@ export interface EventQuery {
 }
 
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
-const PAGE_CACHE_BYTES = 32 * 2 ** 20;
+const PAGE_CACHE_BYTES = 16 * 2 ** 20;
 /** The net for a missed notification; short, as door activity is what clients poll for. */
 const PAGE_CACHE_TTL_MS = 5_000;
 

@@ -23,7 +23,7 @@ import {
 } from './store.ts';
 
 /** Pages of GET /v1/keys kept per instance, by bytes of JSON; dropped on every change (see PageCache). */
-const PAGE_CACHE_BYTES = 16 * 2 ** 20;
+const PAGE_CACHE_BYTES = 8 * 2 ** 20;
 const PAGE_CACHE_TTL_MS = 30_000;
 
 export class KeysService {

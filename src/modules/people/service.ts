@@ -51,7 +51,7 @@ export interface PeopleDeps {
 }
 
 /** Pages of GET /v1/people kept per instance, by bytes of JSON; dropped on every change (see PageCache). */
-const PAGE_CACHE_BYTES = 16 * 2 ** 20;
+const PAGE_CACHE_BYTES = 8 * 2 ** 20;
 const PAGE_CACHE_TTL_MS = 30_000;
 
 type PeopleQuery = { limit?: number; cursor?: string; email?: string; phone?: string };
