@@ -48,8 +48,8 @@ async function openEmbedded(config: Pick<Config, 'dataDir'>, options: OpenOption
   }
   const dir = `${config.dataDir}/pg`;
   const fresh = (await readdir(dir).catch(() => [])).length === 0;
-  // A first start initialises a PostgreSQL cluster on disk: seconds, not the usual fraction of one.
-  progress(fresh ? `creating the embedded database in ${dir} (first start: this takes a few seconds)` : `opening the embedded database in ${dir}`);
+  // A first start unpacks an initialised cluster (src/db/pglite), or runs initdb for a PGlite without one.
+  progress(fresh ? `creating the embedded database in ${dir} (first start)` : `opening the embedded database in ${dir}`);
   await mkdir(config.dataDir, { recursive: true });
   return openPglite({ dataDir: dir });
 }

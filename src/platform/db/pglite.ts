@@ -1,8 +1,10 @@
 // Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { existsSync, readdirSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
 import { sqlText, type Database, type Row, type Sql, type Transaction } from './database.ts';
 import { databaseError } from './errors.ts';
+import { initdbTemplate, unpackInitdbTemplate } from './pglite-template.ts';
 
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
 const parsers = { [types.INT8]: (value: string) => Number(value) };
@@ -14,14 +16,41 @@ export interface PgliteOptions {
   loadDataDir?: Blob;
 }
 
+/**
+ * PostgreSQL settings of the embedded instance, after PGlite's own. Its WebAssembly memory only grows and every
+ * page PostgreSQL touches stays resident: shared_buffers (128MB by default, all of it touched at start) is most
+ * of the process's memory. 16MB holds the catalog and a small deployment's hot pages; other reads come from the
+ * operating system's page cache through a system call. maintenance_work_mem bounds what an index build in a
+ * migration leaves behind.
+ */
+export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = {
+  shared_buffers: '16MB',
+  maintenance_work_mem: '16MB',
+};
+
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
   const dataDir = options.dataDir === 'memory' ? 'memory://' : options.dataDir;
+  // A new cluster starts from the committed initdb output when there is one for this PGlite (seconds faster).
+  let loadDataDir = options.loadDataDir ?? null;
+  if (!loadDataDir && options.dataDir === 'memory') loadDataDir = await initdbTemplate();
+  else if (!loadDataDir && !existsSync(`${options.dataDir}/PG_VERSION`) && isEmptyDir(options.dataDir)) {
+    await unpackInitdbTemplate(options.dataDir);
+  }
   const pg = new PGlite(dataDir, {
     parsers,
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    startParams: [...PGlite.defaultStartParams, ...Object.entries(EMBEDDED_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
+    ...(loadDataDir ? { loadDataDir } : {}),
   });
   await pg.waitReady;
   return new PgliteDatabase(pg);
+}
+
+function isEmptyDir(dir: string): boolean {
+  try {
+    return readdirSync(dir).length === 0;
+  } catch {
+    return true; // absent
+  }
 }
 
 export class PgliteDatabase implements Database {
