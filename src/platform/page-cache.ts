@@ -9,7 +9,7 @@ import { LRUCache } from 'lru-cache';
 import type { Database } from './db/index.ts';
 
 export interface PageCacheOptions {
-  /** The most bytes of pages kept (UTF-16 length, close enough for JSON). */
+  /** The most bytes of pages kept. */
   maxBytes: number;
   ttlMs: number;
   /** False: every page is produced afresh (PAGE_CACHE_ENABLED=false). */
@@ -35,7 +35,8 @@ export interface Followed {
 }
 
 export class PageCache {
-  private readonly pages: LRUCache<string, string>;
+  // Bytes, not strings: a string would be encoded to UTF-8 again on every send.
+  private readonly pages: LRUCache<string, Buffer>;
   /** Bumped per account by its changes: a page stored under an older generation is never read again. */
   private readonly generations = new Map<number, number>();
   /** Bumped by a change of every account. */
@@ -44,7 +45,7 @@ export class PageCache {
 
   constructor(options: PageCacheOptions) {
     this.enabled = options.enabled ?? true;
-    this.pages = new LRUCache<string, string>({
+    this.pages = new LRUCache<string, Buffer>({
       maxSize: options.maxBytes,
       sizeCalculation: (body, key) => body.length + key.length,
       ttl: options.ttlMs,
@@ -70,13 +71,13 @@ export class PageCache {
    * The page of `account` that `query` names, from memory or from `produce`. A page produced while a change
    * of the account was notified is sent but not kept: it may have been read before the change.
    */
-  async page(account: number, query: string, produce: () => Promise<string>): Promise<string> {
-    if (!this.enabled) return produce();
+  async page(account: number, query: string, produce: () => Promise<string>): Promise<Buffer> {
+    if (!this.enabled) return Buffer.from(await produce());
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
     const key = `${account}:${version}:${query}`;
     const hit = this.pages.get(key);
     if (hit !== undefined) return hit;
-    const body = await produce();
+    const body = Buffer.from(await produce());
     if (`${this.epoch}.${this.generations.get(account) ?? 0}` === version) this.pages.set(key, body);
     return body;
   }
@@ -87,7 +88,7 @@ export class PageCache {
 }
 
 /** Sends JSON the route's own serializer made (`reply.serialize`), with the header Fastify would give it. */
-export function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
+export function sendSerialized(reply: FastifyReply, body: Buffer): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(body);
 }
 

@@ -60,7 +60,7 @@ export class CatalogService {
     page: PageRequest,
     locationId: number | undefined,
     serialize: (page: PageOf<Lock>) => string,
-  ): Promise<string> {
+  ): Promise<Buffer> {
     const under = locationId === undefined ? [caller.locationId] : [caller.locationId, locationId];
     return this.pageCache.page(caller.accountId, `${under.join('/')}:${page.afterId ?? 0}:${page.limit}`, async () => {
       const rows = await listLocks(this.db, under, page.afterId, page.limit + 1);

@@ -46,7 +46,7 @@ export class AccessLogReader {
   }
 
   /** GET /events as the JSON sent (`serialize` is the route's), from memory when this query was answered since the last change. */
-  async listJson(caller: Caller, query: EventQuery, serialize: (page: PageOf<AccessEvent>) => string): Promise<string> {
+  async listJson(caller: Caller, query: EventQuery, serialize: (page: PageOf<AccessEvent>) => string): Promise<Buffer> {
     const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.since, query.lock_id, query.person_id, query.type]);
     return this.pages.page(caller.accountId, key, async () => serialize(await this.list(caller, query)));
   }

@@ -46,7 +46,7 @@ export class KeysService {
   }
 
   /** GET /v1/keys as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
-  async listJson(caller: Caller, query: KeyListQuery, serialize: (page: PageOf<Key>) => string): Promise<string> {
+  async listJson(caller: Caller, query: KeyListQuery, serialize: (page: PageOf<Key>) => string): Promise<Buffer> {
     const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.person_id, query.state, query.security_group]);
     return this.pages.page(caller.accountId, key, async () => serialize(await this.listKeys(caller, query)));
   }

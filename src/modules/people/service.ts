@@ -81,7 +81,7 @@ export class PeopleService {
   // ---- reads ----------------------------------------------------------------------------------
 
   /** GET /v1/people as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
-  async listJson(caller: Caller, query: PeopleQuery, serialize: (page: PageOf<Person>) => string): Promise<string> {
+  async listJson(caller: Caller, query: PeopleQuery, serialize: (page: PageOf<Person>) => string): Promise<Buffer> {
     const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.email, query.phone]);
     return this.pages.page(caller.accountId, key, async () => serialize(await this.list(caller, query)));
   }
