@@ -5,6 +5,7 @@ import { CONNECTIONS, PINNED, RUNS, SECONDS, type Measured } from './common.ts';
 import type { ConsoleFigures } from './console.ts';
 import { formatAccessLogScale, type AccessLogScaleFigures } from './access-log-scale.ts';
 import type { DeviceFigures } from './devices.ts';
+import { startupSummary, type StartFigures } from './startup.ts';
 import type { ReadFigures } from './reads.ts';
 import type { WebhookFigures } from './webhooks.ts';
 
@@ -17,6 +18,7 @@ export interface Figures {
   /** PostgreSQL with PAGE_CACHE_ENABLED=false: every page read from the database. */
   databasePath: ReadFigures;
   accessLogScale: AccessLogScaleFigures;
+  startup: StartFigures[];
   hooks: WebhookFigures;
   devices: DeviceFigures;
   viaMosquitto: DeviceFigures;
@@ -34,7 +36,7 @@ const READS = [
 ] as const;
 
 /** Writes bench/RESULTS.md and returns its text. */
-export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, hooks, devices, viaMosquitto, consoleCost }: Figures): Promise<string> {
+export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, consoleCost }: Figures): Promise<string> {
   const rows = [bare, barePage, ...[server, databasePath, embedded].flatMap((r) => READS.map(([, k]) => r[k]))];
   const { embedded: e, postgres: p } = consoleCost;
   const share = (m: Measured) => (m.rps / bare.rps).toFixed(2);
@@ -68,6 +70,15 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     ...rows.map((m) => `| ${m.name} | ${m.rps} | ${m.runs.join(', ')} | ${m.p50} | ${m.p99} | ${cores(m)} | ${m.rssMiB ?? '–'} | ${m.non2xx} | ${ratio(m)} |`),
     '',
     `Idle resident memory after start and seeding, before load: PostgreSQL ${server.idleRssMiB} MiB, embedded ${embedded.idleRssMiB} MiB.`,
+    '',
+    '## Start-up and idle memory (issue 15)',
+    '',
+    `Medians of ${startup[0]?.runs ?? 0} starts of each kind, interleaved; spawn of \`npm start\`\'s command to \`listening on\`, the node process\'s own`,
+    'resident memory a moment after listening. Embedded fresh: a new data directory each time; reopened: the same one again;',
+    'PostgreSQL: a migrated schema. Targets: embedded first start ≤ 3 s and ≤ 250 MB after start (fresh and reopened);',
+    'PostgreSQL ≤ 150 MB at idle.',
+    '',
+    startupSummary(startup),
     '',
     '## The access log at scale (PostgreSQL, PAGE_CACHE_ENABLED=false)',
     '',

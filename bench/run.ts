@@ -15,6 +15,7 @@ import { startServiceProcess } from '../test/helpers/process.ts';
 import { load, pin, PINNED, PG_URL, stop, type Measured } from './common.ts';
 import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.ts';
 import { consoleRuns } from './console.ts';
+import { startupRuns, startupSummary } from './startup.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { serviceRuns } from './reads.ts';
 import { writeReport } from './report.ts';
@@ -58,6 +59,10 @@ async function main(): Promise<void> {
       }
       return;
     }
+    if (process.env.BENCH_ONLY === 'startup') {
+      console.log(startupSummary(await startupRuns({ databaseUrl: pgUrl.toString(), runs: 7 })));
+      return;
+    }
     if (process.env.BENCH_ONLY === 'access-log') {
       console.log(formatAccessLogScale(await measureAccessLogScale({ log: console.log })));
       return;
@@ -77,6 +82,8 @@ async function main(): Promise<void> {
       console.log(await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop()));
       return;
     }
+    console.log('start-up and idle memory …');
+    const startup = await startupRuns({ databaseUrl: pgUrl.toString(), runs: 7 });
     console.log('embedded PGlite …');
     const embedded = await serviceRuns('embedded', { DATA_DIR: dataDir });
     console.log('PostgreSQL …');
@@ -98,7 +105,7 @@ async function main(): Promise<void> {
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, hooks, devices, viaMosquitto, consoleCost }));
+    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, consoleCost }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();
