@@ -2,7 +2,9 @@
 # Latchkey: one image for the service and for `npm run migrate` (deploy/compose.yaml runs both).
 #   docker build -t latchkey .
 #   docker run -p 8080:8080 -p 1884:1884 -v latchkey-data:/data latchkey
-# The TypeScript runs through tsx, a runtime dependency: there is no build step and no dev dependency.
+# The service runs from an esbuild bundle of src/main.ts (scripts/server-bundle.mjs), built here by the launcher
+# that `npm start` runs; `npm run migrate` runs src/migrate.ts through tsx. Both are runtime dependencies: no dev
+# dependency is needed.
 
 FROM node:20-slim AS dependencies
 WORKDIR /app
@@ -24,6 +26,9 @@ COPY --from=dependencies /app/node_modules ./node_modules
 COPY package.json package-lock.json ./
 COPY packages ./packages
 COPY src ./src
+COPY scripts/start.mjs scripts/server-bundle.mjs ./scripts/
+# The bundle (.cache/server), built once here: the service starts without building, and without tsx.
+RUN node scripts/start.mjs --build
 # The embedded database and the generated secrets (unused with DATABASE_URL); owned by the image's
 # unprivileged user, which the service runs as.
 RUN mkdir -p /data && chown node:node /data
@@ -34,4 +39,4 @@ EXPOSE 8080 1884
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # package.json's "start", without npm in between: SIGTERM reaches the service, which shuts down gracefully.
-CMD ["node", "--max-semi-space-size=32", "--import", "tsx", "src/main.ts"]
+CMD ["node", "scripts/start.mjs"]

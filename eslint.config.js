@@ -8,7 +8,7 @@ const NO_NEW_API_ERROR = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'scratch/', 'docs/', 'packages/*/dist/', 'packages/sdk/src/openapi.ts'] },
+  { ignores: ['node_modules/', '.cache/', 'data/', 'dist/', 'scratch/', 'docs/', 'packages/*/dist/', 'packages/sdk/src/openapi.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

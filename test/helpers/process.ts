@@ -1,6 +1,7 @@
 // The service as its own process (npm start's entry point), and storage that outlives one process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,13 +16,21 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
+/** `npm start`'s arguments to node (package.json): its flags, then the launcher that runs the service's bundle. */
+export const startArguments: readonly string[] = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
+).scripts.start
+  .split(' ')
+  .slice(1);
+
 /**
- * Spawns `src/main.ts` (or `entry`) and resolves once it logs `listening on <url>` (the `msg` of a JSON log
- * line; a plain line from bench/bare-server.ts).
+ * Starts the service as `npm start` does (or runs the TypeScript file `entry` through tsx with the same Node flags)
+ * and resolves once it logs `listening on <url>` (the `msg` of a JSON log line; a plain line from
+ * bench/bare-server.ts). The node process is the service itself: no npm or wrapper in between.
  */
-export async function startServiceProcess(env: Record<string, string>, entry = 'src/main.ts'): Promise<ServiceProcess> {
-  // The same Node flags as `npm start` (package.json).
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', entry], {
+export async function startServiceProcess(env: Record<string, string>, entry?: string): Promise<ServiceProcess> {
+  const args = entry ? [...startArguments.filter((arg) => arg.startsWith('--')), '--import', 'tsx', entry] : startArguments;
+  const child = spawn(process.execPath, args, {
     // With an external broker, no session is left behind unless the test asks for one (a persistent session
     // would keep a share of the gateway topics queued for a process that is gone).
     env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', MQTT_CLIENT_ID: `latchkey-test-${randomBytes(6).toString('hex')}`, MQTT_SESSION_EXPIRY_SECONDS: '0', ...env },
@@ -41,7 +50,10 @@ export async function startServiceProcess(env: Record<string, string>, entry = '
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    void exited.then(() => reject(new Error(`exited before listening:\n${output}`)));
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`exited before listening:\n${output}`));
+    });
   });
   return { child, url, output: () => output, exited };
 }

@@ -108,15 +108,20 @@ test("the Dockerfile: node 20 slim, npm ci without dev dependencies, package.jso
   const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
   assert.ok(cmd);
   assert.deepEqual(JSON.parse(cmd), pkg.scripts.start?.split(' '), 'CMD is npm start without npm');
-  // tsx runs the TypeScript: it must survive --omit=dev.
-  assert.ok((JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> }).dependencies.tsx);
+  // The service runs from its bundle, built in the image (after the sources are copied) so that a start does not
+  // build; esbuild builds it and tsx runs `npm run migrate`: both must survive --omit=dev.
+  assert.ok(!cmd.includes('tsx'), 'the service runs without tsx');
+  const build = dockerfile.search(/^RUN node scripts\/start\.mjs --build$/m);
+  assert.ok(build > dockerfile.search(/^COPY src /m) && build > dockerfile.search(/^COPY scripts\/start\.mjs scripts\/server-bundle\.mjs /m), 'the bundle is built from the copied sources');
+  const dependencies = (JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> }).dependencies;
+  assert.ok(dependencies.tsx && dependencies.esbuild);
   assert.match(dockerfile, /^USER node$/m);
   assert.match(dockerfile, /^HEALTHCHECK .*\n?.*\/healthz/m);
   assert.match(dockerfile, /DATA_DIR=\/data/);
   assert.match(dockerfile, /^VOLUME \["\/data"\]$/m);
   for (const [, source] of dockerfile.matchAll(/^COPY (?!--from)(\S+)/gm)) assert.ok(existsSync(source as string), `COPY ${source}`);
   const ignored = readFileSync('.dockerignore', 'utf8').split('\n');
-  for (const needed of ['src', 'packages', 'package.json', 'package-lock.json']) assert.ok(!ignored.includes(needed), `${needed} is not ignored`);
+  for (const needed of ['src', 'scripts', 'packages', 'package.json', 'package-lock.json']) assert.ok(!ignored.includes(needed), `${needed} is not ignored`);
 });
 
 test('the README says how to deploy with these files, and what was not run', () => {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, test } from 'node:test';
 import { backend } from '../helpers/database.ts';
-import { processStorage, startServiceProcess } from '../helpers/process.ts';
+import { processStorage, startArguments, startServiceProcess } from '../helpers/process.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 after(async () => {
@@ -43,7 +43,7 @@ function logLines(output: string): LogLine[] {
 
 /** Runs the service until it exits by itself (a failed start); its exit code and everything it wrote. */
 async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, startArguments, {
     env: { ...process.env, PORT: '0', MQTT_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
