@@ -30,7 +30,12 @@ export interface StartFigures {
   rssMiB: number;
   rssRange: [number, number];
   peakMiB: number;
+  /** RSS after IDLE_MS more of idleness, read in the last start only (V8 gives back young-generation pages when idle). */
+  idleRssMiB: number | null;
 }
+
+/** How long the last start of each kind stays idle before its memory is read again. */
+const IDLE_MS = 30_000;
 
 export interface StartupOptions {
   /** PostgreSQL for the third kind; skipped without it. Each run starts on a migrated database (the first migrates). */
@@ -55,19 +60,24 @@ async function processFigures(pid: number): Promise<{ rss: number; peak: number;
   return { rss: Math.round(kib('VmRSS') / 1024), peak: Math.round(kib('VmHWM') / 1024), cpuMs: ticks * 10 }; // 100 ticks/s on Linux
 }
 
-async function oneStart(env: Record<string, string>, settleMs: number): Promise<{ start: number; rss: number; peak: number; cpuMs: number }> {
+type Sample = { start: number; rss: number; peak: number; cpuMs: number; idleRss?: number };
+
+async function oneStart(env: Record<string, string>, settleMs: number, idleMs = 0): Promise<Sample> {
   const started = performance.now();
   const service = await startBenchService(env);
   const start = performance.now() - started;
   try {
     await new Promise((resolve) => setTimeout(resolve, settleMs));
-    return { start, ...(await processFigures(service.child.pid as number)) };
+    const figures = { start, ...(await processFigures(service.child.pid as number)) };
+    if (idleMs === 0) return figures;
+    await new Promise((resolve) => setTimeout(resolve, idleMs));
+    return { ...figures, idleRss: (await processFigures(service.child.pid as number)).rss };
   } finally {
     await stop(service);
   }
 }
 
-function summarise(kind: StartKind, samples: Array<{ start: number; rss: number; peak: number; cpuMs: number }>): StartFigures {
+function summarise(kind: StartKind, samples: Sample[]): StartFigures {
   const starts = samples.map((s) => Math.round(s.start));
   const rss = samples.map((s) => s.rss);
   return {
@@ -79,13 +89,14 @@ function summarise(kind: StartKind, samples: Array<{ start: number; rss: number;
     rssMiB: median(rss),
     rssRange: [Math.min(...rss), Math.max(...rss)],
     peakMiB: median(samples.map((s) => s.peak)),
+    idleRssMiB: samples.find((s) => s.idleRss !== undefined)?.idleRss ?? null,
   };
 }
 
 export async function startupRuns(options: StartupOptions = {}): Promise<StartFigures[]> {
   const runs = options.runs ?? 5;
   const settleMs = options.settleMs ?? 2000;
-  const samples: Record<StartKind, Array<{ start: number; rss: number; peak: number; cpuMs: number }>> = {
+  const samples: Record<StartKind, Sample[]> = {
     'embedded fresh': [],
     'embedded reopened': [],
     postgres: [],
@@ -96,12 +107,13 @@ export async function startupRuns(options: StartupOptions = {}): Promise<StartFi
     const dir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-bench-startup-'));
     try {
       // The same directory twice: created by the first start, reopened by the second.
-      samples['embedded fresh'].push(await oneStart({ DATA_DIR: dir }, settleMs));
-      samples['embedded reopened'].push(await oneStart({ DATA_DIR: dir }, settleMs));
+      const idle = i === runs - 1 ? IDLE_MS : 0; // the last start of each kind also stays idle a while
+      samples['embedded fresh'].push(await oneStart({ DATA_DIR: dir }, settleMs, idle));
+      samples['embedded reopened'].push(await oneStart({ DATA_DIR: dir }, settleMs, idle));
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    if (options.databaseUrl) samples.postgres.push(await oneStart({ DATABASE_URL: options.databaseUrl }, settleMs));
+    if (options.databaseUrl) samples.postgres.push(await oneStart({ DATABASE_URL: options.databaseUrl }, settleMs, i === runs - 1 ? IDLE_MS : 0));
   }
   return (Object.entries(samples) as Array<[StartKind, typeof samples.postgres]>)
     .filter(([, list]) => list.length > 0)
@@ -111,11 +123,11 @@ export async function startupRuns(options: StartupOptions = {}): Promise<StartFi
 /** A small table: one line per kind. */
 export function startupSummary(figures: readonly StartFigures[]): string {
   const lines = [
-    '| start | runs | spawn → listening (median, range) | CPU time | RSS after start (median, range) | peak RSS |',
-    '|---|---:|---:|---:|---:|---:|',
+    `| start | runs | spawn → listening (median, range) | CPU time | RSS after start (median, range) | peak RSS | RSS after ${IDLE_MS / 1000} s idle (last start) |`,
+    '|---|---:|---:|---:|---:|---:|---:|',
     ...figures.map(
       (f) =>
-        `| ${f.kind} | ${f.runs} | ${f.startMs} ms (${f.startRange[0]}–${f.startRange[1]}) | ${f.cpuMs} ms | ${f.rssMiB} MiB (${f.rssRange[0]}–${f.rssRange[1]}) | ${f.peakMiB} MiB |`,
+        `| ${f.kind} | ${f.runs} | ${f.startMs} ms (${f.startRange[0]}–${f.startRange[1]}) | ${f.cpuMs} ms | ${f.rssMiB} MiB (${f.rssRange[0]}–${f.rssRange[1]}) | ${f.peakMiB} MiB | ${f.idleRssMiB === null ? '–' : `${f.idleRssMiB} MiB`} |`,
     ),
   ];
   return lines.join('\n');
