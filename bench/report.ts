@@ -73,7 +73,7 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     '',
     '## Start-up and idle memory (issue 15)',
     '',
-    `Medians of ${startup[0]?.runs ?? 0} starts of each kind, interleaved; spawn of \`npm start\`\'s command to \`listening on\`, the node process\'s own`,
+    `Medians of ${startup[0]?.runs ?? 0} starts of each kind, interleaved; spawn of \`npm start\`'s command to \`listening on\`, the node process's own`,
     'resident memory a moment after listening. Embedded fresh: a new data directory each time; reopened: the same one again;',
     'PostgreSQL: a migrated schema. Targets: embedded first start ≤ 3 s and ≤ 250 MB after start (fresh and reopened);',
     'PostgreSQL ≤ 150 MB at idle.',
