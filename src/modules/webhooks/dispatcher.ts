@@ -42,6 +42,17 @@ interface Sent {
   seconds: number;
 }
 
+/** At most this many attempts are in flight per instance (README: Webhooks: sending). */
+export const DELIVERY_WINDOW = DELIVERY_WORK.batchSize;
+/**
+ * Free slots in the window are claimed once at least this many are free (or the window is empty): one
+ * claim per quarter window instead of one per freed slot keeps the statements per delivery low while the
+ * window stays at least three-quarters full.
+ */
+const REFILL_AT = 16;
+/** While deliveries keep coming, the auto-pause check runs at most once a second of the service clock. */
+const PAUSE_CHECK_EVERY_MS = 1000;
+
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
   private readonly queue: WorkQueue<DeliveryToSend>;
@@ -65,66 +76,148 @@ export class WebhookDispatcher {
     return this.sender.attempt(delivery, secrets);
   }
 
-  private dispatching: Promise<void> | null = null;
+  /** The run that keeps the window full until nothing is due; null when idle. */
+  private draining: Promise<number> | null = null;
+  /** A kick or job run during a drain: what was not due at the drain's last claim may be due now. */
   private again = false;
   private closed = false;
+  private inFlight = 0;
+  /** Attempts answered and not yet recorded. */
+  private unrecorded: Sent[] = [];
+  private recording: Promise<void> | null = null;
+  private waiters: Array<() => void> = [];
+  /** The service clock at the last auto-pause check (ms), null before the first. */
+  private lastPauseCheck: number | null = null;
 
   /** Listens for new deliveries, so that they go out at once instead of at the next poll. */
   async start(): Promise<void> {
     await this.db.listen(WEBHOOK_DUE_CHANNEL, () => this.kick());
   }
 
-  /** Dispatches until nothing is due; a kick during a run asks for one more run. */
+  /** Sends what is due, in the window of the drain under way or a new one. */
   kick(): void {
     if (this.closed) return;
-    if (this.dispatching) {
-      this.again = true;
-      return;
-    }
-    this.dispatching = (async () => {
-      do {
-        this.again = false;
-        try {
-          while ((await this.dispatch()) > 0);
-        } catch (error) {
-          this.log.error({ err: error }, 'webhook dispatch failed');
-        }
-      } while (this.again);
-    })().finally(() => {
-      this.dispatching = null;
-    });
+    this.drain().catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatch failed'));
   }
 
-  /** Pauses what failed for 24 hours, then claims and sends what is due; returns how much it handled. */
+  /**
+   * The job's run: pauses what failed for 24 hours (checked every run), then sends what is due; resolves
+   * once the window has drained and every outcome is recorded. Returns how much it handled.
+   */
   async dispatch(): Promise<number> {
     if (this.closed) return 0;
-    const now = this.clock.now();
+    const paused = await this.checkPauses(this.clock.now(), true);
+    return paused + (await this.drain());
+  }
+
+  private drain(): Promise<number> {
+    if (this.draining) {
+      this.again = true;
+      this.wake();
+      return this.draining;
+    }
+    this.again = false;
+    const run = this.fill();
+    this.draining = run;
+    return run;
+  }
+
+  /**
+   * Keeps up to DELIVERY_WINDOW attempts in flight: claims as slots free up instead of waiting for a whole
+   * batch, so one slow receiver holds one slot, not the next 63 deliveries. Outcomes are recorded as they
+   * come, in small batches. A claim that fails stops the claiming; what is in flight still finishes.
+   */
+  private async fill(): Promise<number> {
+    await Promise.resolve(); // `draining` is set before this run can end
+    let handled = 0;
+    let more = true; // the last claim filled the room it had: more may be due
+    let failure: { error: unknown } | null = null;
+    for (;;) {
+      if (this.again) {
+        this.again = false;
+        more = true;
+      }
+      const room = DELIVERY_WINDOW - this.inFlight;
+      const claimable = more && !this.closed && failure === null && this.unrecorded.length < DELIVERY_WINDOW;
+      if (claimable && (room >= REFILL_AT || (this.inFlight === 0 && room > 0))) {
+        try {
+          const now = this.clock.now();
+          handled += await this.checkPauses(now, false);
+          const due = await this.queue.claim(now, room); // the same `now`, so the same streak limit as the pause's
+          handled += due.length;
+          more = due.length === room;
+          this.send(due);
+        } catch (error) {
+          failure = { error };
+        }
+        continue;
+      }
+      const settled = this.inFlight === 0 && this.unrecorded.length === 0 && this.recording === null;
+      if (settled && !claimable) break;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    this.draining = null; // in the same turn as the last look at `again`, so no kick is lost
+    if (failure) throw failure.error;
+    return handled;
+  }
+
+  private wake(): void {
+    for (const resolve of this.waiters.splice(0)) resolve();
+  }
+
+  /** Pauses what failed for 24 hours and fails the pending deliveries of paused subscriptions; at most once a second unless `always`. */
+  private async checkPauses(now: Date, always: boolean): Promise<number> {
+    const at = now.getTime();
+    const last = this.lastPauseCheck;
+    if (!always && last !== null && at >= last && at - last < PAUSE_CHECK_EVERY_MS) return 0;
+    this.lastPauseCheck = at;
     const paused = await pauseLongFailures(this.db, this.messages, this.log, streakLimitAt(now));
     await failPendingOfPausedSubscriptions(this.db);
-    const due = await this.queue.claim(now); // the same `now`, so the same streak limit as the pause's
-    const secrets = new Map<string, string>(); // one decryption per subscription and batch
-    const results = await Promise.all(
-      due.map(async (delivery): Promise<Sent> => {
-        const started = performance.now();
-        const result = await this.sender.attempt(delivery, secrets);
-        return { delivery, result, seconds: (performance.now() - started) / 1000 };
-      }),
-    );
-    // Successes are recorded together (the common case, one statement for the batch); failures one by one.
-    await this.recordSuccesses(results.filter((r) => r.result.ok));
-    for (const sent of results) if (!sent.result.ok) await this.recordFailure(sent);
-    return paused + due.length;
+    return paused;
+  }
+
+  private send(due: DeliveryToSend[]): void {
+    const secrets = new Map<string, string>(); // one decryption per subscription and claim
+    for (const delivery of due) {
+      this.inFlight++;
+      const started = performance.now();
+      void this.sender.attempt(delivery, secrets).then((result) => {
+        this.inFlight--;
+        this.unrecorded.push({ delivery, result, seconds: (performance.now() - started) / 1000 });
+        this.record();
+        this.wake();
+      });
+    }
+  }
+
+  /**
+   * Records what has been answered, one batch at a time: successes together (one statement), failures one
+   * by one. A batch that cannot be recorded stays claimed; its lease brings it back (at least once).
+   */
+  private record(): void {
+    if (this.recording) return;
+    this.recording = (async () => {
+      while (this.unrecorded.length > 0) {
+        const batch = this.unrecorded.splice(0);
+        try {
+          await this.recordSuccesses(batch.filter((sent) => sent.result.ok));
+          for (const sent of batch) if (!sent.result.ok) await this.recordFailure(sent);
+        } catch (error) {
+          this.log.error({ err: error }, 'webhook outcomes not recorded; their claims run out and they are sent again');
+        }
+      }
+    })().finally(() => {
+      this.recording = null;
+      this.wake();
+    });
   }
 
   private async recordSuccesses(done: Sent[]): Promise<void> {
     if (done.length === 0) return;
-    const now = this.clock.now();
-    await this.db.transaction((tx) =>
-      recordDelivered(
-        tx,
-        done.map(({ delivery, result }) => ({ id: delivery.id, subscriptionId: delivery.subscription_id, status: result.status })),
-        now,
-      ),
+    await recordDelivered(
+      this.db,
+      done.map(({ delivery, result }) => ({ id: delivery.id, subscriptionId: delivery.subscription_id, status: result.status })),
+      this.clock.now(),
     );
     for (const { seconds } of done) this.metrics.attempted('delivered', seconds);
   }
@@ -161,7 +254,7 @@ export class WebhookDispatcher {
       everySeconds: 1,
       run: () => this.dispatch(),
       settled: async () => {
-        await this.dispatching;
+        await this.draining?.catch(() => undefined);
       },
     };
   }
@@ -179,7 +272,8 @@ export class WebhookDispatcher {
   async close(): Promise<void> {
     this.closed = true;
     this.again = false;
-    await this.dispatching;
+    this.wake();
+    await this.draining?.catch(() => undefined);
     await this.sender.close();
   }
 }
