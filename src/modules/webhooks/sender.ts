@@ -83,6 +83,10 @@ export class WebhookSender {
       data: delivery.payload,
     });
     const t = Math.floor(this.clock.now().getTime() / 1000);
+    // The 10-second deadline runs on real time. A timer cleared when the attempt ends, rather than
+    // AbortSignal.timeout, whose timer and signal stay alive the full 10 seconds after every attempt.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), RESPONSE_DEADLINE_MS);
     try {
       const response = await request(delivery.url, {
         method: 'POST',
@@ -96,7 +100,7 @@ export class WebhookSender {
           'x-service-signature': signatureHeader(this.secretOf(delivery, secrets), t, body),
         },
         body,
-        signal: AbortSignal.timeout(RESPONSE_DEADLINE_MS), // the 10-second deadline runs on real time
+        signal: deadline.signal,
       });
       await readAtMost(response.body, MAX_RESPONSE_BYTES);
       const ok = response.statusCode >= 200 && response.statusCode < 300;
@@ -104,6 +108,8 @@ export class WebhookSender {
     } catch (error) {
       const message = error instanceof Error ? `${error.name === 'Error' ? '' : `${error.name}: `}${error.message}` : String(error);
       return { ok: false, status: null, error: message.slice(0, 500) };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
