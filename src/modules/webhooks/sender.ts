@@ -108,47 +108,11 @@ export class WebhookSender {
   private post(url: string, headers: Record<string, string>, body: string): Promise<number> {
     const { origin, path } = this.target(url);
     return new Promise<number>((resolve, reject) => {
-      let controller: Dispatcher.DispatchController | null = null;
-      let timedOut: Error | null = null;
-      let status = 0;
-      let read = 0;
-      let settled = false;
-      const settle = (error: Error | null) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (error) reject(error);
-        else resolve(status);
-      };
-      const timer = setTimeout(() => {
-        // Before the request reaches a socket there is nothing to abort yet: it is aborted as it starts.
-        timedOut = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
-        controller?.abort(timedOut);
-        settle(timedOut);
-      }, RESPONSE_DEADLINE_MS);
+      const handler = new PostHandler(resolve, reject);
       try {
-        this.agent.dispatch(
-          { origin, path, method: 'POST', headers, body },
-          {
-            onRequestStart: (c) => {
-              controller = c;
-              if (timedOut) c.abort(timedOut);
-            },
-            onResponseStart: (_c, statusCode) => {
-              if (statusCode >= 200 || status === 0) status = statusCode; // a 1xx is replaced by the final status
-            },
-            onResponseData: (c, chunk) => {
-              read += chunk.length;
-              if (read < MAX_RESPONSE_BYTES) return;
-              settle(null);
-              c.abort(new Error('answer longer than 4 KB: the rest is not read'));
-            },
-            onResponseEnd: () => settle(null),
-            onResponseError: (_c, error) => settle(error),
-          },
-        );
+        this.agent.dispatch({ origin, path, method: 'POST', headers, body }, handler);
       } catch (error) {
-        settle(error instanceof Error ? error : new Error(String(error)));
+        handler.settle(error instanceof Error ? error : new Error(String(error)));
       }
     });
   }
@@ -169,5 +133,61 @@ export class WebhookSender {
   /** Closes the connections; call once no attempt is in flight. */
   close(): Promise<void> {
     return this.agent.close();
+  }
+}
+
+/** One POST's answer: its status once it has ended or its first 4 KB are read; the 10-second deadline. */
+class PostHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  private timedOut: Error | null = null;
+  private status = 0;
+  private read = 0;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolve: (status: number) => void,
+    private readonly reject: (error: Error) => void,
+  ) {
+    this.timer = setTimeout(() => this.timeOut(), RESPONSE_DEADLINE_MS);
+  }
+
+  settle(error: Error | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    if (error) this.reject(error);
+    else this.resolve(this.status);
+  }
+
+  private timeOut(): void {
+    // Before the request reaches a socket there is nothing to abort yet: it is aborted as it starts.
+    this.timedOut = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    this.controller?.abort(this.timedOut);
+    this.settle(this.timedOut);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.timedOut) controller.abort(this.timedOut);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    if (statusCode >= 200 || this.status === 0) this.status = statusCode; // a 1xx is replaced by the final status
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.read += chunk.length;
+    if (this.read < MAX_RESPONSE_BYTES) return;
+    this.settle(null);
+    controller.abort(new Error('answer longer than 4 KB: the rest is not read'));
+  }
+
+  onResponseEnd(): void {
+    this.settle(null);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.settle(error);
   }
 }
