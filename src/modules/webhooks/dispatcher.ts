@@ -107,11 +107,19 @@ export class WebhookDispatcher {
 
   /**
    * The job's run: pauses what failed for 24 hours (checked every run), then sends what is due; resolves
-   * once the window has drained and every outcome is recorded. Returns how much it handled.
+   * once the window has drained and every outcome is recorded. Returns how much it handled. While a drain
+   * is under way it only asks that drain for one more claim and returns at once (counting 1, work under
+   * way; the job's settled() waits for it), so the check still runs every second when the window is held
+   * by slow receivers.
    */
   async dispatch(): Promise<number> {
     if (this.closed) return 0;
     const paused = await this.checkPauses(this.clock.now(), true);
+    if (this.draining) {
+      this.again = true;
+      this.wake();
+      return paused + 1;
+    }
     return paused + (await this.drain());
   }
 
