@@ -121,3 +121,33 @@ test('never more than 64 in flight when every receiver is slow; the rest wait th
   );
   assert.equal(row?.count, 100);
 });
+
+test('a new event is claimed at once while slow receivers hold most of the window', async () => {
+  const account = await createAccount(ctx.service);
+  const key = await createApiKey(ctx.service, account.rootLocationId, ['webhooks:manage', 'people:write']);
+  const subscribe = async (path: string, events: string[]) => {
+    const res = await ctx.service.request<{ id: string }>('POST', '/v1/webhooks', { token: key.token, body: { url: `https://localhost:${port}${path}`, events } });
+    assert.equal(res.status, 201);
+    return res.body.id;
+  };
+  const slow = await subscribe('/slow', ['person.deleted']);
+  await subscribe('/prompt', ['person.created']);
+  const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+  // 40 slow attempts leave 24 slots free: fewer than a refill, which waits for half the window.
+  await ctx.database.db.query(
+    `INSERT INTO webhook_deliveries (id, subscription_id, event_type, event_id, payload, status, next_attempt_at, created_at)
+     SELECT gen_random_uuid(), $1, 'person.deleted', g::text, jsonb_build_object('id', g), 'pending', $2, $2 FROM generate_series(1, 40) g`,
+    [slow, new Date(now.getTime() - 1000)],
+  );
+  const slowBefore = arrivals.filter((a) => a.path === '/slow').length;
+  const draining = advanceClock(ctx.service, 0);
+  for (let i = 0; i < 200 && arrivals.filter((a) => a.path === '/slow').length < slowBefore + 40; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const slowStarted = Date.now();
+  const created = await ctx.service.request('POST', '/v1/people', { token: key.token, body: { name: 'Prompt Pia' } });
+  assert.equal(created.status, 201);
+  for (let i = 0; i < 200 && !arrivals.some((a) => a.path === '/prompt'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const prompt = arrivals.find((a) => a.path === '/prompt');
+  assert.ok(prompt, 'the new event was delivered');
+  assert.ok(prompt.at - slowStarted < SLOW_MS - 500, `the new event waited ${prompt.at - slowStarted} ms`);
+  await draining;
+});

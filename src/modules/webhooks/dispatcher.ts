@@ -85,6 +85,8 @@ export class WebhookDispatcher {
   private draining: Promise<number> | null = null;
   /** A kick or job run during a drain: what was not due at the drain's last claim may be due now. */
   private again = false;
+  /** Kicks and job runs so far: a claim that came back short ends the claiming only if none came meanwhile. */
+  private asked = 0;
   private closed = false;
   private inFlight = 0;
   /** Attempts answered and not yet recorded. */
@@ -117,6 +119,7 @@ export class WebhookDispatcher {
     const paused = await this.checkPauses(this.clock.now(), true);
     if (this.draining) {
       this.again = true;
+      this.asked++;
       this.wake();
       return paused + 1;
     }
@@ -126,6 +129,7 @@ export class WebhookDispatcher {
   private drain(): Promise<number> {
     if (this.draining) {
       this.again = true;
+      this.asked++;
       this.wake();
       return this.draining;
     }
@@ -144,24 +148,31 @@ export class WebhookDispatcher {
    */
   private async fill(): Promise<number> {
     await Promise.resolve(); // `draining` is set before this run can end
-    // more: the last claim filled the room it had, so more may be due; claiming: claims under way;
-    // reserved: the slots they claim for. (An object: the claims' callbacks change it.)
-    const run = { handled: 0, more: true, failure: null as { error: unknown } | null, claiming: 0, reserved: 0 };
+    // more: the last claim filled the room it had, so more may be due; kicked: new work was announced since
+    // the last claim started, so a free slot is claimed at once (a new event waits for no refill
+    // threshold); claiming: claims under way; reserved: the slots they claim for. (An object: the claims'
+    // callbacks change it.)
+    const run = { handled: 0, more: true, kicked: true, failure: null as { error: unknown } | null, claiming: 0, reserved: 0 };
     for (;;) {
       if (this.again) {
         this.again = false;
         run.more = true;
+        run.kicked = true;
       }
       const room = DELIVERY_WINDOW - this.inFlight - run.reserved;
       const claimable = run.more && !this.closed && run.failure === null && this.unrecorded.length < DELIVERY_WINDOW;
-      if (claimable && run.claiming < CLAIMS_AT_ONCE && (room >= REFILL_AT || (this.inFlight + run.reserved === 0 && room > 0))) {
+      if (claimable && run.claiming < CLAIMS_AT_ONCE && room > 0 && (room >= REFILL_AT || run.kicked || this.inFlight + run.reserved === 0)) {
+        run.kicked = false;
         run.claiming++;
         run.reserved += room;
+        const asked = this.asked;
         void this.claimAndSend(room)
           .then(
             (count) => {
               run.handled += count;
-              if (count < room) run.more = false; // nothing else was due (SKIP LOCKED only skips rows claimed elsewhere)
+              // Short: nothing else was due when it ran (SKIP LOCKED only skips rows claimed elsewhere),
+              // unless a kick came after it started: what that kick announced may have missed it.
+              if (count < room && this.asked === asked) run.more = false;
             },
             (error: unknown) => {
               run.failure ??= { error };
