@@ -43,11 +43,11 @@ interface Sent {
 }
 
 /** At most this many attempts are in flight per instance (README: Webhooks: sending). */
-export const DELIVERY_WINDOW = DELIVERY_WORK.batchSize;
+const DELIVERY_WINDOW = DELIVERY_WORK.batchSize;
 /**
- * Free slots in the window are claimed once at least this many are free (or the window is empty): a claim
- * per half window instead of one per freed slot keeps the statements per delivery low (bench: 16 cost more
- * CPU per delivery and was no faster).
+ * While a backlog drains, free slots are claimed once at least this many are free: a claim per half window
+ * instead of one per freed slot keeps the statements per delivery low (bench: 16 cost more CPU per delivery
+ * and was no faster). A kick (new work) or an empty window claims whatever is free at once.
  */
 const REFILL_AT = 32;
 /** Claims that may run together (each for the slots free when it starts), so the window refills while one is on its way. */
