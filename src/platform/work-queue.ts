@@ -125,9 +125,15 @@ export class WorkQueue<Item> {
     checkWorkKind(kind);
   }
 
-  /** Claims what is due at `now` (the caller's reading of the clock, when other rules share it). */
-  claim(now: Date = this.clock.now()): Promise<Item[]> {
-    return this.store.claimDue({ now, until: new Date(now.getTime() + this.kind.leaseSeconds * 1000), batchSize: this.kind.batchSize });
+  /**
+   * Claims what is due at `now` (the caller's reading of the clock, when other rules share it), at most
+   * `limit` rows (never more than the kind's batch size): a caller that keeps a window of work in flight
+   * claims only what fits.
+   */
+  claim(now: Date = this.clock.now(), limit = this.kind.batchSize): Promise<Item[]> {
+    const batchSize = Math.max(0, Math.min(this.kind.batchSize, Math.floor(limit)));
+    if (batchSize === 0) return Promise.resolve([]);
+    return this.store.claimDue({ now, until: new Date(now.getTime() + this.kind.leaseSeconds * 1000), batchSize });
   }
 
   /** After a failed attempt (`attemptsMade` counts it): the next attempt's time, or the end state. */
