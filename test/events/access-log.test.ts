@@ -249,6 +249,7 @@ describe('GET /events', () => {
       [s.annex, 'door.left_open'],
     ]);
     assert.deepEqual(await ids(s.token, '?since=2026-11-20T10:30:00%2B01:00'), [[s.annex, 'door.left_open']]);
+    assert.deepEqual(await ids(s.token, '?since=2030-01-01T00:00:00Z'), [], 'after every event: an empty page, not a 500');
     assert.deepEqual(await ids(s.token, '?type=door.left_open,door.closed'), [[s.annex, 'door.left_open']]);
     assert.deepEqual(await ids(s.token, '?type=unlock.failed,lock.online'), []);
     assert.equal((await events(s.token, `?person_id=${s.personId}`)).length, 3);

@@ -140,8 +140,9 @@ export interface EventFilter {
  * Unnamed, so planned for its values: a generic plan cannot tell an hour's range from a year's.
  */
 const SINCE_START = `SELECT CASE WHEN EXISTS (SELECT 1 FROM access_events WHERE id = $2 AND occurred_at >= $1) THEN $2
-                 ELSE greatest($2, (SELECT coalesce(min(id), 9223372036854775807) - 1
-                                      FROM (SELECT id FROM access_events WHERE occurred_at >= $1 OFFSET 0) AS s)) END AS start`;
+                 ELSE greatest($2, (SELECT min(id) - 1
+                                      FROM (SELECT id FROM access_events WHERE occurred_at >= $1 OFFSET 0) AS s)) END AS start,
+                 EXISTS (SELECT 1 FROM access_events WHERE occurred_at >= $1) AS any`;
 
 /**
  * Events in scope matching the filter, oldest first (keyset on id). With `since`, the walk along the id
@@ -153,8 +154,10 @@ const SINCE_START = `SELECT CASE WHEN EXISTS (SELECT 1 FROM access_events WHERE 
 export async function listEvents(db: Queryable, f: EventFilter): Promise<AccessEvent[]> {
   let afterId = f.afterId;
   if (f.since !== null) {
-    const [row] = await db.query<{ start: string | number }>(SINCE_START, [f.since, afterId]);
-    afterId = Number(row?.start ?? afterId);
+    const [row] = await db.query<{ start: string | number; any: boolean }>(SINCE_START, [f.since, afterId]);
+    // No event at or after `since` at all: an empty page (no start to walk from).
+    if (!row?.any) return [];
+    afterId = Number(row.start);
   }
   const rows = await db.query<{ data: AccessEvent }>(
     `SELECT e.data FROM access_events e
