@@ -36,11 +36,6 @@ export class CatalogService {
     await this.pageCache.follow(this.db, [{ channel: CATALOG_CHANNEL, parse: everyAccount }]);
   }
 
-  invalidate(): void {
-    this.lockCache.clear();
-    this.pageCache.changed('all');
-  }
-
   /** A lock the caller can see, or 404 (never 403) when it is elsewhere in the account or nowhere. */
   async getLock(caller: Caller, id: number): Promise<Lock> {
     let lock = this.lockCache.get(id);
