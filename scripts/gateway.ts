@@ -15,12 +15,15 @@ const { values } = parseArgs({
     locks: { type: 'string', default: '' }, // lock ids for random activity, comma-separated
     key: { type: 'string' }, // key id used by random activity
     random: { type: 'string', default: '0' }, // random door events a minute
+    data: { type: 'string' }, // where the access list is kept (default: data/gateway-<id>-access.json)
+    offline: { type: 'boolean', default: false }, // start with the link cut
     help: { type: 'boolean', default: false },
   },
 });
 
 const usage = `npm run gateway -- --id <gateway id> --password <password> [--url mqtt://localhost:1884]
   [--answer ok|error|none] [--error device_missing|device_error] [--locks 1,2 --key 7 --random 6]
+  [--data data/gateway-<id>-access.json] [--offline]
 ${STDIN_HELP}`;
 
 if (values.help || !values.id || !values.password) {
@@ -41,5 +44,7 @@ await simulateGateway({
   randomPerMinute: Number(values.random),
   input: process.stdin,
   log: (line) => console.log(line),
+  dataFile: values.data ?? `data/gateway-${values.id}-access.json`,
+  offline: values.offline,
 });
 process.exit(0);

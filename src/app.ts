@@ -20,6 +20,7 @@ import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
 import { NO_BROKER_ACCOUNTS } from './modules/devices/broker-accounts.ts';
 import { brokerAuthRoutes } from './modules/devices/broker-auth-routes.ts';
+import { AccessLists, GatewaySync } from './modules/access/index.ts';
 import { startDevices } from './modules/devices/index.ts';
 import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
@@ -148,6 +149,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const lockingSystems = new LockingSystems(db, clock);
   const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log, invitationMessageSent);
   jobs.register(messages.job());
+  // Gateway access lists (README "How a door decides"); the keys module confirms key changes they applied.
+  const accessLists = new AccessLists(secrets, clock);
   const keys = new KeysArea({
     db,
     clock,
@@ -158,7 +161,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     revocationEnabled: config.keyRevocationEnabled,
     log: app.log,
     pages,
+    access: accessLists,
   });
+  accessLists.onConfirm((tx, keyIds) => keys.confirmApplied(tx, keyIds));
   await keys.start();
   jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log, metrics);
@@ -169,7 +174,10 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
   const { mqttUrl, mqttDynsec } = config;
   const dynsec = mqttUrl && mqttDynsec ? await startPart(parts.dynsec(config), () => startDynsec(mqttUrl, mqttDynsec, db, app.log)) : null;
-  const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, metrics);
+  const gatewaySync = new GatewaySync(db, clock, accessLists, app.log, config.mqttMaxPacketBytes);
+  await gatewaySync.start();
+  jobs.register(gatewaySync.pushJob());
+  const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, gatewaySync, metrics);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 
@@ -225,6 +233,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       gatewayMqttUrl: () => devices.gatewayUrl,
       gatewayAccounts: dynsec ?? NO_BROKER_ACCOUNTS,
       disconnectGateway: (gatewayId) => devices.disconnectGateway(gatewayId),
+      access: accessLists,
     }),
   );
   if (config.consoleEnabled) {

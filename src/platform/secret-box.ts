@@ -1,6 +1,6 @@
 // Secrets the service needs in clear later (webhook signing secrets) are kept encrypted at rest with
 // AES-256-GCM under a server key: WEBHOOK_SECRET_KEY, or one generated once and kept in the data store.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { Database } from './db/index.ts';
 
 export class SecretBox {
@@ -14,6 +14,11 @@ export class SecretBox {
     await db.query(`INSERT INTO settings (key, value) VALUES ('webhook_secret_key', $1) ON CONFLICT (key) DO NOTHING`, [generated]);
     const [row] = await db.query<{ value: string }>(`SELECT value FROM settings WHERE key = 'webhook_secret_key'`);
     return new SecretBox(Buffer.from((row as { value: string }).value, 'base64'));
+  }
+
+  /** A key of its own for one purpose (e.g. the HMAC that finds a credential), derived from the server key. */
+  derive(purpose: string): string {
+    return createHmac('sha256', this.key).update(purpose).digest('base64url');
   }
 
   seal(plain: string): string {

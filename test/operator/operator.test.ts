@@ -40,6 +40,7 @@ describe('accounts and locations', () => {
       sms_enabled: true,
       phone_key_allowance: null,
       locking_system: null,
+      offline_access_seconds: 604_800,
       root_location: { id: 0, name: 'Defaults Ltd' },
     });
   });

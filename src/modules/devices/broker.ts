@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:net';
 import type { Database } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { mayPublish, maySubscribe } from './gateway-access.ts';
+import { encodePayload } from './payload.ts';
 import { gatewayTopicPrefix } from './topics.ts';
 import { routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { limitPacketSize } from './packet-size.ts';
@@ -107,7 +108,7 @@ export class EmbeddedBroker {
       start: async () => undefined,
       publish: (topic, payload) =>
         new Promise<void>((resolve, reject) =>
-          broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(payload)), qos: 1, retain: false, dup: false }, (error) =>
+          broker.publish({ cmd: 'publish', topic, payload: Buffer.from(encodePayload(payload)), qos: 1, retain: false, dup: false }, (error) =>
             error ? reject(error) : resolve(),
           ),
         ),

@@ -6,14 +6,14 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { gatewayUsername } from './broker-accounts.ts';
 import { gatewayPasswordHash } from './store.ts';
-import { commandsTopic, GATEWAY_MESSAGE_TOPICS, gatewayTopicPrefix } from './topics.ts';
+import { GATEWAY_MESSAGE_TOPICS, gatewayTopicPrefix, SERVICE_MESSAGE_TOPICS, serviceTopic } from './topics.ts';
 
-/** The exact topics a gateway publishes on, and the one topic filter it subscribes to (its commands). */
+/** The exact topics a gateway publishes on, and the exact topics it subscribes to (what the service sends it). */
 export function gatewayPermissions(gatewayId: number): { publish: string[]; subscribe: string[] } {
   const prefix = gatewayTopicPrefix(gatewayId);
   return {
     publish: GATEWAY_MESSAGE_TOPICS.map((topic) => prefix + topic),
-    subscribe: [commandsTopic(gatewayId)],
+    subscribe: SERVICE_MESSAGE_TOPICS.map((topic) => serviceTopic(gatewayId, topic)),
   };
 }
 
@@ -21,7 +21,7 @@ export function mayPublish(gatewayId: number, topic: string): boolean {
   return gatewayPermissions(gatewayId).publish.includes(topic);
 }
 
-/** Compared as the filter is written: a wildcard that would also cover the commands topic is refused. */
+/** Compared as the filter is written: a wildcard that would also cover another gateway's topic is refused. */
 export function maySubscribe(gatewayId: number, filter: string): boolean {
   return gatewayPermissions(gatewayId).subscribe.includes(filter);
 }

@@ -7,13 +7,16 @@ import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { NO_METRICS, type DoorEventMetrics, type UnlockMetrics } from '../../platform/metrics.ts';
 import { parts, startPart } from '../../platform/startup.ts';
-import { parseGatewayEvent, type AccessLogWriter } from '../events/index.ts';
+import type { GatewaySync } from '../access/index.ts';
+import { parseGatewayEvent, type AccessLogWriter, type GatewayEvent } from '../events/index.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { GatewayMessagePipeline } from './message-pipeline.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
 import { onlineGatewayCount } from './store.ts';
+import { JsonText } from './payload.ts';
+import { serviceTopic } from './topics.ts';
 
 // The devices module's surface for the rest of the service.
 export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
@@ -48,6 +51,7 @@ export async function startDevices(
   jobs: JobRunner,
   accessLog: AccessLogWriter,
   log: FastifyBaseLogger,
+  access: GatewaySync,
   metrics: DoorEventMetrics & UnlockMetrics = NO_METRICS,
 ): Promise<Devices> {
   // Assigned below, before any message can arrive.
@@ -77,24 +81,39 @@ export async function startDevices(
   jobs.register(presence.quietJob());
   jobs.register(unlock.timeoutJob());
 
+  /** A door event through the pipeline: batched with the gateway's others, resolved once committed. */
+  const recordEvent = (gatewayId: number, event: GatewayEvent): Promise<void> => {
+    metrics.received();
+    const receivedAt = performance.now();
+    const stored = pipeline.event(gatewayId, event);
+    void stored.then(() => metrics.ingested((performance.now() - receivedAt) / 1000));
+    return stored;
+  };
+  access.attach({
+    publish: (gatewayId, topic, payload, text) => link.publish(serviceTopic(gatewayId, topic), text ? new JsonText(payload as string) : payload),
+    record: recordEvent,
+  });
+
   const onMessage: GatewayMessageHandler = (gatewayId, topic, payload) => {
-    const announced = topic === 'presence' ? (payload as { online?: unknown }).online : undefined;
+    const message = payload as Record<string, unknown>;
+    const announced = topic === 'presence' ? message.online : undefined;
     if (announced === false) return void presence.lost(gatewayId);
-    if (announced === true) presence.connected(gatewayId);
-    else presence.heard(gatewayId); // any message from the gateway is contact
+    if (announced === true) {
+      presence.connected(gatewayId);
+      access.presence(gatewayId, message);
+    } else presence.heard(gatewayId); // any message from the gateway is contact
     if (topic === 'events') {
       const event = parseGatewayEvent(payload);
       if (!event) {
         metrics.dropped('malformed');
         return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
       }
-      metrics.received();
-      const receivedAt = performance.now();
-      const stored = pipeline.event(gatewayId, event);
-      void stored.then(() => metrics.ingested((performance.now() - receivedAt) / 1000));
-      return stored;
+      return recordEvent(gatewayId, event);
     }
     if (topic === 'commands/result') return pipeline.result(gatewayId, payload);
+    if (topic === 'access/request') return access.request(gatewayId, message);
+    if (topic === 'access/sync') return access.sync(gatewayId, message);
+    if (topic === 'access/applied') return access.applied(gatewayId, message);
     return undefined;
   };
 

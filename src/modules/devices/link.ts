@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type IPublishPacket, type MqttClient, type Packet } from 'mqtt';
 import type { Config } from '../../config.ts';
+import { encodePayload } from './payload.ts';
 import { GATEWAY_TOPIC_FILTERS, parseGatewayTopic, PRESENCE_TOPIC_FILTER, type GatewayTopic } from './topics.ts';
 
 /** What the device module needs of a link, whichever broker is behind it. */
@@ -186,7 +187,7 @@ export class MqttLink implements DeviceLink {
   async publish(topic: string, payload: unknown): Promise<void> {
     const client = this.client;
     if (!client || !client.connected) throw new Error('not connected to the MQTT broker');
-    const body = JSON.stringify(payload);
+    const body = encodePayload(payload);
     let messageId: number | undefined;
     const noteId = (packet: Packet) => {
       if (packet.cmd === 'publish' && packet.payload === body) messageId = packet.messageId;

@@ -1,5 +1,6 @@
 // Setup links (spec: Invitation; README: API notes, Setup links): what a link's page shows, and the
 // activation that turns a pending invitation into a key.
+import { newPhoneCredential } from '../access/index.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { hashToken } from '../../platform/secrets.ts';
@@ -44,6 +45,7 @@ export class ActivationService {
       await spendLink(this.db, claimed.id, this.now());
       throw error;
     }
+    const phoneCredential = newPhoneCredential();
     return this.db.transaction(async (tx) => {
       // A cancel that arrived while the locking system answered does not stop this scan: the key is made
       // and the invitation reads `cancelled` (spec: Invitation state).
@@ -60,9 +62,12 @@ export class ActivationService {
           startsAt: invitation.starts_at,
           expiresAt: invitation.key_expires_at,
           managed: false,
+          // The holder's device presents a credential of its own (the phone-key page builds on it).
+          credential: { hash: this.deps.access.lookupHash(phoneCredential), box: this.deps.access.seal(phoneCredential) },
         },
         now,
       );
+      await this.deps.access.refresh(tx, account.id, [keyId]);
       await markActivated(tx, invitation.id, keyId, now);
       await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, keyId)) as KeyRow, now);
       return { key_id: keyId, invitation_id: invitation.id };

@@ -1,6 +1,6 @@
 // The keys area put together (README: Architecture): keys, invitations, setup links and the dashboard's
 // hand-over share one set of dependencies; app.ts builds it, and routes reach each part through it.
-import type { Queryable } from '../../platform/db/index.ts';
+import type { Queryable, Transaction } from '../../platform/db/index.ts';
 import { ActivationService } from './activation.ts';
 import type { KeysDeps } from './common.ts';
 import { HandOverService } from './hand-over.ts';
@@ -25,6 +25,11 @@ export class KeysArea {
     await this.keys.start();
   }
 
+  /** The access lists' confirmation: keys whose change every gateway applied become `handed_over`. */
+  confirmApplied(tx: Queryable, keyIds: number[]): Promise<void> {
+    return this.keys.confirmApplied(tx, keyIds);
+  }
+
   /** The person's live keys inside a scope, for GET /people/{id}. */
   keysOfPerson(scopeLocationId: number, personId: string): Promise<EmbeddedKey[]> {
     return this.keys.keysOfPerson(scopeLocationId, personId);
@@ -34,7 +39,7 @@ export class KeysArea {
    * A deleted person keeps no access: inside the deletion's transaction, every live key of theirs is
    * revoked (as DELETE /keys/{id} would) and every pending invitation cancelled.
    */
-  async revokeEverythingOf(tx: Queryable, personId: string, now: Date): Promise<void> {
+  async revokeEverythingOf(tx: Transaction, personId: string, now: Date): Promise<void> {
     await this.keys.revokeKeysOf(tx, personId, now);
     await this.invitations.cancelInvitationsOf(tx, personId, now);
   }

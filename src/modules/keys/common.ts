@@ -7,10 +7,11 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { ErrorDetail } from '../../platform/errors.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
+import { parseCredential, type AccessLists } from '../access/index.ts';
 import { unknownSecurityGroups } from '../catalog/index.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import type { MessageQueue } from '../notifications/index.ts';
-import { findAccount, type AccountRow, type KeyRow } from './store.ts';
+import { findAccount, keyWithCredential, type AccountRow, type KeyRow, type StoredCredential } from './store.ts';
 
 export interface KeysDeps {
   db: Database;
@@ -22,6 +23,8 @@ export interface KeysDeps {
   revocationEnabled: boolean;
   log: FastifyBaseLogger;
   pages: PageCaches;
+  /** Gateway access lists: refreshed in every transaction that changes what a key opens. */
+  access: AccessLists;
 }
 
 /** Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. */
@@ -64,4 +67,34 @@ export async function emitKeyEvent(tx: Queryable, type: 'key.activated' | 'key.r
     },
     occurredAt: now,
   });
+}
+
+/**
+ * A credential as an operator typed it, normalised and ready to store; null with a detail on `credential`
+ * when it is malformed or already presented by another key of the account that is in use.
+ */
+export async function credentialToStore(
+  deps: Pick<KeysDeps, 'db' | 'access'>,
+  accountId: number,
+  input: string,
+  exceptKeyId: number | null,
+  details: ErrorDetail[],
+): Promise<StoredCredential | null> {
+  const parsed = parseCredential(input);
+  if ('error' in parsed) {
+    details.push({ field: 'credential', code: 'invalid', message: parsed.error });
+    return null;
+  }
+  const hash = deps.access.lookupHash(parsed.credential);
+  const holder = await keyWithCredential(deps.db, accountId, hash, exceptKeyId);
+  if (holder !== null) {
+    details.push({ field: 'credential', code: 'invalid', message: `Key ${holder} of this account already presents this credential; return that key first.` });
+    return null;
+  }
+  return { hash, box: deps.access.seal(parsed.credential) };
+}
+
+/** The credential of a key in clear, for the operator's view; null when it has none. */
+export function credentialOf(deps: Pick<KeysDeps, 'access'>, key: Pick<KeyRow, 'credential_box'>): string | null {
+  return key.credential_box === null ? null : deps.access.open(key.credential_box);
 }

@@ -1,11 +1,22 @@
-// Keys handed over and taken back at the dashboard (operator API: POST /admin/v1/keys and
-// /admin/v1/keys/{id}/return): cards, fobs and phone keys given without a setup link.
+// Keys handed over and taken back at the dashboard (operator API: POST /admin/v1/keys, GET and PATCH
+// /admin/v1/keys/{id}, POST /admin/v1/keys/{id}/return): cards, fobs and phone keys given without a setup
+// link, and the credential each presents at a reader.
+import { newPhoneCredential } from '../access/index.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { findPerson } from '../people/index.ts';
-import { checkGroups, emitKeyEvent, timestamp, type KeysDeps } from './common.ts';
-import type { Key, OperatorKeyCreate } from './schemas.ts';
-import { findKey, insertKey, markKeyReturned, toKey, type KeyRow } from './store.ts';
+import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, timestamp, type KeysDeps } from './common.ts';
+import type { OperatorKey, OperatorKeyCreate, OperatorKeyUpdate } from './schemas.ts';
+import { findKey, insertKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
+
+/** The unique index on credentials refused a write: another key took the credential meanwhile. */
+function credentialTaken(error: unknown): boolean {
+  return (error as { code?: unknown; constraint?: unknown }).code === '23505' && String((error as { constraint?: unknown }).constraint ?? '').includes('keys_credential');
+}
+
+function credentialTakenError() {
+  return errors.validation([{ field: 'credential', code: 'invalid', message: 'Another key of this account presents this credential now; return that key first.' }]);
+}
 
 export class HandOverService {
   constructor(private readonly deps: KeysDeps) {}
@@ -18,8 +29,8 @@ export class HandOverService {
     return this.deps.clock.now();
   }
 
-  /** A key `handed_over` from the start, with key.activated. */
-  async createByOperator(body: OperatorKeyCreate): Promise<Key> {
+  /** A key `handed_over` from the start, with key.activated; a phone key gets a credential of its own. */
+  async createByOperator(body: OperatorKeyCreate): Promise<OperatorKey> {
     const person = await findPerson(this.db, null, body.person_id);
     if (!person) throw errors.invalidField('person_id', `No person ${body.person_id}.`);
     const details: ErrorDetail[] = [];
@@ -27,41 +38,90 @@ export class HandOverService {
     await checkGroups(this.db, person.location_id, groups, details);
     const startsAt = body.starts_at === undefined ? this.now() : timestamp(body.starts_at, 'starts_at', details);
     const expiresAt = body.expires_at == null ? null : timestamp(body.expires_at, 'expires_at', details);
+    let credential: StoredCredential | null = null;
+    if (body.credential != null) credential = await credentialToStore(this.deps, person.account_id, body.credential, null, details);
+    else if (body.type === 'digital') credential = await credentialToStore(this.deps, person.account_id, newPhoneCredential(), null, details);
     if (details.length > 0) throw errors.validation(details);
     const now = this.now();
-    return this.db.transaction(async (tx) => {
-      const id = await insertKey(
-        tx,
-        {
-          accountId: person.account_id,
-          personId: person.id,
-          invitationId: null,
-          type: body.type,
-          name: body.name,
-          groups,
-          startsAt: startsAt as Date,
-          expiresAt,
-          managed: body.managed_in_locking_system ?? false,
-        },
-        now,
-      );
-      const row = (await findKey(tx, null, id)) as KeyRow;
-      await emitKeyEvent(tx, 'key.activated', row, now);
-      return toKey(row);
-    });
+    try {
+      return await this.db.transaction(async (tx) => {
+        const id = await insertKey(
+          tx,
+          {
+            accountId: person.account_id,
+            personId: person.id,
+            invitationId: null,
+            type: body.type,
+            name: body.name,
+            groups,
+            startsAt: startsAt as Date,
+            expiresAt,
+            managed: body.managed_in_locking_system ?? false,
+            credential,
+          },
+          now,
+        );
+        await this.deps.access.refresh(tx, person.account_id, [id]);
+        const row = (await findKey(tx, null, id)) as KeyRow;
+        await emitKeyEvent(tx, 'key.activated', row, now);
+        return this.toOperatorKey(row);
+      });
+    } catch (error) {
+      if (credentialTaken(error)) throw credentialTakenError();
+      throw error;
+    }
+  }
+
+  async getForOperator(id: number): Promise<OperatorKey> {
+    const row = await findKey(this.db, null, id);
+    if (!row) throw errors.notFound('key');
+    return this.toOperatorKey(row);
+  }
+
+  /**
+   * A new credential, or none. Like any change of what a key opens, it is `sent` until every gateway holding
+   * the key has applied it (at once when none does), then `handed_over` with key.activated; an account synced
+   * with an external locking system keeps the state its locking system gives.
+   */
+  async setCredential(id: number, body: OperatorKeyUpdate): Promise<OperatorKey> {
+    const row = await findKey(this.db, null, id);
+    if (!row) throw errors.notFound('key');
+    const details: ErrorDetail[] = [];
+    const credential = body.credential === null ? null : await credentialToStore(this.deps, row.account_id, body.credential, id, details);
+    if (details.length > 0) throw errors.validation(details);
+    const unchanged = credential === null ? row.credential_box === null : row.credential_box !== null && credentialOf(this.deps, row) === this.deps.access.open(credential.box);
+    if (unchanged) return this.toOperatorKey(row);
+    const account = await accountOf(this.db, row.account_id);
+    const waits = row.state === 'handed_over' && account.locking_system === null;
+    const now = this.now();
+    try {
+      return await this.db.transaction(async (tx) => {
+        await setKeyCredential(tx, id, credential, waits ? 'sent' : row.state, now);
+        await this.deps.access.refresh(tx, row.account_id, [id], waits ? [id] : []);
+        return this.toOperatorKey((await findKey(tx, null, id)) as KeyRow);
+      });
+    } catch (error) {
+      if (credentialTaken(error)) throw credentialTakenError();
+      throw error;
+    }
   }
 
   /** The key stays listed, `returned`, with key.revoked; returning it again changes nothing. */
-  async returnByOperator(id: number): Promise<Key> {
+  async returnByOperator(id: number): Promise<OperatorKey> {
     const row = await findKey(this.db, null, id);
     if (!row) throw errors.notFound('key');
-    if (row.state === 'returned') return toKey(row);
+    if (row.state === 'returned') return this.toOperatorKey(row);
     const now = this.now();
     return this.db.transaction(async (tx) => {
       await markKeyReturned(tx, id, now);
+      await this.deps.access.refresh(tx, row.account_id, [id]);
       const returned = (await findKey(tx, null, id)) as KeyRow;
       await emitKeyEvent(tx, 'key.revoked', returned, now);
-      return toKey(returned);
+      return this.toOperatorKey(returned);
     });
+  }
+
+  private toOperatorKey(row: KeyRow): OperatorKey {
+    return { ...toKey(row), credential: credentialOf(this.deps, row) };
   }
 }

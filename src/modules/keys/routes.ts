@@ -16,7 +16,9 @@ import {
   KeyListQuery,
   KeyPage,
   KeyUpdate,
+  OperatorKey,
   OperatorKeyCreate,
+  OperatorKeyUpdate,
   ResendBody,
 } from './schemas.ts';
 import type { KeysArea } from './area.ts';
@@ -206,12 +208,47 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
         operationId: 'handOverKey',
         tags: ['Keys'],
         summary: 'Hand a key over (dashboard)',
-        description: 'A card, fob or phone key handed over at once: 201 Key `handed_over`, `key.activated` fires.',
+        description:
+          'A card, fob or phone key handed over at once: 201 Key `handed_over`, `key.activated` fires. `credential` is what a card or fob presents at a reader; a phone key gets one of its own.',
         body: ref(OperatorKeyCreate),
-        response: { 201: ref(Key), ...failures({ 422: ['validation_failed'] }) },
+        response: { 201: ref(OperatorKey), ...failures({ 422: ['validation_failed'] }) },
       },
     },
     async (request, reply) => reply.code(201).send(await handOver.createByOperator(request.body)),
+  );
+
+  app.get(
+    '/admin/v1/keys/:id',
+    {
+      config: { access: { kind: 'admin' } },
+      schema: {
+        operationId: 'getOperatorKey',
+        tags: ['Keys'],
+        summary: 'Get a key with its credential',
+        description: 'A live key of any account, with the credential it presents (normalised).',
+        params: IdParams,
+        response: { 200: ref(OperatorKey), ...notFound },
+      },
+    },
+    async (request) => handOver.getForOperator(request.params.id),
+  );
+
+  app.patch(
+    '/admin/v1/keys/:id',
+    {
+      config: { access: { kind: 'admin' } },
+      schema: {
+        operationId: 'setKeyCredential',
+        tags: ['Keys'],
+        summary: "Change a key's credential",
+        description:
+          'A new credential (null: none), unique among the keys of the account in use. The key reads `sent` until every gateway holding it has applied the change, then `handed_over` again with `key.activated`.',
+        params: IdParams,
+        body: ref(OperatorKeyUpdate),
+        response: { 200: ref(OperatorKey), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) },
+      },
+    },
+    async (request) => handOver.setCredential(request.params.id, request.body),
   );
 
   app.post(
@@ -222,9 +259,9 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
         operationId: 'returnKey',
         tags: ['Keys'],
         summary: 'Take a key back',
-        description: 'The key stays listed with state `returned`; `key.revoked` fires.',
+        description: 'The key stays listed with state `returned`; `key.revoked` fires. Its credential may be given to another key.',
         params: IdParams,
-        response: { 200: ref(Key), ...notFound },
+        response: { 200: ref(OperatorKey), ...notFound },
       },
     },
     async (request) => handOver.returnByOperator(request.params.id),

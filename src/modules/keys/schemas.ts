@@ -129,6 +129,30 @@ export const ResendBody = Type.Union([ref(InvitationResend), Type.Null()]);
 export const KeyPage = named('KeyPage', Page(ref(Key), 'A page of keys.'));
 export const InvitationPage = named('InvitationPage', Page(ref(Invitation), 'A page of invitations.'));
 
+const CredentialInput = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description:
+    'what the card or fob presents at a reader: `wiegand26:<facility>:<card>`, `wiegand34:<facility>:<card>` or `uid:<hex>` (README "Credentials"); unique among the keys of the account in use. A phone key gets one of its own.',
+  examples: ['wiegand26:12:34567', 'uid:04A1B2C3D4E5F6'],
+});
+
+/** A key as the operator sees it: the public fields and its credential, normalised. */
+export const OperatorKey = named(
+  'OperatorKey',
+  Type.Composite([Key, Type.Object({ credential: Type.Union([Type.String(), Type.Null()], { description: 'normalised; null: the key presents none' }) })]),
+);
+export type OperatorKey = Static<typeof OperatorKey>;
+
+export const OperatorKeyUpdate = named(
+  'OperatorKeyUpdate',
+  Type.Object(
+    { credential: Type.Union([CredentialInput, Type.Null()]) },
+    { additionalProperties: false, description: 'A new credential (null: none). The key is `sent` until the gateways holding it have applied the change.' },
+  ),
+);
+export type OperatorKeyUpdate = Static<typeof OperatorKeyUpdate>;
+
 export const OperatorKeyCreate = named(
   'OperatorKeyCreate',
   Type.Object(
@@ -140,6 +164,7 @@ export const OperatorKeyCreate = named(
       starts_at: Type.Optional(ClientTimestamp('default: now')),
       expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()])),
       managed_in_locking_system: Type.Optional(Type.Boolean({ default: false, description: 'a physical fob managed in the locking system (only `name` can change)' })),
+      credential: Type.Optional(Type.Union([CredentialInput, Type.Null()])),
     },
     { additionalProperties: false, description: 'A key handed over in the dashboard: it is `handed_over` at once.' },
   ),

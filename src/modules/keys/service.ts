@@ -1,7 +1,7 @@
 // The rules of keys (spec: Key, states; Endpoints/Keys): reads, changes written to the locking system
 // first, revocation, and the sandbox's confirmation of changes the locking system held.
 import type { Caller } from '../../platform/auth.ts';
-import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { Database, Queryable, Transaction } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
@@ -10,6 +10,7 @@ import { queueLockingSystemTask } from '../locking-system/index.ts';
 import { accountOf, checkGroups, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import type { EmbeddedKey, Key, KeyListQuery, KeyUpdate } from './schemas.ts';
 import {
+  confirmAppliedKeys,
   confirmHeldKeys,
   findKey,
   keysOfPerson,
@@ -109,11 +110,15 @@ export class KeysService {
     const account = await accountOf(this.db, row.account_id);
     // Written to the locking system first; a refusal changes nothing.
     const outcome = await lockingSystemOf(this.deps.lockingSystems, account).write('key.update', String(id));
+    // Without an external one, Latchkey's gateways are the locking system: a key that presents a credential
+    // waits (`sent`) until every gateway holding it has applied the change (confirmed in refresh when none does).
+    const waitsForGateways = accessChanged && account.locking_system === null && row.credential_box !== null;
     const now = this.now();
     return this.db.transaction(async (tx) => {
       // A pure rename keeps the state; any other change is `sent` until the locking system confirms it.
-      const state = !accessChanged ? row.state : outcome === 'applied' ? 'handed_over' : 'sent';
+      const state = !accessChanged ? row.state : outcome === 'applied' && !waitsForGateways ? 'handed_over' : 'sent';
       await updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
+      if (accessChanged) await this.deps.access.refresh(tx, row.account_id, [id], waitsForGateways ? [id] : []);
       const updated = (await findKey(tx, null, id)) as KeyRow;
       if (accessChanged && state === 'handed_over') await emitKeyEvent(tx, 'key.activated', updated, now);
       return toKey(updated);
@@ -129,19 +134,26 @@ export class KeysService {
   }
 
   /** Inside a person's deletion: every live key of theirs is revoked, as DELETE /keys/{id} would. */
-  async revokeKeysOf(tx: Queryable, personId: string, now: Date): Promise<void> {
+  async revokeKeysOf(tx: Transaction, personId: string, now: Date): Promise<void> {
     for (const row of await liveKeysOfPerson(tx, personId)) {
       await this.revokeInTransaction(tx, row, await accountOf(tx, row.account_id), now);
     }
   }
 
   /** The key expires at once and leaves every read; its removal from the locking system is queued. */
-  private async revokeInTransaction(tx: Queryable, row: KeyRow, account: AccountRow, now: Date): Promise<void> {
+  private async revokeInTransaction(tx: Transaction, row: KeyRow, account: AccountRow, now: Date): Promise<void> {
     if (!(await markKeyRevoked(tx, row.id, now))) return; // revoked meanwhile: one event only
+    await this.deps.access.refresh(tx, row.account_id, [row.id]);
     if (account.locking_system) {
       await queueLockingSystemTask(tx, { accountId: account.id, operation: 'key.delete', entityId: String(row.id) }, now);
     }
     await emitKeyEvent(tx, 'key.revoked', { ...row, state: 'returned' }, now);
+  }
+
+  /** Keys whose change every gateway holding them has applied: `sent` → `handed_over`, key.activated. */
+  async confirmApplied(tx: Queryable, keyIds: number[]): Promise<void> {
+    const now = this.now();
+    for (const id of await confirmAppliedKeys(tx, keyIds, now)) await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
   }
 
   /** Sandbox: confirms every held key change of an account (`sent` to `handed_over`, key.activated). */

@@ -12,11 +12,14 @@ export interface KeyRow extends Pick<Key, 'id' | 'person_id' | 'invitation_id' |
   starts_at: Date;
   expires_at: Date | null;
   managed_in_locking_system: boolean;
+  /** The credential, encrypted (secret box); null: the key presents none at a reader. */
+  credential_box: string | null;
 }
 
 const KEY_SELECT = `
   SELECT k.id, k.account_id, k.person_id, p.name AS person_name, p.email AS person_email, p.location_id AS person_location_id,
-         k.invitation_id, k.type, k.name, k.state, k.security_groups, k.starts_at, k.expires_at, k.managed_in_locking_system
+         k.invitation_id, k.type, k.name, k.state, k.security_groups, k.starts_at, k.expires_at, k.managed_in_locking_system,
+         k.credential_box
     FROM keys k
     JOIN people p ON p.id = k.person_id
     JOIN locations l ON l.id = p.location_id`;
@@ -88,16 +91,53 @@ export interface NewKey {
   startsAt: Date;
   expiresAt: Date | null;
   managed: boolean;
+  credential: StoredCredential | null;
+}
+
+/** A credential as stored: its lookup HMAC and the credential encrypted. */
+export interface StoredCredential {
+  hash: string;
+  box: string;
 }
 
 /** A key that is handed over from the start; returns its id. */
 export async function insertKey(db: Queryable, key: NewKey, now: Date): Promise<number> {
   const [row] = await db.query<{ id: number }>(
-    `INSERT INTO keys (account_id, person_id, invitation_id, type, name, state, security_groups, starts_at, expires_at, managed_in_locking_system, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, 'handed_over', $6::text[], $7, $8, $9, $10, $10) RETURNING id`,
-    [key.accountId, key.personId, key.invitationId, key.type, key.name, key.groups, key.startsAt, key.expiresAt, key.managed, now],
+    `INSERT INTO keys (account_id, person_id, invitation_id, type, name, state, security_groups, starts_at, expires_at, managed_in_locking_system,
+                       credential_hash, credential_box, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 'handed_over', $6::text[], $7, $8, $9, $10, $11, $12, $12) RETURNING id`,
+    [key.accountId, key.personId, key.invitationId, key.type, key.name, key.groups, key.startsAt, key.expiresAt, key.managed,
+      key.credential?.hash ?? null, key.credential?.box ?? null, now],
   );
   return (row as { id: number }).id;
+}
+
+/** The live key of the account (in use: not returned) presenting this credential, other than `exceptId`. */
+export async function keyWithCredential(db: Queryable, accountId: number, hash: string, exceptId: number | null): Promise<number | null> {
+  const [row] = await db.query<{ id: number }>(
+    `SELECT id FROM keys WHERE account_id = $1 AND credential_hash = $2 AND revoked_at IS NULL AND state <> 'returned' AND id <> $3 LIMIT 1`,
+    [accountId, hash, exceptId ?? 0],
+  );
+  return row ? Number(row.id) : null;
+}
+
+/** A new credential (null: none); the key waits in `state` for the gateways when it changes what they hold. */
+export async function setKeyCredential(db: Queryable, id: number, credential: StoredCredential | null, state: Key['state'], now: Date): Promise<void> {
+  await db.query('UPDATE keys SET credential_hash = $2, credential_box = $3, state = $4, updated_at = $5 WHERE id = $1', [
+    id, credential?.hash ?? null, credential?.box ?? null, state, now,
+  ]);
+}
+
+/** Keys whose change every gateway applied: `sent` → `handed_over` where no external locking system confirms. */
+export async function confirmAppliedKeys(db: Queryable, keyIds: number[], now: Date): Promise<number[]> {
+  const rows = await db.query<{ id: number }>(
+    `UPDATE keys k SET state = 'handed_over', updated_at = $2
+       FROM accounts a
+      WHERE k.id = ANY($1::bigint[]) AND a.id = k.account_id AND a.locking_system IS NULL AND k.state = 'sent' AND k.revoked_at IS NULL
+      RETURNING k.id`,
+    [keyIds, now],
+  );
+  return rows.map((row) => Number(row.id));
 }
 
 export async function updateKey(

@@ -2,8 +2,10 @@
 import { AUTH_CHANNEL } from '../../platform/auth.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
+import { isValidTimeZone } from '../access/index.ts';
+import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
-import type { Account, AccountCreate, AccountUpdate, Location, Overview, User } from './schemas.ts';
+import type { Account, AccountCreate, AccountUpdate, Location, LocationCreate, LocationUpdate, Overview, User } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
 import {
   accountExists,
@@ -17,6 +19,7 @@ import {
   listUsers,
   overviewCounts,
   updateAccount,
+  updateLocation,
   type LocationRow,
 } from './store.ts';
 
@@ -27,8 +30,16 @@ export async function requireLocation(db: Queryable, id: number, field: string):
   return location;
 }
 
+function checkTimeZone(zone: string | null | undefined): void {
+  if (zone != null && !isValidTimeZone(zone)) throw errors.invalidField('time_zone', `${zone} is not an IANA time-zone name (e.g. Europe/Berlin).`);
+}
+
+function toLocation({ path: _path, ...location }: LocationRow): Location {
+  return location;
+}
+
 export class AccountsService {
-  constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock'>) {}
+  constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock' | 'access'>) {}
 
   /** The account and its root location, named after it, in one transaction. */
   async create(body: AccountCreate): Promise<Account> {
@@ -82,10 +93,32 @@ export class AccountsService {
   }
 
   /** A department under `parent_id`, in the parent's account. */
-  async createLocation(body: { parent_id: number; name: string }): Promise<Location> {
+  async createLocation(body: LocationCreate): Promise<Location> {
+    checkTimeZone(body.time_zone);
     return this.deps.db.transaction(async (tx) => {
       const parent = await requireLocation(tx, body.parent_id, 'parent_id');
-      return insertLocation(tx, { accountId: parent.account_id, parentId: parent.id, name: body.name, parentPath: parent.path }, this.deps.clock.now());
+      const id = await insertLocation(
+        tx,
+        { accountId: parent.account_id, parentId: parent.id, name: body.name, parentPath: parent.path, timeZone: body.time_zone ?? null },
+        this.deps.clock.now(),
+      );
+      return toLocation((await findLocation(tx, id)) as LocationRow);
+    });
+  }
+
+  /**
+   * Renames a location or sets its time zone (null: its parent's). A new zone moves the windows of every door
+   * under it: the account's gateway lists are refreshed in the same transaction.
+   */
+  async updateLocation(id: number, body: LocationUpdate): Promise<Location> {
+    checkTimeZone(body.time_zone);
+    return this.deps.db.transaction(async (tx) => {
+      const location = await findLocation(tx, id);
+      if (!location) throw errors.notFound('location');
+      await updateLocation(tx, id, body);
+      await tx.notify(CATALOG_CHANNEL);
+      if (body.time_zone !== undefined && body.time_zone !== location.time_zone) await this.deps.access.refresh(tx, location.account_id, null);
+      return toLocation((await findLocation(tx, id)) as LocationRow);
     });
   }
 

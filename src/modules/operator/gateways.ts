@@ -3,6 +3,7 @@
 import { errors } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
+import { gatewayAccessSecret } from '../access/index.ts';
 import { BrokerUnavailableError, gatewayUsername, MQTT_TOPIC_PREFIX } from '../devices/index.ts';
 import { requireLocation } from './accounts.ts';
 import type { Gateway, GatewaySummary } from './schemas.ts';
@@ -16,6 +17,8 @@ import {
   type OwnerFilter,
   lockGateway,
   reserveGatewayId,
+  gatewayAccountId,
+  setGatewayAccessSecret,
   setGatewayPasswordHash,
   type GatewayRow,
 } from './store.ts';
@@ -40,6 +43,8 @@ export class GatewaysService {
         { id, locationId: body.location_id, name: body.name, username: gatewayUsername(id), passwordHash: hashToken(password) },
         this.deps.clock.now(),
       );
+      // The secret its access list is hashed under: both sides derive it from the password (README "Access lists").
+      await setGatewayAccessSecret(db, id, this.deps.access.seal(gatewayAccessSecret(password)));
     } catch (error) {
       // A half-made account (the broker took the command but its answer was lost) or one whose gateway row
       // could not be written: removed when the broker lets us. Its password was never shown to anyone.
@@ -75,6 +80,10 @@ export class GatewaysService {
       if (!row) throw errors.notFound('gateway');
       await onBroker(() => this.deps.gatewayAccounts.provision(id, password));
       await setGatewayPasswordHash(tx, id, hashToken(password));
+      // A new list secret with the password: the list is built anew under it and sent whole.
+      await this.deps.access.replaceSecret(tx, id, gatewayAccessSecret(password));
+      const accountId = await gatewayAccountId(tx, id);
+      if (accountId !== null) await this.deps.access.refresh(tx, accountId, null);
       return row;
     });
     this.deps.disconnectGateway(id);

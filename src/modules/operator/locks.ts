@@ -1,22 +1,54 @@
 // Locks and security groups as the operator provisions them; the public API reads them through the
 // catalog module (README "API notes": Security groups in scope).
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
+import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
+import { checkWindows } from '../access/index.ts';
 import { CATALOG_CHANNEL, lockById, unknownSecurityGroups } from '../catalog/index.ts';
-import type { Lock, SecurityGroup } from '../catalog/schemas.ts';
+import type { Lock } from '../catalog/schemas.ts';
 import { requireLocation } from './accounts.ts';
-import type { LockCreate, LockUpdate, SecurityGroupCreate } from './schemas.ts';
+import type { LockCreate, LockUpdate, OperatorSecurityGroup, SecurityGroupCreate, SecurityGroupUpdate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
-import { gatewayInAccount, insertLock, insertSecurityGroup, lockLocation, updateLock } from './store.ts';
+import {
+  accountExists,
+  findSecurityGroup,
+  gatewayInAccount,
+  insertLock,
+  insertSecurityGroup,
+  listAccountSecurityGroups,
+  lockLocation,
+  updateLock,
+  updateSecurityGroup,
+} from './store.ts';
 
 export class LocksService {
-  constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock'>) {}
+  constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock' | 'access'>) {}
 
-  /** `code` is unique per location (422 on `code` otherwise). */
-  async createSecurityGroup(body: SecurityGroupCreate): Promise<SecurityGroup> {
+  /** `code` is unique per location (422 on `code` otherwise); `windows` null or absent: at any time. */
+  async createSecurityGroup(body: SecurityGroupCreate): Promise<OperatorSecurityGroup> {
+    if (body.windows) throwIfAny(checkWindows(body.windows));
     await requireLocation(this.deps.db, body.location_id, 'location_id');
     const group = await insertSecurityGroup(this.deps.db, body, this.deps.clock.now());
     if (!group) throw errors.invalidField('code', `A security group with code ${body.code} already exists at this location.`);
     return group;
+  }
+
+  /** Changes the fields sent; new windows reach every gateway holding a door of the group as a change. */
+  async updateSecurityGroup(id: number, body: SecurityGroupUpdate): Promise<OperatorSecurityGroup> {
+    if (body.windows) throwIfAny(checkWindows(body.windows));
+    return this.deps.db.transaction(async (tx) => {
+      const group = await findSecurityGroup(tx, id);
+      if (!group) throw errors.notFound('security group');
+      await updateSecurityGroup(tx, id, body);
+      await tx.notify(CATALOG_CHANNEL);
+      if (body.windows !== undefined) await this.deps.access.refresh(tx, group.account_id, null);
+      const { account_id: _account, ...updated } = (await findSecurityGroup(tx, id)) as OperatorSecurityGroup & { account_id: number };
+      return updated;
+    });
+  }
+
+  async listSecurityGroups(accountId: number, page: PageRequest): Promise<PageOf<OperatorSecurityGroup>> {
+    if (!(await accountExists(this.deps.db, accountId))) throw errors.notFound('account');
+    return toPage(await listAccountSecurityGroups(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (g) => g.id);
   }
 
   /** `gateway_id` makes it remote (a gateway of the same account); groups are codes of its location or above. */
@@ -48,6 +80,7 @@ export class LocksService {
       );
       // Every instance drops its cached locks (README "Architecture": caches).
       await tx.notify(CATALOG_CHANNEL);
+      await this.deps.access.refresh(tx, location.account_id, null);
       const lock = await lockById(tx, id);
       if (!lock) throw new Error('inserted lock not found');
       return lock;
@@ -70,9 +103,15 @@ export class LocksService {
     return db.transaction(async (tx) => {
       await updateLock(tx, id, { name: body.name, place: body.place, gatewayId: body.gateway_id, groupCodes: body.security_groups });
       await tx.notify(CATALOG_CHANNEL);
+      // A lock moved to another gateway or given other groups: the lists of both gateways change.
+      if (body.gateway_id !== undefined || body.security_groups !== undefined) await this.deps.access.refresh(tx, location.account_id, null);
       const lock = await lockById(tx, id);
       if (!lock) throw errors.notFound('lock');
       return lock;
     });
   }
+}
+
+function throwIfAny(details: ErrorDetail[]): void {
+  if (details.length > 0) throw errors.validation(details);
 }

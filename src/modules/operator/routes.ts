@@ -5,7 +5,7 @@ import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { PageQuery, pageRequest } from '../../platform/pagination.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
-import { Lock, SecurityGroup } from '../catalog/schemas.ts';
+import { Lock } from '../catalog/schemas.ts';
 import {
   Account,
   AccountCreate,
@@ -21,10 +21,14 @@ import {
   Location,
   LocationCreate,
   LocationPage,
+  LocationUpdate,
   LockCreate,
   LockUpdate,
+  OperatorSecurityGroup,
+  OperatorSecurityGroupPage,
   Overview,
   SecurityGroupCreate,
+  SecurityGroupUpdate,
   User,
   UserCreate,
   UserPage,
@@ -73,6 +77,17 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
     { config: admin, schema: { operationId: 'createLocation', tags, summary: 'Create a department', description: 'A location under `parent_id` (an unknown parent: 422 on `parent_id`).', body: ref(LocationCreate), response: { 201: ref(Location), ...invalid } } },
     async (request, reply) => reply.code(201).send(await operator.accounts.createLocation(request.body)));
 
+  app.patch('/admin/v1/locations/:id',
+    {
+      config: admin,
+      schema: {
+        operationId: 'updateLocation', tags, summary: 'Change a location',
+        description: 'Rename it, or set its time zone (an IANA name; null: its parent\'s). Its doors read their security groups\' windows in it; gateways holding them get the change.',
+        params: IdParams, body: ref(LocationUpdate), response: { 200: ref(Location), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) },
+      },
+    },
+    async (request) => operator.accounts.updateLocation(request.params.id, request.body));
+
   app.get('/admin/v1/locations',
     { config: admin, schema: { operationId: 'listLocations', tags, summary: "List an account's locations", description: 'The root and every department, a parent before its children.', querystring: OfAccountQuery, response: { 200: ref(LocationPage), ...notFound } } },
     async (request) => operator.accounts.listLocations(request.query.account_id, pageRequest(request.query)));
@@ -107,9 +122,28 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
   app.post('/admin/v1/security_groups',
     {
       config: admin,
-      schema: { operationId: 'createSecurityGroup', tags: ['Locks'], summary: 'Create a security group', description: '`code` is unique per location (422 on `code` otherwise).', body: ref(SecurityGroupCreate), response: { 201: ref(SecurityGroup), ...invalid } },
+      schema: {
+        operationId: 'createSecurityGroup', tags: ['Locks'], summary: 'Create a security group',
+        description: '`code` is unique per location (422 on `code` otherwise). `windows`: weekly windows in each door\'s time zone; absent or null: at any time.',
+        body: ref(SecurityGroupCreate), response: { 201: ref(OperatorSecurityGroup), ...invalid },
+      },
     },
     async (request, reply) => reply.code(201).send(await operator.locks.createSecurityGroup(request.body)));
+
+  app.get('/admin/v1/security_groups',
+    { config: admin, schema: { operationId: 'listSecurityGroups', tags: ['Locks'], summary: "List an account's security groups", description: 'Every location of the account, with windows.', querystring: OfAccountQuery, response: { 200: ref(OperatorSecurityGroupPage), ...notFound } } },
+    async (request) => operator.locks.listSecurityGroups(request.query.account_id, pageRequest(request.query)));
+
+  app.patch('/admin/v1/security_groups/:id',
+    {
+      config: admin,
+      schema: {
+        operationId: 'updateSecurityGroup', tags: ['Locks'], summary: 'Change a security group',
+        description: 'Title, description, `is_default` or `windows` (null: at any time). New windows reach the gateways holding its doors as a change.',
+        params: IdParams, body: ref(SecurityGroupUpdate), response: { 200: ref(OperatorSecurityGroup), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) },
+      },
+    },
+    async (request) => operator.locks.updateSecurityGroup(request.params.id, request.body));
 
   const gatewayTags = ['Gateways'];
   app.post('/admin/v1/gateways',

@@ -4,6 +4,7 @@ import { Page } from '../../platform/pagination.ts';
 import { Id } from '../../platform/schemas.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
+import { TimeZone, Windows } from '../access/schemas.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const RowId = Id();
@@ -20,6 +21,12 @@ export const AccountFields = {
     default: null,
     description: 'null = no sync; "sandbox" = the built-in simulator',
   }),
+  offline_access_seconds: Type.Integer({
+    minimum: 60,
+    maximum: 7_776_000,
+    default: 604_800,
+    description: "how long a gateway may decide from its copy of the access list without hearing from the service (fail secure after)",
+  }),
 };
 
 export const AccountCreate = named('AccountCreate', Type.Object(
@@ -29,6 +36,7 @@ export const AccountCreate = named('AccountCreate', Type.Object(
     sms_enabled: Type.Optional(AccountFields.sms_enabled),
     phone_key_allowance: Type.Optional(AccountFields.phone_key_allowance),
     locking_system: Type.Optional(AccountFields.locking_system),
+    offline_access_seconds: Type.Optional(AccountFields.offline_access_seconds),
   },
   { additionalProperties: false },
 ));
@@ -44,16 +52,23 @@ export const Account = named('Account', Type.Object({
   sms_enabled: Type.Boolean(),
   phone_key_allowance: Type.Union([Type.Integer(), Type.Null()]),
   locking_system: Type.Union([Type.String(), Type.Null()]),
+  offline_access_seconds: Type.Integer(),
   root_location: Type.Object({ id: Type.Integer(), name: Type.String() }),
 }));
 export type Account = Static<typeof Account>;
 
-export const LocationCreate = named('LocationCreate', Type.Object({ parent_id: RowId, name: Name }, { additionalProperties: false }));
+const OwnTimeZone = Type.Union([TimeZone, Type.Null()], { description: "an IANA time-zone name; null: the parent's (UTC at a root without one)" });
+export const LocationCreate = named('LocationCreate', Type.Object({ parent_id: RowId, name: Name, time_zone: Type.Optional(OwnTimeZone) }, { additionalProperties: false }));
+export type LocationCreate = Static<typeof LocationCreate>;
+export const LocationUpdate = named('LocationUpdate', Type.Object({ name: Type.Optional(Name), time_zone: Type.Optional(OwnTimeZone) }, { additionalProperties: false, minProperties: 1 }));
+export type LocationUpdate = Static<typeof LocationUpdate>;
 export const Location = named('Location', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   parent_id: Type.Union([Type.Integer(), Type.Null()]),
   account_id: Type.Integer(),
+  time_zone: Type.Union([Type.String(), Type.Null()], { description: "its own; null: the parent's" }),
+  effective_time_zone: Type.String({ description: 'the one its doors read windows in: its own or the nearest above it, UTC when none is set' }),
 }));
 export type Location = Static<typeof Location>;
 
@@ -99,10 +114,35 @@ export const SecurityGroupCreate = named('SecurityGroupCreate', Type.Object(
     title: Name,
     description: Type.Optional(Type.String({ maxLength: 2000, default: '' })),
     is_default: Type.Optional(Type.Boolean({ default: false })),
+    windows: Type.Optional(Windows),
   },
   { additionalProperties: false },
 ));
 export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
+
+export const SecurityGroupUpdate = named('SecurityGroupUpdate', Type.Object(
+  {
+    title: Type.Optional(Name),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    is_default: Type.Optional(Type.Boolean()),
+    windows: Type.Optional(Windows),
+  },
+  { additionalProperties: false, minProperties: 1 },
+));
+export type SecurityGroupUpdate = Static<typeof SecurityGroupUpdate>;
+
+/** A security group as the operator sees it: the public fields, where it is defined and its windows. */
+export const OperatorSecurityGroup = named('OperatorSecurityGroup', Type.Object({
+  id: Type.Integer(),
+  code: Type.String(),
+  title: Type.String(),
+  description: Type.String(),
+  is_default: Type.Boolean(),
+  location_id: Type.Integer(),
+  windows: Windows,
+}));
+export type OperatorSecurityGroup = Static<typeof OperatorSecurityGroup>;
+export const OperatorSecurityGroupPage = named('OperatorSecurityGroupPage', Page(ref(OperatorSecurityGroup), 'A page of security groups.'));
 
 export const GatewayCreate = named('GatewayCreate', Type.Object({ location_id: RowId, name: Name }, { additionalProperties: false }));
 const GatewayMqttFields = {

@@ -2,6 +2,7 @@
 // locations and users, API keys, gateways, locks with security groups. The SQL is in store.ts.
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
+import type { AccessLists } from '../access/index.ts';
 import type { GatewayAccounts } from '../devices/index.ts';
 import { AccountsService } from './accounts.ts';
 import { ApiKeysService } from './api-keys.ts';
@@ -17,6 +18,8 @@ export interface OperatorDeps {
   gatewayAccounts: GatewayAccounts;
   /** After a gateway's credentials changed: drops its embedded-broker connection and marks it offline. */
   disconnectGateway: (gatewayId: number) => void;
+  /** Gateway access lists, refreshed when a lock, a security group's windows or a time zone changes. */
+  access: AccessLists;
 }
 
 export class OperatorService {

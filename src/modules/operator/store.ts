@@ -1,8 +1,19 @@
 // The SQL of operator provisioning: accounts, locations, dashboard users, API keys, security groups,
 // locks and gateways. The operator sees every account, so these queries take no caller scope.
 import type { Queryable } from '../../platform/db/index.ts';
-import type { SecurityGroup } from '../catalog/schemas.ts';
-import type { Account, AccountCreate, AccountUpdate, ApiKey, GatewaySummary, Location, Overview, SecurityGroupCreate, User } from './schemas.ts';
+import type {
+  Account,
+  AccountCreate,
+  AccountUpdate,
+  ApiKey,
+  GatewaySummary,
+  Location,
+  OperatorSecurityGroup,
+  Overview,
+  SecurityGroupCreate,
+  SecurityGroupUpdate,
+  User,
+} from './schemas.ts';
 
 /** A location with its path of ids from the account's root down to itself. */
 export type LocationRow = Location & { path: number[] };
@@ -17,7 +28,7 @@ export type GatewayRow = Pick<GatewaySummary, 'id' | 'name' | 'location_id' | 'o
   created_at: Date;
 };
 
-const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance', 'locking_system'] as const;
+const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance', 'locking_system', 'offline_access_seconds'] as const;
 
 const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, expires_at, created_at, revoked_at, created_by_user_id';
 
@@ -28,9 +39,9 @@ const GATEWAY_SELECT = 'SELECT id, name, location_id, mqtt_username, online, las
 /** A new account with the contract's defaults for the fields not sent; its id. */
 export async function insertAccount(tx: Queryable, body: AccountCreate, now: Date): Promise<number> {
   const [row] = await tx.query<{ id: number }>(
-    `INSERT INTO accounts (name, reseller, sms_enabled, phone_key_allowance, locking_system, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-    [body.name, body.reseller ?? false, body.sms_enabled ?? true, body.phone_key_allowance ?? null, body.locking_system ?? null, now],
+    `INSERT INTO accounts (name, reseller, sms_enabled, phone_key_allowance, locking_system, offline_access_seconds, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+    [body.name, body.reseller ?? false, body.sms_enabled ?? true, body.phone_key_allowance ?? null, body.locking_system ?? null, body.offline_access_seconds ?? 604_800, now],
   );
   return (row as { id: number }).id;
 }
@@ -52,7 +63,7 @@ export async function updateAccount(tx: Queryable, id: number, changes: AccountU
 /** An account with its root location, or null. */
 export async function findAccount(db: Queryable, id: number): Promise<Account | null> {
   const rows = await db.query<Omit<Account, 'root_location'> & { root_id: number; root_name: string }>(
-    `SELECT a.id, a.name, a.reseller, a.sms_enabled, a.phone_key_allowance, a.locking_system,
+    `SELECT a.id, a.name, a.reseller, a.sms_enabled, a.phone_key_allowance, a.locking_system, a.offline_access_seconds,
             l.id AS root_id, l.name AS root_name
        FROM accounts a JOIN locations l ON l.account_id = a.id AND l.parent_id IS NULL
       WHERE a.id = $1`,
@@ -67,7 +78,7 @@ export async function findAccount(db: Queryable, id: number): Promise<Account | 
 /** Accounts after `afterId` in id order; `q`: the name contains it, case-insensitive. */
 export async function listAccounts(db: Queryable, q: string | null, afterId: number | null, limit: number): Promise<Account[]> {
   const rows = await db.query<Omit<Account, 'root_location'> & { root_id: number; root_name: string }>(
-    `SELECT a.id, a.name, a.reseller, a.sms_enabled, a.phone_key_allowance, a.locking_system,
+    `SELECT a.id, a.name, a.reseller, a.sms_enabled, a.phone_key_allowance, a.locking_system, a.offline_access_seconds,
             l.id AS root_id, l.name AS root_name
        FROM accounts a JOIN locations l ON l.account_id = a.id AND l.parent_id IS NULL
       WHERE a.id > $1 AND ($2::text IS NULL OR strpos(lower(a.name), lower($2)) > 0)
@@ -87,30 +98,42 @@ export async function accountExists(db: Queryable, id: number): Promise<boolean>
 /** A location under `parentId` (null: the account's root); its path is its parent's plus its own id. */
 export async function insertLocation(
   tx: Queryable,
-  location: { accountId: number; parentId: number | null; name: string; parentPath: number[] },
+  location: { accountId: number; parentId: number | null; name: string; parentPath: number[]; timeZone?: string | null },
   now: Date,
-): Promise<Location> {
+): Promise<number> {
   const [row] = await tx.query<{ id: number }>(
-    `INSERT INTO locations (account_id, parent_id, name, path, created_at)
-     VALUES ($1, $2, $3, '{}', $4) RETURNING id`,
-    [location.accountId, location.parentId, location.name, now],
+    `INSERT INTO locations (account_id, parent_id, name, path, time_zone, created_at)
+     VALUES ($1, $2, $3, '{}', $4, $5) RETURNING id`,
+    [location.accountId, location.parentId, location.name, location.timeZone ?? null, now],
   );
   const id = (row as { id: number }).id;
   await tx.query('UPDATE locations SET path = $1::bigint[] WHERE id = $2', [[...location.parentPath, id], id]);
-  return { id, name: location.name, parent_id: location.parentId, account_id: location.accountId };
+  return id;
 }
 
+/** Its own time zone, and the one its doors read: the nearest set on its path, UTC when none is. */
+const LOCATION_SELECT = `SELECT l.id, l.account_id, l.parent_id, l.name, l.path, l.time_zone,
+         COALESCE((SELECT a.time_zone FROM locations a, unnest(l.path) WITH ORDINALITY AS p (id, n)
+                    WHERE a.id = p.id AND a.time_zone IS NOT NULL ORDER BY p.n DESC LIMIT 1), 'UTC') AS effective_time_zone
+    FROM locations l`;
+
 export async function findLocation(db: Queryable, id: number): Promise<LocationRow | null> {
-  const rows = await db.query<LocationRow>('SELECT id, account_id, parent_id, name, path FROM locations WHERE id = $1', [id]);
+  const rows = await db.query<LocationRow>(`${LOCATION_SELECT} WHERE l.id = $1`, [id]);
   const row = rows[0];
   return row ? { ...row, path: row.path.map(Number) } : null;
 }
 
 /** The account's locations after `afterId` in id order (a parent always before its children). */
 export async function listLocations(db: Queryable, accountId: number, afterId: number | null, limit: number): Promise<Location[]> {
-  return db.query<Location>(
-    `SELECT id, name, parent_id, account_id FROM locations WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
-    [accountId, afterId ?? 0, limit],
+  const rows = await db.query<LocationRow>(`${LOCATION_SELECT} WHERE l.account_id = $1 AND l.id > $2 ORDER BY l.id LIMIT $3`, [accountId, afterId ?? 0, limit]);
+  return rows.map(({ path: _path, ...location }) => location);
+}
+
+/** Changes the fields sent of a location. */
+export async function updateLocation(tx: Queryable, id: number, changes: { name?: string | undefined; time_zone?: string | null | undefined }): Promise<void> {
+  await tx.query(
+    `UPDATE locations SET name = CASE WHEN $2 THEN $3 ELSE name END, time_zone = CASE WHEN $4 THEN $5 ELSE time_zone END WHERE id = $1`,
+    [id, changes.name !== undefined, changes.name ?? null, changes.time_zone !== undefined, changes.time_zone ?? null],
   );
 }
 
@@ -189,14 +212,16 @@ export async function revokeApiKey(tx: Queryable, id: number, now: Date): Promis
 
 // ---- security groups and locks ------------------------------------------------------------------
 
+const GROUP_COLUMNS = 'id, code, title, description, is_default, location_id, windows';
+
 /** The new group, or null when its code is taken at that location. */
-export async function insertSecurityGroup(db: Queryable, group: SecurityGroupCreate, now: Date): Promise<SecurityGroup | null> {
-  const rows = await db.query<SecurityGroup>(
-    `INSERT INTO security_groups (location_id, code, title, description, is_default, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6)
+export async function insertSecurityGroup(db: Queryable, group: SecurityGroupCreate, now: Date): Promise<OperatorSecurityGroup | null> {
+  const rows = await db.query<OperatorSecurityGroup>(
+    `INSERT INTO security_groups (location_id, code, title, description, is_default, windows, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)
      ON CONFLICT (location_id, code) DO NOTHING
-     RETURNING id, code, title, description, is_default`,
-    [group.location_id, group.code, group.title, group.description ?? '', group.is_default ?? false, now],
+     RETURNING ${GROUP_COLUMNS}`,
+    [group.location_id, group.code, group.title, group.description ?? '', group.is_default ?? false, group.windows ? JSON.stringify(group.windows) : null, now],
   );
   return rows[0] ?? null;
 }
@@ -324,4 +349,45 @@ export async function overviewCounts(db: Queryable): Promise<Overview> {
     webhooks: { failing: n('webhooks_failing'), paused: n('webhooks_paused') },
     deliveries_pending: n('deliveries_pending'),
   };
+}
+
+/** A security group with its location's account, or null. */
+export async function findSecurityGroup(db: Queryable, id: number): Promise<(OperatorSecurityGroup & { account_id: number }) | null> {
+  const [row] = await db.query<OperatorSecurityGroup & { account_id: number }>(
+    `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default, sg.location_id, sg.windows, l.account_id
+       FROM security_groups sg JOIN locations l ON l.id = sg.location_id WHERE sg.id = $1`,
+    [id],
+  );
+  return row ?? null;
+}
+
+/** Changes the fields sent of a group. */
+export async function updateSecurityGroup(tx: Queryable, id: number, changes: SecurityGroupUpdate): Promise<void> {
+  await tx.query(
+    `UPDATE security_groups SET title = COALESCE($2, title), description = COALESCE($3, description), is_default = COALESCE($4, is_default),
+            windows = CASE WHEN $5 THEN $6::jsonb ELSE windows END
+      WHERE id = $1`,
+    [id, changes.title ?? null, changes.description ?? null, changes.is_default ?? null, changes.windows !== undefined, changes.windows ? JSON.stringify(changes.windows) : null],
+  );
+}
+
+/** The account's security groups after `afterId` in id order. */
+export async function listAccountSecurityGroups(db: Queryable, accountId: number, afterId: number | null, limit: number): Promise<OperatorSecurityGroup[]> {
+  return db.query<OperatorSecurityGroup>(
+    `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default, sg.location_id, sg.windows
+       FROM security_groups sg JOIN locations l ON l.id = sg.location_id
+      WHERE l.account_id = $1 AND sg.id > $2 ORDER BY sg.id LIMIT $3`,
+    [accountId, afterId ?? 0, limit],
+  );
+}
+
+/** A gateway's access-list secret (sealed), set with its password. */
+export async function setGatewayAccessSecret(db: Queryable, id: number, sealed: string): Promise<void> {
+  await db.query('UPDATE gateways SET access_secret_box = $2 WHERE id = $1', [id, sealed]);
+}
+
+/** The account a gateway is in. */
+export async function gatewayAccountId(db: Queryable, id: number): Promise<number | null> {
+  const [row] = await db.query<{ account_id: number }>('SELECT l.account_id FROM gateways g JOIN locations l ON l.id = g.location_id WHERE g.id = $1', [id]);
+  return row ? Number(row.account_id) : null;
 }

@@ -7,7 +7,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { Database, Queryable, Transaction } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
@@ -46,7 +46,7 @@ export interface PeopleDeps {
   /** The person's keys inside a scope (from the keys area). */
   keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
   /** Revokes the person's keys and cancels their invitations inside the deletion's transaction. */
-  revokeEverythingOf: (tx: Queryable, personId: string, now: Date) => Promise<void>;
+  revokeEverythingOf: (tx: Transaction, personId: string, now: Date) => Promise<void>;
   pages: PageCaches;
 }
 

@@ -17,6 +17,8 @@ interface SimulateFlags {
   locks: number[];
   key?: number;
   random: number;
+  data?: string;
+  offline?: boolean;
 }
 
 export function registerGateway(program: Command, io: Io): void {
@@ -24,7 +26,7 @@ export function registerGateway(program: Command, io: Io): void {
     .command('gateway')
     .description('a simulated gateway')
     .command('simulate')
-    .description(`connect as a gateway and answer unlock commands until Ctrl-C. ${STDIN_HELP}`)
+    .description(`connect as a gateway: decide at the door from its copy of the access list, ask about unknown credentials, answer unlock commands, until Ctrl-C. ${STDIN_HELP}`)
     .requiredOption('--id <id>', 'gateway id (from `latchkey admin gateways create`)', positiveInteger)
     .option('--password <password>', 'its MQTT password (or LATCHKEY_GATEWAY_PASSWORD)')
     .option('--mqtt-url <url>', "the broker: the gateway's mqtt.url", 'mqtt://localhost:1884')
@@ -34,6 +36,8 @@ export function registerGateway(program: Command, io: Io): void {
     .option('--locks <ids>', 'lock ids for random door activity, comma-separated', integerList, [])
     .option('--key <id>', 'the key id random activity uses', positiveInteger)
     .option('--random <n>', 'random door events a minute', wholeNumber, 0)
+    .option('--data <file>', 'where the access list is kept between runs (default: data/gateway-<id>-access.json)')
+    .option('--offline', 'start with the link cut: decide from the copy only')
     .action(
       action<SimulateFlags>(io, async (ctx, o) => {
         const password = o.password ?? ctx.io.env.LATCHKEY_GATEWAY_PASSWORD;
@@ -49,6 +53,8 @@ export function registerGateway(program: Command, io: Io): void {
           key: o.key ?? null,
           randomPerMinute: o.random,
           input: process.stdin,
+          dataFile: o.data ?? `data/gateway-${o.id}-access.json`,
+          offline: o.offline ?? false,
           log: (line, record) => ctx.io.out(ctx.json ? JSON.stringify(record) : line),
         });
       }),

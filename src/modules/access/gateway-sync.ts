@@ -1,0 +1,254 @@
+// The access side of the gateway protocol (docs/spec/gateway-mqtt.md, "Access"): a gateway asks about a
+// credential it does not know and gets the decision at once; it says which version of its list it holds and
+// gets what it lacks (the changes since, or the whole list in parts that fit the broker's packet limit); it
+// says what it applied, which ends the wait of key changes; and changes committed by this instance are pushed
+// to the gateways they concern as they commit.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import type { Job } from '../../platform/jobs.ts';
+import { CATALOG_CHANNEL } from '../catalog/index.ts';
+import type { GatewayEvent } from '../events/index.ts';
+import { parseCredential } from './credentials.ts';
+import { decide } from './decision.ts';
+import { ACCESS_LISTS_CHANNEL, type AccessLists } from './lists.ts';
+import { keyGroupIds, lockAccess, type AccountFacts } from './resolve.ts';
+import {
+  entriesSince,
+  fullList,
+  gatewayAccount,
+  keyByCredential,
+  laggingGateways,
+  listState,
+  loadAccountFacts,
+  recordApplied,
+  recordListExpired,
+} from './store.ts';
+import type { Decision } from './types.ts';
+
+/** What the gateway side needs of the device link: publishing to a gateway, and the access log's pipeline. */
+export interface GatewayIo {
+  /** `payload` is a JSON value, or JSON text (`text: true`) sent as it is. */
+  publish(gatewayId: number, topic: 'access/list' | 'access/answer', payload: unknown, text?: boolean): Promise<void>;
+  /** Stores a door event as the gateway's events are stored (once per id); resolves once committed. */
+  record(gatewayId: number, event: GatewayEvent): Promise<void>;
+}
+
+/** Room left in a packet for the topic, the header of a list message and MQTT's own fields. */
+const PACKET_MARGIN_BYTES = 1024;
+/** How often lists that gateways have not applied are pushed again (a push lost with the broker, a gateway back). */
+const PUSH_AGAIN_SECONDS = 5;
+/** Account facts kept for online answers; dropped on every catalog change. */
+const FACTS_TTL_MS = 30_000;
+
+const isRowId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+const isVersion = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+export class GatewaySync {
+  private io: GatewayIo | null = null;
+  private readonly facts = new Map<number, { facts: Promise<AccountFacts>; at: number }>();
+  private readonly accounts = new Map<number, number>();
+  /** Each gateway's list messages go out one batch after another, never interleaved. */
+  private readonly sending = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly lists: AccessLists,
+    private readonly log: FastifyBaseLogger,
+    private readonly maxPacketBytes: number,
+  ) {}
+
+  attach(io: GatewayIo): void {
+    this.io = io;
+  }
+
+  async start(): Promise<void> {
+    await this.db.listen(CATALOG_CHANNEL, () => this.facts.clear());
+    await this.db.listen(ACCESS_LISTS_CHANNEL, (payload) => {
+      const [instance, ids] = payload.split('|');
+      // Only the instance that committed the change pushes it; the job catches what it could not.
+      if (instance !== this.lists.instance || !ids) return;
+      for (const id of ids.split(',')) void this.push(Number(id));
+    });
+  }
+
+  /** Pushes again, every few seconds, what online gateways have not applied. */
+  pushJob(): Job {
+    return {
+      name: 'access-lists-push',
+      everySeconds: PUSH_AGAIN_SECONDS,
+      run: async () => {
+        const lagging = await laggingGateways(this.db);
+        for (const id of lagging) await this.push(id);
+        return lagging.length;
+      },
+    };
+  }
+
+  /**
+   * `{id, lock_id, credential}`: the decision goes back on `access/answer` at once; it is recorded in the
+   * access log once per (gateway, id), and the request acknowledged when it is.
+   */
+  request(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
+    const { id, lock_id: lockId, credential } = payload;
+    if (typeof id !== 'string' || id === '' || id.length > 200 || id.includes('\u0000') || !isRowId(lockId) || typeof credential !== 'string') {
+      this.log.warn({ gatewayId }, 'malformed access request; dropped');
+      return undefined;
+    }
+    return this.answer(gatewayId, id, lockId, credential);
+  }
+
+  private async answer(gatewayId: number, id: string, lockId: number, presented: string): Promise<void> {
+    const io = this.requireIo();
+    const accountId = await this.accountOf(gatewayId);
+    const facts = accountId === null ? null : await this.factsOf(accountId);
+    const lock = facts?.locks.get(lockId);
+    if (!facts || !lock || lock.gatewayId !== gatewayId) {
+      // Not this gateway's lock: refused, and not logged (the access log keeps a lock's events with its gateway).
+      this.log.warn({ gatewayId, lockId }, 'access request for a lock that is not on this gateway; refused');
+      await io.publish(gatewayId, 'access/answer', { id, granted: false, reason: 'no_access', key_id: null });
+      return;
+    }
+    const now = this.clock.now();
+    const decision = await this.decideOnline(facts, lock.id, presented, now);
+    const answer = { id, granted: decision.granted, reason: decision.granted ? null : decision.reason, key_id: decision.keyId };
+    // The door waits for the answer, not for the log: a publish that fails is the gateway's to ask again.
+    await io.publish(gatewayId, 'access/answer', answer).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
+    await io.record(gatewayId, {
+      id: `request:${id}`,
+      lock_id: lock.id,
+      type: decision.granted ? 'access.granted' : 'access.denied',
+      occurred_at: now.toISOString(),
+      key_id: decision.keyId,
+      reason: decision.granted ? null : decision.reason,
+    });
+  }
+
+  /** The one decision, on what the service holds now. */
+  private async decideOnline(facts: AccountFacts, lockId: number, presented: string, at: Date): Promise<Decision> {
+    const parsed = parseCredential(presented);
+    const row = 'credential' in parsed ? await keyByCredential(this.db, facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
+    const lock = facts.locks.get(lockId);
+    if (!row || !lock) return decide(null, null, 'UTC', at);
+    const access = lockAccess(keyGroupIds(facts, row.security_groups, row.person_path.map(Number)), lock);
+    return decide({ id: Number(row.id), state: row.state, startsAt: row.starts_at, expiresAt: row.expires_at }, access, lock.timeZone, at);
+  }
+
+  /** `{version}`: the version the gateway holds (0: none); it gets what it lacks. */
+  sync(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
+    if (!isVersion(payload.version)) {
+      this.log.warn({ gatewayId }, 'malformed access sync; dropped');
+      return undefined;
+    }
+    return this.send(gatewayId, payload.version);
+  }
+
+  /** `{version}`: the gateway applied it; key changes that waited for it may end. */
+  applied(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
+    const version = payload.version;
+    if (!isVersion(version)) return undefined;
+    return this.db.transaction(async (tx) => {
+      const confirmed = await recordApplied(tx, gatewayId, version);
+      if (confirmed.length > 0) await this.lists.confirm(tx, confirmed);
+    });
+  }
+
+  /** A presence may say what the gateway holds: `access_list: {version, expired}`. */
+  presence(gatewayId: number, payload: Record<string, unknown>): void {
+    const list = payload.access_list as { expired?: unknown } | undefined;
+    if (!list || typeof list !== 'object' || typeof list.expired !== 'boolean') return;
+    void recordListExpired(this.db, gatewayId, list.expired).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'list state not recorded'));
+  }
+
+  /** What the gateway has not applied yet, from the version it last said it applied. */
+  private async push(gatewayId: number): Promise<void> {
+    await this.send(gatewayId, null);
+  }
+
+  /** Sends the gateway what it lacks after `version` (null: after what it last applied), one batch at a time. */
+  private send(gatewayId: number, version: number | null): Promise<void> {
+    const previous = this.sending.get(gatewayId) ?? Promise.resolve();
+    const next = previous.then(() => this.sendNow(gatewayId, version)).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access list not sent'));
+    this.sending.set(gatewayId, next);
+    void next.then(() => {
+      if (this.sending.get(gatewayId) === next) this.sending.delete(gatewayId);
+    });
+    return next;
+  }
+
+  private async sendNow(gatewayId: number, version: number | null): Promise<void> {
+    const io = this.requireIo();
+    const state = await listState(this.db, gatewayId);
+    if (!state || !state.hasSecret) return; // no list without a secret: rotate the password (README)
+    const from = version ?? state.appliedVersion;
+    const validUntil = new Date(this.clock.now().getTime() + state.offlineAccessSeconds * 1000).toISOString();
+    let messages: string[];
+    // A gateway with nothing, older than the removals kept, or ahead of the service (its data was replaced): all of it.
+    if (from === 0 || from < state.prunedVersion || from > state.listVersion) {
+      const entries = await fullList(this.db, gatewayId);
+      messages = listMessages({ type: 'full', version: state.listVersion, valid_until: validUntil }, entries, [], this.maxPacketBytes);
+    } else {
+      const since = await entriesSince(this.db, gatewayId, from);
+      // The last version an entry has is the list's; nothing since: the same version, valid for longer.
+      const entries = since.flatMap((row) => (row.entry === null ? [] : [row.entry]));
+      const removed = since.flatMap((row) => (row.entry === null ? [Number(row.key_id)] : []));
+      messages = listMessages({ type: 'changes', from, version: state.listVersion, valid_until: validUntil }, entries, removed, this.maxPacketBytes);
+    }
+    for (const message of messages) await io.publish(gatewayId, 'access/list', message, true);
+  }
+
+  private requireIo(): GatewayIo {
+    if (!this.io) throw new Error('the gateway link is not attached');
+    return this.io;
+  }
+
+  private async accountOf(gatewayId: number): Promise<number | null> {
+    const known = this.accounts.get(gatewayId);
+    if (known !== undefined) return known;
+    const account = await gatewayAccount(this.db, gatewayId);
+    if (!account) return null;
+    this.accounts.set(gatewayId, account.accountId); // a gateway never changes account
+    return account.accountId;
+  }
+
+  private factsOf(accountId: number): Promise<AccountFacts> {
+    const cached = this.facts.get(accountId);
+    const now = Date.now();
+    if (cached && now - cached.at < FACTS_TTL_MS) return cached.facts;
+    const facts = loadAccountFacts(this.db, accountId);
+    this.facts.set(accountId, { facts, at: now });
+    facts.catch(() => this.facts.delete(accountId));
+    return facts;
+  }
+}
+
+/**
+ * A list message in as many parts as the packet limit needs, each complete JSON:
+ * `{type, [from,] version, valid_until, part, parts, entries, removed}`. Entries are JSON text already.
+ */
+export function listMessages(header: Record<string, unknown>, entries: string[], removed: number[], maxPacketBytes: number): string[] {
+  const budget = Math.max(1024, maxPacketBytes - PACKET_MARGIN_BYTES);
+  const parts: Array<{ entries: string[]; removed: number[] }> = [];
+  let current = { entries: [] as string[], removed: [] as number[] };
+  let size = 0;
+  const room = (bytes: number) => {
+    if (size + bytes > budget && (current.entries.length > 0 || current.removed.length > 0)) {
+      parts.push(current);
+      current = { entries: [], removed: [] };
+      size = 0;
+    }
+    size += bytes;
+  };
+  for (const entry of entries) {
+    room(Buffer.byteLength(entry) + 1);
+    current.entries.push(entry);
+  }
+  for (const id of removed) {
+    room(String(id).length + 1);
+    current.removed.push(id);
+  }
+  parts.push(current);
+  const head = JSON.stringify(header).slice(0, -1);
+  return parts.map((part, index) => `${head},"part":${index + 1},"parts":${parts.length},"entries":[${part.entries.join(',')}],"removed":[${part.removed.join(',')}]}`);
+}

@@ -1,0 +1,8 @@
+// The access-decisions module's surface (README "How a door decides"): the one decision, credentials,
+// weekly windows, each gateway's access list and the access side of the gateway protocol.
+export { gatewayAccessSecret, newPhoneCredential, parseCredential } from './credentials.ts';
+export { decide } from './decision.ts';
+export { GatewaySync, type GatewayIo } from './gateway-sync.ts';
+export { AccessLists, ACCESS_LISTS_CHANNEL, type ConfirmKeys } from './lists.ts';
+export { checkWindows, isValidTimeZone } from './schedule.ts';
+export type { Decision, TimeWindow } from './types.ts';

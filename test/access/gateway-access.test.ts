@@ -1,0 +1,293 @@
+// Keys open doors (README "How a door decides"): a gateway asks about a credential and gets the one decision,
+// recorded once in the access log; it keeps a versioned copy of the rules for its locks (credentials as HMACs),
+// kept current by changes; a key change is `sent` until the gateways holding it applied it. Over real MQTT
+// (the embedded broker), the gateway's part played by this test; every rule that grants is tried where it
+// must not.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test } from 'node:test';
+import type { MqttClient } from 'mqtt';
+import { credentialDigest, gatewayAccessSecret } from '../../src/modules/access/credentials.ts';
+import { advanceClock, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
+import { createGateway, gatewayClients, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
+import { useTestService } from '../helpers/service.ts';
+
+const ctx = useTestService();
+const connect = gatewayClients();
+
+interface Answer {
+  id: string;
+  granted: boolean;
+  reason: string | null;
+  key_id: number | null;
+}
+interface ListMessage {
+  type: 'full' | 'changes';
+  from?: number;
+  version: number;
+  valid_until: string;
+  part: number;
+  parts: number;
+  entries: Array<{ key_id: number; h: string; starts_at: string; expires_at: string | null; locks: Array<{ lock_id: number; windows: unknown; time_zone?: string }> }>;
+  removed: number[];
+}
+interface AccessEventRow {
+  type: string;
+  reason: string | null;
+  lock: { id: number };
+  person: { id: string } | null;
+  key: { id: number } | null;
+}
+
+/** A gateway as a device would be: subscribed to what the service sends it, collecting answers and list messages. */
+async function door(gateway: GatewayCredentials) {
+  const client: MqttClient = await connect(gateway);
+  const base = `latchkey/v1/gateways/${gateway.id}`;
+  const answers = new Map<string, Answer>();
+  const lists: ListMessage[] = [];
+  client.on('message', (topic, payload) => {
+    const body = JSON.parse(payload.toString());
+    if (topic === `${base}/access/answer`) answers.set(body.id, body);
+    if (topic === `${base}/access/list`) lists.push(body);
+  });
+  await client.subscribeAsync([`${base}/access/answer`, `${base}/access/list`], { qos: 1 });
+  await client.publishAsync(`${base}/presence`, '{"online":true}', { qos: 1, retain: true });
+  const ask = async (lockId: number, credential: string, id = randomUUID()): Promise<Answer> => {
+    await client.publishAsync(`${base}/access/request`, JSON.stringify({ id, lock_id: lockId, credential }), { qos: 1 });
+    await waitFor(() => answers.has(id), `the answer to ${id}`);
+    return answers.get(id) as Answer;
+  };
+  const sync = (version: number) => client.publishAsync(`${base}/access/sync`, JSON.stringify({ version }), { qos: 1 });
+  const applied = (version: number) => client.publishAsync(`${base}/access/applied`, JSON.stringify({ version }), { qos: 1 });
+  const secret = gatewayAccessSecret(gateway.mqtt.password);
+  return { client, ask, sync, applied, lists, hmac: (credential: string) => credentialDigest(secret, credential) };
+}
+
+async function site(options: { windows?: unknown } = {}) {
+  const account = await createAccount(ctx.service);
+  const root = account.rootLocationId;
+  await createSecurityGroup(ctx.service, root, 'staff', options.windows === undefined ? {} : { windows: options.windows });
+  await createSecurityGroup(ctx.service, root, 'lab');
+  const gateway = await createGateway(ctx.service, root);
+  const front = await createLock(ctx.service, root, { name: 'Front', gateway_id: gateway.id, security_groups: ['staff'] });
+  const lab = await createLock(ctx.service, root, { name: 'Lab', gateway_id: gateway.id, security_groups: ['lab'] });
+  const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ada Lovelace', email: `ada-${randomUUID()}@example.com`, location_id: root });
+  assert.equal(person.status, 201, person.text);
+  const events = await createApiKey(ctx.service, root, ['events:read', 'keys:read', 'keys:write']);
+  return { account, root, gateway, front, lab, personId: person.body.id, token: events.token };
+}
+
+async function handOver(personId: string, body: Record<string, unknown>) {
+  const res = await ctx.service.admin<{ id: number; state: string; credential: string | null }>('POST', '/admin/v1/keys', {
+    person_id: personId,
+    type: 'card',
+    name: 'Card',
+    security_groups: ['staff'],
+    ...body,
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+async function accessEvents(token: string): Promise<AccessEventRow[]> {
+  const res = await ctx.service.request<{ data: AccessEventRow[] }>('GET', '/v1/events?limit=100', { token });
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+describe('online decisions', () => {
+  test('a card in one of the lock groups is granted, and the decision is in the access log once with person and key', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'W26:012:34567' });
+    assert.equal(card.credential, 'wiegand26:12:34567');
+    const gw = await door(s.gateway);
+    const id = randomUUID();
+    const answer = await gw.ask(s.front, 'wiegand26:12:34567', id);
+    assert.deepEqual(answer, { id, granted: true, reason: null, key_id: card.id });
+    await gw.ask(s.front, 'wiegand26:12:34567', id); // the same request again (QoS 1 redelivery)
+    await waitFor(async () => (await accessEvents(s.token)).length === 1, 'the decision in the log');
+    const [event] = await accessEvents(s.token);
+    assert.equal(event?.type, 'access.granted');
+    assert.equal(event?.person?.id, s.personId);
+    assert.equal(event?.key?.id, card.id);
+  });
+
+  test('refuses a credential nobody has (unknown_key), a lock outside the key groups (no_access) and a returned card', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:04a1b2c3' });
+    const gw = await door(s.gateway);
+    assert.deepEqual((await gw.ask(s.front, 'uid:04a1b2c4')).reason, 'unknown_key');
+    assert.deepEqual((await gw.ask(s.front, 'not a credential')).reason, 'unknown_key');
+    const lab = await gw.ask(s.lab, 'uid:04:A1:B2:C3');
+    assert.equal(lab.granted, false);
+    assert.equal(lab.reason, 'no_access');
+    assert.equal(lab.key_id, card.id);
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${card.id}/return`)).status, 200);
+    const returned = await gw.ask(s.front, 'uid:04a1b2c3');
+    assert.deepEqual([returned.granted, returned.reason], [false, 'no_access']);
+    await waitFor(async () => (await accessEvents(s.token)).length === 4, 'four denials in the log');
+    assert.ok((await accessEvents(s.token)).every((event) => event.type === 'access.denied'));
+  });
+
+  test('a revoked key is unknown at once, and its card number can be given to another key', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'wiegand34:300:1' });
+    const gw = await door(s.gateway);
+    assert.equal((await gw.ask(s.front, 'wiegand34:300:1')).granted, true);
+    const duplicate = await ctx.service.admin<{ error: { details: Array<{ field: string }> } }>('POST', '/admin/v1/keys', {
+      person_id: s.personId, type: 'fob', name: 'Fob', security_groups: ['staff'], credential: 'wiegand34:300:1',
+    });
+    assert.equal(duplicate.status, 422, duplicate.text);
+    assert.equal(duplicate.body.error.details[0]?.field, 'credential');
+    assert.equal((await ctx.service.request('DELETE', `/v1/keys/${card.id}`, { token: s.token })).status, 204);
+    const after = await gw.ask(s.front, 'wiegand34:300:1');
+    assert.deepEqual([after.granted, after.reason, after.key_id], [false, 'unknown_key', null]);
+    const again = await handOver(s.personId, { credential: 'wiegand34:300:1', type: 'fob' });
+    assert.equal((await gw.ask(s.front, 'wiegand34:300:1')).key_id, again.id);
+  });
+
+  test('the same group code defined separately in a sibling department opens nothing', async () => {
+    const s = await site();
+    const east = await createDepartment(ctx.service, s.root, 'East');
+    const west = await createDepartment(ctx.service, s.root, 'West');
+    await createSecurityGroup(ctx.service, east, 'night');
+    await createSecurityGroup(ctx.service, west, 'night');
+    const westDoor = await createLock(ctx.service, west, { name: 'West door', gateway_id: s.gateway.id, security_groups: ['night'] });
+    const eastPerson = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Eve East', location_id: east });
+    const card = await handOver(eastPerson.body.id, { credential: 'uid:0badcafe', security_groups: ['night'] });
+    const gw = await door(s.gateway);
+    const answer = await gw.ask(westDoor, 'uid:0badcafe');
+    assert.deepEqual([answer.granted, answer.reason, answer.key_id], [false, 'no_access', card.id]);
+  });
+
+  test('a key outside its validity or its group window is refused with outside_time_window, and opens once inside', async () => {
+    // The window: every day, from two hours after now for an hour, in the door's time zone.
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const at = (hours: number) => new Date(now.getTime() + hours * 3_600_000).toISOString().slice(11, 16);
+    const s = await site({ windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: at(2), end: at(3) }] });
+    const card = await handOver(s.personId, { credential: 'uid:c0ffee00' });
+    const later = await handOver(s.personId, { credential: 'uid:c0ffee01', starts_at: new Date(now.getTime() + 86_400_000).toISOString() });
+    const gw = await door(s.gateway);
+    assert.deepEqual((await gw.ask(s.front, 'uid:c0ffee00')).reason, 'outside_time_window');
+    assert.deepEqual((await gw.ask(s.front, 'uid:c0ffee01')).reason, 'outside_time_window');
+    await advanceClock(ctx.service, 2 * 3600 + 60);
+    assert.equal((await gw.ask(s.front, 'uid:c0ffee00')).granted, true);
+    assert.equal((await gw.ask(s.front, 'uid:c0ffee01')).reason, 'outside_time_window', 'not before starts_at');
+    await advanceClock(ctx.service, 3600);
+    assert.deepEqual((await gw.ask(s.front, 'uid:c0ffee00')).reason, 'outside_time_window', 'the window ends');
+    assert.ok(card.id && later.id);
+  });
+
+  test('a request for a lock of another gateway is refused and not logged', async () => {
+    const s = await site();
+    await handOver(s.personId, { credential: 'uid:11223344' });
+    const other = await createGateway(ctx.service, s.root);
+    const gw = await door(other);
+    const answer = await gw.ask(s.front, 'uid:11223344');
+    assert.deepEqual([answer.granted, answer.reason], [false, 'no_access']);
+    assert.equal((await accessEvents(s.token)).length, 0);
+  });
+});
+
+describe('access lists', () => {
+  test('a gateway with nothing gets the whole list: credentials as HMACs under its secret, never in clear', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'wiegand26:1:2' });
+    await handOver(s.personId, { credential: 'uid:a1a2a3a4', security_groups: [] });
+    const gw = await door(s.gateway);
+    await gw.sync(0);
+    await waitFor(() => gw.lists.length > 0, 'the list');
+    const [list] = gw.lists;
+    assert.equal(list?.type, 'full');
+    assert.deepEqual(list?.entries.map((e) => e.key_id), [card.id], 'a key that opens none of its locks is not on it');
+    assert.equal(list?.entries[0]?.h, gw.hmac('wiegand26:1:2'));
+    assert.deepEqual(list?.entries[0]?.locks, [{ lock_id: s.front, windows: null }]);
+    assert.ok(!JSON.stringify(list).includes('wiegand26'), 'no credential in clear');
+    assert.ok(new Date(list?.valid_until as string).getTime() > Date.now() + 6 * 86_400_000, 'valid for the account default, 7 days');
+  });
+
+  test('a revocation reaches the online gateway as a change, not a new list', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:deadbeef' });
+    const gw = await door(s.gateway);
+    await gw.sync(0);
+    await waitFor(() => gw.lists.length === 1, 'the list');
+    const version = gw.lists[0]?.version as number;
+    await gw.applied(version);
+    assert.equal((await ctx.service.request('DELETE', `/v1/keys/${card.id}`, { token: s.token })).status, 204);
+    await waitFor(() => gw.lists.length === 2, 'the change', 1000);
+    assert.deepEqual({ ...gw.lists[1], valid_until: undefined }, {
+      type: 'changes', from: version, version: version + 1, valid_until: undefined, part: 1, parts: 1, entries: [], removed: [card.id],
+    });
+  });
+
+  test('a key change is sent until the gateway applied it, then handed_over with key.activated', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:feedface', security_groups: ['staff'] });
+    const gw = await door(s.gateway);
+    await gw.sync(0);
+    await waitFor(() => gw.lists.length === 1, 'the list');
+    await gw.applied(gw.lists[0]?.version as number);
+    const changed = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.state, 'sent');
+    await waitFor(() => gw.lists.length === 2, 'the change');
+    assert.deepEqual(gw.lists[1]?.entries[0]?.locks.map((l) => l.lock_id), [s.front, s.lab]);
+    const read = async () => (await ctx.service.request<{ state: string }>('GET', `/v1/keys/${card.id}`, { token: s.token })).body.state;
+    assert.equal(await read(), 'sent');
+    await gw.applied(gw.lists[1]?.version as number);
+    await waitFor(async () => (await read()) === 'handed_over', 'handed_over once applied');
+  });
+
+  test('a key change that no gateway holds is handed_over at once', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:0a0b0c0d', security_groups: [] });
+    const changed = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { name: 'Renamed', expires_at: '2099-01-01T00:00:00Z' } });
+    assert.equal(changed.body.state, 'handed_over');
+  });
+
+  test('a lock moved to another gateway leaves the first list and joins the second', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:12121212' });
+    const second = await createGateway(ctx.service, s.root);
+    const first = await door(s.gateway);
+    const next = await door(second);
+    await first.sync(0);
+    await next.sync(0);
+    await waitFor(() => first.lists.length === 1 && next.lists.length === 1, 'both lists');
+    assert.equal(next.lists[0]?.entries.length, 0);
+    await first.applied(first.lists[0]?.version as number);
+    await next.applied(next.lists[0]?.version as number);
+    assert.equal((await ctx.service.admin('PATCH', `/admin/v1/locks/${s.front}`, { gateway_id: second.id })).status, 200);
+    await waitFor(() => first.lists.length === 2 && next.lists.length === 2, 'both changes');
+    assert.deepEqual(first.lists[1]?.removed, [card.id]);
+    assert.deepEqual(next.lists[1]?.entries.map((e) => [e.key_id, e.h]), [[card.id, next.hmac('uid:12121212')]]);
+    // And online: the first gateway may no longer ask about it.
+    assert.equal((await first.ask(s.front, 'uid:12121212')).granted, false);
+    assert.equal((await next.ask(s.front, 'uid:12121212')).granted, true);
+  });
+
+  test('new windows on a group and a new time zone reach the gateway as changes', async () => {
+    const s = await site();
+    const group = await ctx.service.admin<{ data: Array<{ id: number; code: string }> }>('GET', `/admin/v1/security_groups?account_id=${s.account.id}`);
+    const staff = group.body.data.find((g) => g.code === 'staff') as { id: number };
+    await handOver(s.personId, { credential: 'uid:77777777' });
+    const gw = await door(s.gateway);
+    await gw.sync(0);
+    await waitFor(() => gw.lists.length === 1, 'the list');
+    const windows = [{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '07:00', end: '19:00' }];
+    const patched = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows });
+    assert.equal(patched.status, 200, patched.text);
+    await waitFor(() => gw.lists.length === 2, 'the window change');
+    assert.deepEqual(gw.lists[1]?.entries[0]?.locks, [{ lock_id: s.front, windows, time_zone: 'UTC' }]);
+    const zoned = await ctx.service.admin<{ time_zone: string; effective_time_zone: string }>('PATCH', `/admin/v1/locations/${s.root}`, { time_zone: 'Europe/Berlin' });
+    assert.equal(zoned.status, 200, zoned.text);
+    assert.equal(zoned.body.effective_time_zone, 'Europe/Berlin');
+    await waitFor(() => gw.lists.length === 3, 'the time-zone change');
+    assert.equal(gw.lists[2]?.entries[0]?.locks[0]?.time_zone, 'Europe/Berlin');
+    const bad = await ctx.service.admin('PATCH', `/admin/v1/locations/${s.root}`, { time_zone: 'Mars/Olympus' });
+    assert.equal(bad.status, 422);
+    const badWindow = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows: [{ days: ['mon'], start: '09:00', end: '09:00' }] });
+    assert.equal(badWindow.status, 422);
+  });
+});
