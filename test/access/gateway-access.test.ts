@@ -60,7 +60,19 @@ async function door(gateway: GatewayCredentials) {
   const sync = (version: number) => client.publishAsync(`${base}/access/sync`, JSON.stringify({ version }), { qos: 1 });
   const applied = (version: number) => client.publishAsync(`${base}/access/applied`, JSON.stringify({ version }), { qos: 1 });
   const secret = gatewayAccessSecret(gateway.mqtt.password);
-  return { client, ask, sync, applied, lists, hmac: (credential: string) => credentialDigest(secret, credential) };
+  /** The first list message (after the `seen` first ones) that matches; a gateway may be sent a message twice. */
+  const next = async (match: (list: ListMessage) => boolean, what: string, seen = 0): Promise<ListMessage> => {
+    await waitFor(() => lists.slice(seen).some(match), what);
+    return lists.slice(seen).find(match) as ListMessage;
+  };
+  /** Asks for the whole list and says it applied it, as a gateway does on connecting. */
+  const start = async (): Promise<ListMessage> => {
+    await sync(0);
+    const full = await next((l) => l.type === 'full', 'the whole list');
+    await applied(full.version);
+    return full;
+  };
+  return { client, ask, sync, applied, lists, next, start, hmac: (credential: string) => credentialDigest(secret, credential) };
 }
 
 async function site(options: { windows?: unknown } = {}) {
@@ -196,9 +208,7 @@ describe('access lists', () => {
     await handOver(s.personId, { credential: 'uid:a1a2a3a4', security_groups: [] });
     const gw = await door(s.gateway);
     await gw.sync(0);
-    await waitFor(() => gw.lists.length > 0, 'the list');
-    const [list] = gw.lists;
-    assert.equal(list?.type, 'full');
+    const list = await gw.next((l) => l.type === 'full', 'the list');
     assert.deepEqual(list?.entries.map((e) => e.key_id), [card.id], 'a key that opens none of its locks is not on it');
     assert.equal(list?.entries[0]?.h, gw.hmac('wiegand26:1:2'));
     assert.deepEqual(list?.entries[0]?.locks, [{ lock_id: s.front, windows: null }]);
@@ -210,13 +220,11 @@ describe('access lists', () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:deadbeef' });
     const gw = await door(s.gateway);
-    await gw.sync(0);
-    await waitFor(() => gw.lists.length === 1, 'the list');
-    const version = gw.lists[0]?.version as number;
-    await gw.applied(version);
+    const { version } = await gw.start();
+    const seen = gw.lists.length;
     assert.equal((await ctx.service.request('DELETE', `/v1/keys/${card.id}`, { token: s.token })).status, 204);
-    await waitFor(() => gw.lists.length === 2, 'the change', 1000);
-    assert.deepEqual({ ...gw.lists[1], valid_until: undefined }, {
+    const change = await gw.next((l) => l.removed.includes(card.id), 'the change', seen);
+    assert.deepEqual({ ...change, valid_until: undefined }, {
       type: 'changes', from: version, version: version + 1, valid_until: undefined, part: 1, parts: 1, entries: [], removed: [card.id],
     });
   });
@@ -225,17 +233,16 @@ describe('access lists', () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:feedface', security_groups: ['staff'] });
     const gw = await door(s.gateway);
-    await gw.sync(0);
-    await waitFor(() => gw.lists.length === 1, 'the list');
-    await gw.applied(gw.lists[0]?.version as number);
+    await gw.start();
+    const seen = gw.lists.length;
     const changed = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
     assert.equal(changed.status, 200, changed.text);
     assert.equal(changed.body.state, 'sent');
-    await waitFor(() => gw.lists.length === 2, 'the change');
-    assert.deepEqual(gw.lists[1]?.entries[0]?.locks.map((l) => l.lock_id), [s.front, s.lab]);
+    const change = await gw.next((l) => l.type === 'changes' && l.entries.length > 0, 'the change', seen);
+    assert.deepEqual(change.entries[0]?.locks.map((l) => l.lock_id), [s.front, s.lab]);
     const read = async () => (await ctx.service.request<{ state: string }>('GET', `/v1/keys/${card.id}`, { token: s.token })).body.state;
     assert.equal(await read(), 'sent');
-    await gw.applied(gw.lists[1]?.version as number);
+    await gw.applied(change.version);
     await waitFor(async () => (await read()) === 'handed_over', 'handed_over once applied');
   });
 
@@ -252,16 +259,15 @@ describe('access lists', () => {
     const second = await createGateway(ctx.service, s.root);
     const first = await door(s.gateway);
     const next = await door(second);
-    await first.sync(0);
-    await next.sync(0);
-    await waitFor(() => first.lists.length === 1 && next.lists.length === 1, 'both lists');
-    assert.equal(next.lists[0]?.entries.length, 0);
-    await first.applied(first.lists[0]?.version as number);
-    await next.applied(next.lists[0]?.version as number);
+    await first.start();
+    // The second gateway holds an empty list; it has applied it, so changes are pushed to it.
+    assert.equal((await next.start()).entries.length, 0);
+    const [seenFirst, seenNext] = [first.lists.length, next.lists.length];
     assert.equal((await ctx.service.admin('PATCH', `/admin/v1/locks/${s.front}`, { gateway_id: second.id })).status, 200);
-    await waitFor(() => first.lists.length === 2 && next.lists.length === 2, 'both changes');
-    assert.deepEqual(first.lists[1]?.removed, [card.id]);
-    assert.deepEqual(next.lists[1]?.entries.map((e) => [e.key_id, e.h]), [[card.id, next.hmac('uid:12121212')]]);
+    const left = await first.next((l) => l.type === 'changes', 'the removal', seenFirst);
+    const joined = await next.next((l) => l.type === 'changes', 'the addition', seenNext);
+    assert.deepEqual([left.removed, left.entries], [[card.id], []]);
+    assert.deepEqual(joined.entries.map((e) => [e.key_id, e.h]), [[card.id, next.hmac('uid:12121212')]]);
     // And online: the first gateway may no longer ask about it.
     assert.equal((await first.ask(s.front, 'uid:12121212')).granted, false);
     assert.equal((await next.ask(s.front, 'uid:12121212')).granted, true);
@@ -273,21 +279,29 @@ describe('access lists', () => {
     const staff = group.body.data.find((g) => g.code === 'staff') as { id: number };
     await handOver(s.personId, { credential: 'uid:77777777' });
     const gw = await door(s.gateway);
-    await gw.sync(0);
-    await waitFor(() => gw.lists.length === 1, 'the list');
+    await gw.start();
     const windows = [{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '07:00', end: '19:00' }];
     const patched = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows });
     assert.equal(patched.status, 200, patched.text);
-    await waitFor(() => gw.lists.length === 2, 'the window change');
-    assert.deepEqual(gw.lists[1]?.entries[0]?.locks, [{ lock_id: s.front, windows, time_zone: 'UTC' }]);
+    const windowed = await gw.next((l) => l.type === 'changes' && l.entries[0]?.locks[0]?.time_zone === 'UTC', 'the window change');
+    assert.deepEqual(windowed.entries[0]?.locks, [{ lock_id: s.front, windows, time_zone: 'UTC' }]);
+    await gw.applied(windowed.version);
     const zoned = await ctx.service.admin<{ time_zone: string; effective_time_zone: string }>('PATCH', `/admin/v1/locations/${s.root}`, { time_zone: 'Europe/Berlin' });
     assert.equal(zoned.status, 200, zoned.text);
     assert.equal(zoned.body.effective_time_zone, 'Europe/Berlin');
-    await waitFor(() => gw.lists.length === 3, 'the time-zone change');
-    assert.equal(gw.lists[2]?.entries[0]?.locks[0]?.time_zone, 'Europe/Berlin');
+    await gw.next((l) => l.type === 'changes' && l.entries[0]?.locks[0]?.time_zone === 'Europe/Berlin', 'the time-zone change');
     const bad = await ctx.service.admin('PATCH', `/admin/v1/locations/${s.root}`, { time_zone: 'Mars/Olympus' });
     assert.equal(bad.status, 422);
     const badWindow = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows: [{ days: ['mon'], start: '09:00', end: '09:00' }] });
     assert.equal(badWindow.status, 422);
+  });
+
+  test('the presence says when the copy is past its offline limit, and the operator sees it', async () => {
+    const s = await site();
+    const gw = await door(s.gateway);
+    const state = async () => (await ctx.service.admin<{ access_list: { enabled: boolean; expired: boolean } }>('GET', `/admin/v1/gateways/${s.gateway.id}`)).body.access_list;
+    assert.deepEqual(await state(), { ...(await state()), enabled: true, expired: false });
+    await gw.client.publishAsync(`latchkey/v1/gateways/${s.gateway.id}/presence`, JSON.stringify({ online: true, access_list: { version: 3, expired: true } }), { qos: 1, retain: true });
+    await waitFor(async () => (await state()).expired, 'expired recorded');
   });
 });

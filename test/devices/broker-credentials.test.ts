@@ -134,7 +134,7 @@ describe('HTTP authentication endpoints for brokers', () => {
     }
   });
 
-  test("authorize allows a gateway exactly its own topics: publish presence, heartbeat, events and results, subscribe its commands", async () => {
+  test("authorize allows a gateway exactly its own topics: publish presence, heartbeat, events, results and access requests, subscribe its commands and access answers and lists", async () => {
     const account = await createAccount(ctx.service);
     const gateway = await createGateway(ctx.service, account.rootLocationId);
     const other = await createGateway(ctx.service, account.rootLocationId);
@@ -147,6 +147,18 @@ describe('HTTP authentication endpoints for brokers', () => {
       ['publish', `${own}/events`, 'allow'],
       ['publish', `${own}/commands/result`, 'allow'],
       ['subscribe', `${own}/commands`, 'allow'],
+      ['publish', `${own}/access/request`, 'allow'],
+      ['publish', `${own}/access/sync`, 'allow'],
+      ['publish', `${own}/access/applied`, 'allow'],
+      ['subscribe', `${own}/access/list`, 'allow'],
+      ['subscribe', `${own}/access/answer`, 'allow'],
+      ['publish', `${own}/access/answer`, 'deny'],
+      ['publish', `${own}/access/list`, 'deny'],
+      ['subscribe', `${own}/access/request`, 'deny'],
+      ['subscribe', `${own}/access/#`, 'deny'],
+      ['subscribe', `${theirs}/access/list`, 'deny'],
+      ['subscribe', `${theirs}/access/answer`, 'deny'],
+      ['publish', `${theirs}/access/request`, 'deny'],
       ['publish', `${own}/commands`, 'deny'],
       ['publish', `${own}/other`, 'deny'],
       ['publish', `${theirs}/events`, 'deny'],
@@ -358,10 +370,15 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
       [topic(b, 'commands'), '{"id":"x","lock_id":1,"action":"unlock"}'],
       [topic(b, 'commands/result'), '{"id":"x","ok":true}'],
       [topic(a, 'commands'), '{"id":"x","lock_id":1,"action":"unlock"}'],
+      [topic(b, 'access/request'), '{"id":"x","lock_id":1,"credential":"uid:01020304"}'],
+      [topic(a, 'access/answer'), '{"id":"x","granted":true,"reason":null,"key_id":1}'],
+      [topic(a, 'access/list'), '{"type":"full","version":99,"valid_until":"2099-01-01T00:00:00Z","part":1,"parts":1,"entries":[],"removed":[]}'],
     ] as const) {
       await assert.rejects(gatewayA.publishAsync(name, payload, { qos: 1 }), /Not authorized/i, name);
     }
     await assert.rejects(gatewayA.subscribeAsync(topic(b, 'commands'), { qos: 1 }), /Not authorized/i);
+    await assert.rejects(gatewayA.subscribeAsync(topic(b, 'access/list'), { qos: 1 }), /Not authorized/i);
+    await assert.rejects(gatewayA.subscribeAsync(topic(b, 'access/answer'), { qos: 1 }), /Not authorized/i);
     await assert.rejects(gatewayA.subscribeAsync(`${a.mqtt.topic_prefix}/gateways/+/commands`, { qos: 1 }), /Not authorized/i);
     await gatewayA.endAsync();
 

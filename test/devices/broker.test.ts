@@ -151,7 +151,7 @@ describe('what a gateway may publish and subscribe to', () => {
     await waitFor(async () => (await storedEvents(gateway.id)) === 1, 'the door event');
   });
 
-  test('a gateway may subscribe only to its own commands topic; refusals leave the connection open', async () => {
+  test('a gateway may subscribe only to its own commands and access topics; refusals leave the connection open', async () => {
     const { gateway } = await site();
     const other = await site();
     const client = await connectGateway(gateway);
@@ -160,13 +160,20 @@ describe('what a gateway may publish and subscribe to', () => {
       gatewayTopic(gateway, 'events'),
       gatewayTopic(gateway, 'presence'),
       gatewayTopic(other.gateway, 'commands'),
+      gatewayTopic(other.gateway, 'access/list'),
+      gatewayTopic(other.gateway, 'access/answer'),
+      gatewayTopic(gateway, 'access/+'),
+      gatewayTopic(gateway, 'access/request'),
       'latchkey/v1/gateways/+/commands',
+      'latchkey/v1/gateways/+/access/list',
       '#',
     ]) {
       await assert.rejects(within(client.subscribeAsync(topic, { qos: 1 }), 2000, topic), /Subscribe error/, topic);
     }
     const [granted] = await within(client.subscribeAsync(gatewayTopic(gateway, 'commands'), { qos: 1 }), 2000, 'its commands');
     assert.equal(granted?.qos, 1);
+    const access = await within(client.subscribeAsync([gatewayTopic(gateway, 'access/list'), gatewayTopic(gateway, 'access/answer')], { qos: 1 }), 2000, 'its access topics');
+    assert.deepEqual(access.map((g) => g.qos), [1, 1]);
     assert.ok(client.connected);
   });
 });

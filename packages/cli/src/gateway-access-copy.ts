@@ -84,8 +84,19 @@ export class AccessCopy {
     this.pendingEvents.push(...stored.pending_events);
   }
 
-  /** Written whole to a temporary file and renamed: a crash leaves the old copy or the new one, never half. */
-  async save(): Promise<void> {
+  /**
+   * Written whole to a temporary file and renamed: a crash leaves the old copy or the new one, never half.
+   * One write at a time, each of the state when it starts.
+   */
+  save(): Promise<void> {
+    const next = this.saving.then(() => this.write());
+    this.saving = next.catch(() => undefined);
+    return next;
+  }
+
+  private saving: Promise<void> = Promise.resolve();
+
+  private async write(): Promise<void> {
     if (!this.file) return;
     const stored: Stored = { version: this.version, valid_until: this.validUntil?.toISOString() ?? null, entries: [...this.byKey.values()], pending_events: this.pendingEvents };
     await mkdir(path.dirname(this.file), { recursive: true });

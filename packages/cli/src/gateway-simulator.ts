@@ -62,6 +62,15 @@ export async function simulateGateway(options: SimulatorOptions): Promise<void> 
   let client: MqttClient | null = null;
   let listExpired = copy.expired(now());
 
+  /** A copy that expires (or is valid again) is announced in the presence and the log. */
+  function checkExpiry(): void {
+    const expired = copy.expired(now());
+    if (expired === listExpired) return;
+    listExpired = expired;
+    log(expired ? 'access list expired: granting nothing from the copy' : 'access list valid again', { type: 'list_expired', expired });
+    void client?.publishAsync(presenceTopic, presence(true), { qos: 1, retain: true }).catch(() => undefined);
+  }
+
   const presence = (online: boolean) => JSON.stringify(online ? { online, access_list: { version: copy.version, expired: copy.expired(now()) } } : { online });
 
   /** Connects; resolves once connected, rejects when the first attempt is refused. */
@@ -122,6 +131,7 @@ export async function simulateGateway(options: SimulatorOptions): Promise<void> 
       if (applied.outcome === 'applied') {
         await copy.save();
         log(`access list version ${applied.version}: ${copy.size} credentials`, { type: 'list_applied', version: applied.version, size: copy.size });
+        checkExpiry();
         await link.publishAsync(`${base}/access/applied`, JSON.stringify({ version: applied.version }), { qos: 1 });
       }
       return;
@@ -157,6 +167,7 @@ export async function simulateGateway(options: SimulatorOptions): Promise<void> 
   /** A credential presented at a lock's reader: decided from the copy, by the service, or refused. */
   async function swipe(lockId: number, credential: string): Promise<void> {
     const at = now();
+    checkExpiry();
     const local = copy.decide(lockId, credential, at);
     if (local.decision) {
       const event = copy.queueEvent(lockId, local.decision, at);
@@ -201,13 +212,7 @@ export async function simulateGateway(options: SimulatorOptions): Promise<void> 
   const syncTimer = setInterval(() => {
     void client?.publishAsync(`${base}/access/sync`, JSON.stringify({ version: copy.version }), { qos: 1 }).catch(() => undefined);
   }, (options.syncEverySeconds ?? 600) * 1000);
-  const expiryTimer = setInterval(() => {
-    const expired = copy.expired(now());
-    if (expired === listExpired) return;
-    listExpired = expired;
-    log(expired ? 'access list expired: granting nothing from the copy' : 'access list valid again', { type: 'list_expired', expired });
-    void client?.publishAsync(presenceTopic, presence(true), { qos: 1, retain: true }).catch(() => undefined);
-  }, 1000);
+  const expiryTimer = setInterval(checkExpiry, 1000);
 
   const { locks, randomPerMinute } = options;
   const random =

@@ -23,7 +23,8 @@ CREATE UNIQUE INDEX keys_credential ON keys (account_id, credential_hash)
 -- way they commit), the version the gateway said it holds, the versions below which removals were
 -- forgotten (a gateway older than that gets the whole list), and what it last said of its copy.
 ALTER TABLE gateways ADD COLUMN access_secret_box text;
-ALTER TABLE gateways ADD COLUMN access_list_version bigint NOT NULL DEFAULT 0;
+-- Lists start at version 1 (empty): a gateway that applied one has a version above 0, which means it keeps lists.
+ALTER TABLE gateways ADD COLUMN access_list_version bigint NOT NULL DEFAULT 1;
 ALTER TABLE gateways ADD COLUMN access_applied_version bigint NOT NULL DEFAULT 0;
 ALTER TABLE gateways ADD COLUMN access_pruned_version bigint NOT NULL DEFAULT 0;
 ALTER TABLE gateways ADD COLUMN access_list_expired boolean NOT NULL DEFAULT false;

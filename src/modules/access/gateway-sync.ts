@@ -4,6 +4,7 @@
 // says what it applied, which ends the wait of key changes; and changes committed by this instance are pushed
 // to the gateways they concern as they commit.
 import type { FastifyBaseLogger } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
@@ -48,6 +49,8 @@ export class GatewaySync {
   private io: GatewayIo | null = null;
   private readonly facts = new Map<number, { facts: Promise<AccountFacts>; at: number }>();
   private readonly accounts = new Map<number, number>();
+  /** Changes this instance pushed already, by the id of their notification. */
+  private readonly pushed = new LRUCache<string, true>({ max: 10_000 });
   /** Each gateway's list messages go out one batch after another, never interleaved. */
   private readonly sending = new Map<number, Promise<void>>();
 
@@ -66,9 +69,11 @@ export class GatewaySync {
   async start(): Promise<void> {
     await this.db.listen(CATALOG_CHANNEL, () => this.facts.clear());
     await this.db.listen(ACCESS_LISTS_CHANNEL, (payload) => {
-      const [instance, ids] = payload.split('|');
-      // Only the instance that committed the change pushes it; the job catches what it could not.
-      if (instance !== this.lists.instance || !ids) return;
+      const [instance, change, ids] = payload.split('|');
+      // Only the instance that committed the change pushes it, once (PostgreSQL delivers it here twice: at
+      // commit and over the LISTEN connection); the job catches what it could not.
+      if (instance !== this.lists.instance || !change || !ids || this.pushed.has(change)) return;
+      this.pushed.set(change, true);
       for (const id of ids.split(',')) void this.push(Number(id));
     });
   }
@@ -181,6 +186,9 @@ export class GatewaySync {
     const io = this.requireIo();
     const state = await listState(this.db, gatewayId);
     if (!state || !state.hasSecret) return; // no list without a secret: rotate the password (README)
+    // A push goes only to a gateway that has applied a list: one that never asked (it does not keep lists,
+    // or has not connected yet) is not sent whole lists on every change; it gets one when it asks.
+    if (version === null && state.appliedVersion === 0) return;
     const from = version ?? state.appliedVersion;
     const validUntil = new Date(this.clock.now().getTime() + state.offlineAccessSeconds * 1000).toISOString();
     let messages: string[];

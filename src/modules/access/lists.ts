@@ -23,7 +23,7 @@ import {
   type ListKeyRow,
 } from './store.ts';
 
-/** Heard by this instance once the transaction that changed lists commits: `{instance}|{gateway ids}`. */
+/** Heard by this instance once the transaction that changed lists commits: `{instance}|{change id}|{gateway ids}`. */
 export const ACCESS_LISTS_CHANNEL = 'access_lists_changed';
 
 /** Confirms keys whose change every gateway has applied (`sent` → `handed_over`, key.activated). */
@@ -118,7 +118,7 @@ export class AccessLists {
       }
     }
     await this.confirm(tx, await keysNotPending(tx, awaiting));
-    if (changedGateways.length > 0) await tx.notify(ACCESS_LISTS_CHANNEL, `${this.instance}|${changedGateways.join(',')}`);
+    if (changedGateways.length > 0) await tx.notify(ACCESS_LISTS_CHANNEL, `${this.instance}|${randomUUID()}|${changedGateways.join(',')}`);
     return changedGateways;
   }
 }

@@ -258,7 +258,8 @@ export async function recordListExpired(db: Queryable, gatewayId: number, expire
 /** Gateways whose list moved past what they applied: the job pushes the difference again. */
 export async function laggingGateways(db: Queryable): Promise<number[]> {
   const rows = await db.query<{ id: number }>(
-    'SELECT id FROM gateways WHERE online AND access_applied_version < access_list_version AND access_secret_box IS NOT NULL',
+    `SELECT id FROM gateways WHERE online AND access_applied_version > 0 AND access_applied_version < access_list_version
+        AND access_secret_box IS NOT NULL`,
   );
   return rows.map((row) => Number(row.id));
 }

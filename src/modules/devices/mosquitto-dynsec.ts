@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../platform/db/index.ts';
-import { GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX } from './topics.ts';
+import { GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX, SERVICE_MESSAGE_TOPICS } from './topics.ts';
 import { BrokerUnavailableError, gatewayIdOf, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 import { gatewayPermissions } from './gateway-access.ts';
 import { allGatewayIds } from './store.ts';
@@ -15,7 +15,7 @@ import { allGatewayIds } from './store.ts';
 const CONTROL_TOPIC = '$CONTROL/dynamic-security/v1';
 const RESPONSE_TOPIC = `${CONTROL_TOPIC}/response`;
 const COMMAND_TIMEOUT_MS = 5000;
-/** The role every instance's own broker user gets: read every gateway's messages, send commands. */
+/** The role every instance's own broker user gets: read every gateway's messages, send commands, access answers and lists. */
 export const SERVICE_ROLE = 'latchkey-service';
 /** The shared-subscription group of MqttLink; Mosquitto 2.0 checks `$share/…` filters as written. */
 const SHARE_GROUP = '$share/latchkey/';
@@ -47,7 +47,7 @@ export function serviceAcls(): Acl[] {
       { acltype: 'subscribePattern', topic: filter, allow: true },
       { acltype: 'publishClientReceive', topic: filter, allow: true },
     ]),
-    { acltype: 'publishClientSend', topic: `${MQTT_TOPIC_PREFIX}/gateways/+/commands`, allow: true },
+    ...SERVICE_MESSAGE_TOPICS.map((topic): Acl => ({ acltype: 'publishClientSend', topic: `${MQTT_TOPIC_PREFIX}/gateways/+/${topic}`, allow: true })),
   ];
 }
 

@@ -135,6 +135,12 @@ export class GatewaysService {
       online: row.online,
       last_seen_at: row.last_seen_at?.toISOString() ?? null,
       created_at: row.created_at.toISOString(),
+      access_list: {
+        enabled: row.list_enabled,
+        version: Number(row.access_list_version),
+        applied_version: Number(row.access_applied_version),
+        expired: row.access_list_expired,
+      },
     };
   }
 }

@@ -168,6 +168,15 @@ export const GatewaySummary = named('GatewaySummary', Type.Object({
   online: Type.Boolean(),
   last_seen_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
+  access_list: Type.Object(
+    {
+      enabled: Type.Boolean({ description: 'false for a gateway made before access lists: rotate its password to give it one' }),
+      version: Type.Integer({ description: 'the version of its list the service holds' }),
+      applied_version: Type.Integer({ description: 'the version the gateway last said it applied' }),
+      expired: Type.Boolean({ description: 'the gateway said its copy is past its offline limit (it grants nothing from it)' }),
+    },
+    { description: "the gateway's copy of the access list (README \"How a door decides\")" },
+  ),
 }));
 export type GatewaySummary = Static<typeof GatewaySummary>;
 

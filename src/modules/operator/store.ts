@@ -26,13 +26,18 @@ export type GatewayRow = Pick<GatewaySummary, 'id' | 'name' | 'location_id' | 'o
   mqtt_username: string;
   last_seen_at: Date | null;
   created_at: Date;
+  list_enabled: boolean;
+  access_list_version: string;
+  access_applied_version: string;
+  access_list_expired: boolean;
 };
 
 const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance', 'locking_system', 'offline_access_seconds'] as const;
 
 const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, expires_at, created_at, revoked_at, created_by_user_id';
 
-const GATEWAY_SELECT = 'SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at FROM gateways';
+const GATEWAY_SELECT = `SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at,
+         access_secret_box IS NOT NULL AS list_enabled, access_list_version, access_applied_version, access_list_expired FROM gateways`;
 
 // ---- accounts -----------------------------------------------------------------------------------
 
