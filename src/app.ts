@@ -33,6 +33,7 @@ import { installAccessControl } from './platform/access.ts';
 import { ensureAdminToken } from './platform/admin-token.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
+import { trustProxyOption } from './platform/client-ip.ts';
 import type { Database } from './platform/db/index.ts';
 import {
   ROUTER_MAX_PARAM_LENGTH,
@@ -104,7 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     ...(isLogger(deps.logger)
       ? { loggerInstance: deps.logger }
       : { logger: deps.logger === false ? false : { ...loggerOptions(config.logLevel), ...(typeof deps.logger === 'object' ? deps.logger : {}) } }),
-    trustProxy: config.trustProxy,
+    // Called on requests only, once `app` exists.
+    trustProxy: trustProxyOption(config.trustProxy, (message) => app.log.warn(message)),
     genReqId,
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: ROUTER_MAX_PARAM_LENGTH },
