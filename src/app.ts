@@ -232,7 +232,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   if (config.consoleEnabled) {
     const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
     const consoleProxy = new ConsoleProxy(app, db, secrets);
-    jobs.register(consoleSessions.purgeJob((operatorToken, keyIds) => consoleProxy.revokeKeys(operatorToken, keyIds)));
+    // At start too: the sessions of an operator token that has just been changed end now, with their keys.
+    await consoleSessions.purge();
+    jobs.register(consoleSessions.purgeJob());
     const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
     await live.start(db);
     // Open streams would hold app.close() until the browsers leave.

@@ -69,9 +69,7 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
 
   app.delete('/console/session', { config: open, schema: { hide: true } }, async (request, reply) => {
     const session = await changeSessionOf(request);
-    const keyIds = await sessions.signOut(session);
-    // The keys it acted with are revoked like any operator would revoke them (they would expire anyway).
-    await proxy.revokeKeys(session.operatorToken, keyIds);
+    await sessions.signOut(session); // its keys are revoked with it
     live.end(session.tokenHash);
     setCookie(reply, '', 0, secure(request));
     return reply.code(204).send(null);
