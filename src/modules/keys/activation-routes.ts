@@ -6,6 +6,8 @@ import type { ApiInstance } from '../../platform/fastify.ts';
 import type { ActivationService } from './activation.ts';
 
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
+/** Activation takes no body (the page's form posts an empty one): nothing larger is read from anyone. */
+const ACTIVATE_BODY_LIMIT = 4 * 1024;
 
 const escape = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
@@ -78,7 +80,7 @@ export function activationRoutes(app: ApiInstance, links: ActivationService, bra
     );
   });
 
-  app.post('/activate/:token', { config: { access: { kind: 'open' } }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  app.post('/activate/:token', { config: { access: { kind: 'open' } }, bodyLimit: ACTIVATE_BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     try {
       const activated = await links.activate(request.params.token);
       if (wantsJson(request)) return reply.code(200).send(activated);
