@@ -115,7 +115,14 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError, // Fastify calls it with `this` bound to the instance
     return503OnClosing: false, // installHttpPlumbing answers them in the envelope
-    http: { requireHostHeader: false }, // installHttpPlumbing refuses a missing Host in the envelope
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    http: {
+      requireHostHeader: false, // installHttpPlumbing refuses a missing Host in the envelope
+      // Node looks for requests past their time every connectionsCheckingInterval (30 s by default, which
+      // would let a socket outlive a short time-out by that much); headers may not take longer than all.
+      headersTimeout: Math.min(60_000, config.requestTimeoutSeconds * 1000),
+      connectionsCheckingInterval: Math.min(5000, (config.requestTimeoutSeconds * 1000) / 2),
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // First, so that every later hook's lines carry the request id; nothing to tag when nothing is logged.

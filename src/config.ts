@@ -61,6 +61,11 @@ export interface Config {
   logLevel: string;
   /** LOG_FORMAT: `json` lines, `pretty` (pino-pretty) lines, or `auto`: pretty when stdout is a terminal. */
   logFormat: 'auto' | 'json' | 'pretty';
+  /**
+   * The longest a client may take to send a whole request, headers and body (Node's default is 300 s, which
+   * let slow-body sockets be held for five minutes each); past it the answer is 408 and the socket closes.
+   */
+  requestTimeoutSeconds: number;
   /** Seconds before an unanswered unlock command becomes `timed_out`. */
   unlockTimeoutSeconds: number;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
@@ -251,6 +256,7 @@ export function loadConfig(env: Env = process.env): Config {
     logFormat,
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     unlockTimeoutSeconds: integer(env, 'UNLOCK_TIMEOUT_SECONDS', 30, 1, 3600),
+    requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 30, 1, 300),
     metricsPort: metricsPort(env, port),
     metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
   };

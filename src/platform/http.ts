@@ -104,6 +104,8 @@ export function installHttpPlumbing(app: FastifyInstance): void {
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('cache-control', CACHE_CONTROL);
+    // No answer is ever to be read as another type than it says (a JSON error as HTML, say).
+    reply.header('x-content-type-options', 'nosniff');
     reply.header('x-request-id', request.id);
     if (closing) return done(errors.shuttingDown());
     done();
@@ -147,6 +149,7 @@ export function installHttpPlumbing(app: FastifyInstance): void {
 
   app.setNotFoundHandler((request, reply) => {
     reply.header('cache-control', CACHE_CONTROL);
+    reply.header('x-content-type-options', 'nosniff');
     const body = errors.notFound('route').toBody();
     return reply.code(404).send(body);
   });
@@ -187,6 +190,7 @@ export const ROUTER_MAX_PARAM_LENGTH = 16 * 1024;
  */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('cache-control', CACHE_CONTROL);
+  reply.header('x-content-type-options', 'nosniff');
   reply.header('x-request-id', request.id);
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
@@ -224,6 +228,7 @@ export function answerClientError(this: { log: FastifyBaseLogger }, error: Conne
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `Cache-Control: ${CACHE_CONTROL}\r\n` +
+      'X-Content-Type-Options: nosniff\r\n' +
       `X-Request-Id: ${genReqId()}\r\n` +
       'Connection: close\r\n\r\n' +
       body,

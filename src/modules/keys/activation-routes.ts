@@ -44,7 +44,8 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
     .header('referrer-policy', 'no-referrer')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    // Never framed: a page that activates a key on one click is a clickjacking target.
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
     .send(html);
 }
 
