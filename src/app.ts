@@ -202,7 +202,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
   registerApiDocs(app, config.brandName);
-  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started });
+  const probeLimits = new RateLimits(clock, null, config.redisKeyPrefix, metrics);
+  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started }, probeLimits);
 
   catalogRoutes(app, catalog);
   const people = new PeopleService({
