@@ -34,6 +34,7 @@ import { installAccessControl } from './platform/access.ts';
 import { ensureAdminToken } from './platform/admin-token.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
+import { trustProxyOption } from './platform/client-ip.ts';
 import type { Database } from './platform/db/index.ts';
 import {
   ROUTER_MAX_PARAM_LENGTH,
@@ -105,7 +106,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     ...(isLogger(deps.logger)
       ? { loggerInstance: deps.logger }
       : { logger: deps.logger === false ? false : { ...loggerOptions(config.logLevel), ...(typeof deps.logger === 'object' ? deps.logger : {}) } }),
-    trustProxy: config.trustProxy,
+    // Called on requests only, once `app` exists.
+    trustProxy: trustProxyOption(config.trustProxy, (message) => app.log.warn(message)),
     genReqId,
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: ROUTER_MAX_PARAM_LENGTH },
@@ -114,7 +116,14 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError, // Fastify calls it with `this` bound to the instance
     return503OnClosing: false, // installHttpPlumbing answers them in the envelope
-    http: { requireHostHeader: false }, // installHttpPlumbing refuses a missing Host in the envelope
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    http: {
+      requireHostHeader: false, // installHttpPlumbing refuses a missing Host in the envelope
+      // Node looks for requests past their time every connectionsCheckingInterval (30 s by default, which
+      // would let a socket outlive a short time-out by that much); headers may not take longer than all.
+      headersTimeout: Math.min(60_000, config.requestTimeoutSeconds * 1000),
+      connectionsCheckingInterval: Math.min(5000, (config.requestTimeoutSeconds * 1000) / 2),
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // First, so that every later hook's lines carry the request id; nothing to tag when nothing is logged.
@@ -201,7 +210,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
   registerApiDocs(app, config.brandName);
-  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started });
+  const probeLimits = new RateLimits(clock, null, config.redisKeyPrefix, metrics);
+  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started }, probeLimits);
 
   catalogRoutes(app, catalog);
   const people = new PeopleService({
@@ -239,7 +249,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   if (config.consoleEnabled) {
     const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
     const consoleProxy = new ConsoleProxy(app, db, secrets);
-    jobs.register(consoleSessions.purgeJob((operatorToken, keyIds) => consoleProxy.revokeKeys(operatorToken, keyIds)));
+    // At start too: the sessions of an operator token that has just been changed end now, with their keys.
+    await consoleSessions.purge();
+    jobs.register(consoleSessions.purgeJob());
     const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
     await live.start(db);
     // Open streams would hold app.close() until the browsers leave.

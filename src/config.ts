@@ -1,6 +1,7 @@
 // Every environment variable the service reads, typed and validated in one place.
 // An invalid value stops start-up with a message naming the variable.
 import { hostname } from 'node:os';
+import ipaddr from 'ipaddr.js';
 
 export interface Config {
   port: number;
@@ -44,7 +45,11 @@ export interface Config {
   webhookAllowHosts: string[];
   /** base64 of 32 bytes: the key webhook signing secrets are encrypted with; generated and kept when unset. */
   webhookSecretKey: string | null;
-  trustProxy: boolean;
+  /**
+   * Which peers may set the client IP through X-Forwarded-For (Fastify's `trustProxy`): false, none; a
+   * number, that many proxies counted from the right; or addresses and CIDR ranges of the proxies.
+   */
+  trustProxy: TrustProxy;
   brandName: string;
   /** smtp://user:pass@host:port for e-mail; unset: e-mail cannot be sent (outside the sandbox). */
   smtpUrl: string | null;
@@ -56,6 +61,11 @@ export interface Config {
   logLevel: string;
   /** LOG_FORMAT: `json` lines, `pretty` (pino-pretty) lines, or `auto`: pretty when stdout is a terminal. */
   logFormat: 'auto' | 'json' | 'pretty';
+  /**
+   * The longest a client may take to send a whole request, headers and body (Node's default is 300 s, which
+   * let slow-body sockets be held for five minutes each); past it the answer is 408 and the socket closes.
+   */
+  requestTimeoutSeconds: number;
   /** Seconds before an unanswered unlock command becomes `timed_out`. */
   unlockTimeoutSeconds: number;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
@@ -65,6 +75,8 @@ export interface Config {
   /** Where the metrics listener binds; loopback unless the scraper is elsewhere. */
   metricsHost: string;
 }
+
+export type TrustProxy = false | number | string[];
 
 export class ConfigError extends Error {
   constructor(
@@ -136,6 +148,44 @@ function mqttDynsec(env: Env, mqttUrl: string | null): Config['mqttDynsec'] {
   return { username, password };
 }
 
+/** proxy-addr's names for ranges, accepted beside addresses and CIDRs. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY: `true` is one hop (the one proxy in front appends the address it saw, and only that entry is
+ * believed); a number of hops; or the proxies' addresses and CIDRs. Never "every hop": the left-most entry
+ * of X-Forwarded-For is whatever the client wrote.
+ */
+function trustProxy(env: Env): TrustProxy {
+  const raw = text(env, 'TRUST_PROXY');
+  if (raw === null) return false;
+  const lower = raw.toLowerCase();
+  if (['false', 'no', 'off'].includes(lower)) return false;
+  if (['true', 'yes', 'on'].includes(lower)) return 1;
+  if (/^\d+$/.test(raw)) {
+    const hops = integer(env, 'TRUST_PROXY', 0, 0, 16);
+    return hops === 0 ? false : hops;
+  }
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    if (PROXY_RANGE_NAMES.has(entry.toLowerCase())) continue;
+    const valid = entry.includes('/') ? isCidr(entry) : ipaddr.isValid(entry);
+    if (!valid) {
+      throw new ConfigError('TRUST_PROXY', `expected true, false, a number of proxies or their addresses and CIDR ranges, got "${entry}"`);
+    }
+  }
+  return entries.map((entry) => (PROXY_RANGE_NAMES.has(entry.toLowerCase()) ? entry.toLowerCase() : entry));
+}
+
+function isCidr(entry: string): boolean {
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** METRICS_PORT: unset for no listener; 0 picks a free port (tests); never the API's own port. */
 function metricsPort(env: Env, apiPort: number): number | null {
   if (text(env, 'METRICS_PORT') === null) return null;
@@ -195,7 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
       .map((h) => h.trim().toLowerCase())
       .filter((h) => h !== ''),
     webhookSecretKey: secretKey(env, 'WEBHOOK_SECRET_KEY'),
-    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     brandName,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     smtpFrom: text(env, 'SMTP_FROM') ?? `${brandName} <no-reply@localhost>`,
@@ -206,6 +256,7 @@ export function loadConfig(env: Env = process.env): Config {
     logFormat,
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     unlockTimeoutSeconds: integer(env, 'UNLOCK_TIMEOUT_SECONDS', 30, 1, 3600),
+    requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 30, 1, 300),
     metricsPort: metricsPort(env, port),
     metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
   };

@@ -1,10 +1,12 @@
 // Probes for orchestrators and load balancers (README: Operations): GET /healthz (the process answers) and
 // GET /readyz (it can serve: database, MQTT link, job loop). Open, outside the public API's limits, hidden
 // from the OpenAPI documents and silent in the log; the answers name parts and states, nothing more.
+// /readyz has a per-address limit of its own, counted per instance before any check runs.
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from './db/index.ts';
 import { listMigrations } from './db/migrate.ts';
+import type { RateLimits } from './rate-limit.ts';
 
 /** The longest a readiness check waits for the database; a slower one reads as down. */
 export const READINESS_TIMEOUT_MS = 2000;
@@ -72,11 +74,22 @@ const Checked = Type.Object({
   checks: Type.Object({ database: State, mqtt: State, jobs: State }),
 });
 
-export function healthRoutes(app: FastifyInstance, probes: ReadinessProbes): void {
-  // Probes arrive every few seconds: no request lines in the log, no rate limit, no authentication.
+/**
+ * /readyz requests a minute per client address and instance: a probe every few seconds from each load
+ * balancer node is far below it, while a flood (20 connections took 88% of a core) gets cheap 429s.
+ */
+export const READINESS_PER_MINUTE = 120;
+
+/** `limits`: in memory (per instance, never Redis): it guards this instance's CPU, and probes come per instance. */
+export function healthRoutes(app: FastifyInstance, probes: ReadinessProbes, limits: RateLimits): void {
+  // Probes arrive every few seconds: no request lines in the log, no authentication.
   const common = { config: { access: { kind: 'open' as const } }, logLevel: 'silent' as const };
   app.get('/healthz', { ...common, schema: { hide: true, response: { 200: Alive } } }, async () => ({ status: 'ok' as const }));
-  app.get('/readyz', { ...common, schema: { hide: true, response: { 200: Checked, 503: Checked } } }, async (_request, reply) => {
+  const limited = async (request: FastifyRequest) => {
+    const state = await limits.consume('readyz', request.ip, READINESS_PER_MINUTE);
+    if (state.exceeded) throw limits.refusal(state);
+  };
+  app.get('/readyz', { ...common, onRequest: limited, schema: { hide: true, response: { 200: Checked, 503: Checked } } }, async (_request, reply) => {
     const { ready, checks } = await readiness(probes);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'not_ready', checks });
   });

@@ -33,23 +33,36 @@ function ruleError(instancePath: string, keyword: string, message: string): Erro
   return { keyword, instancePath, schemaPath: '#', params: {}, message };
 }
 
+/** A UTF-16 surrogate without its other half: JSON's `\ud800` escape makes one; UTF-8 cannot encode it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function characterError(path: string, text: string): ErrorObject | null {
+  if (text.includes(NUL)) return ruleError(path, 'nulCharacter', 'must not contain the NUL character (U+0000)');
+  // Stored, it would turn into U+FFFD without a word.
+  if (LONE_SURROGATE.test(text)) return ruleError(path, 'loneSurrogate', 'must not contain an unpaired surrogate (U+D800 to U+DFFF)');
+  return null;
+}
+
 /**
- * Every string (and object key) holding U+0000, wherever it sits in a body, query or path: PostgreSQL text
- * cannot store it, so it is refused for every field at once here rather than field by field (README: API
- * notes). Walked without recursion, so no nesting depth can overflow the stack.
+ * Every string (and object key) holding text no database column can keep, wherever it sits in a body,
+ * query or path: U+0000 (PostgreSQL text cannot store it) and unpaired surrogates (not encodable as UTF-8),
+ * refused for every field at once here rather than field by field (README: API notes). Walked without
+ * recursion, so no nesting depth can overflow the stack.
  */
-export function nulCharacterErrors(data: unknown): ErrorObject[] {
+export function unstorableCharacterErrors(data: unknown): ErrorObject[] {
   const found: ErrorObject[] = [];
   const pending: Array<[string, unknown]> = [['', data]];
   for (let next = pending.pop(); next; next = pending.pop()) {
     const [path, value] = next;
     if (typeof value === 'string') {
-      if (value.includes(NUL)) found.push(ruleError(path, 'nulCharacter', 'must not contain the NUL character (U+0000)'));
+      const error = characterError(path, value);
+      if (error) found.push(error);
     } else if (Array.isArray(value)) {
       value.forEach((item, index) => pending.push([path + pointer(index), item]));
     } else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) {
-        if (key.includes(NUL)) found.push(ruleError(path + pointer(key), 'nulCharacter', 'must not contain the NUL character (U+0000)'));
+        const error = characterError(path + pointer(key), key);
+        if (error) found.push(error);
         pending.push([path + pointer(key), item]);
       }
     }
@@ -98,12 +111,12 @@ export function validatorCompiler(named: readonly object[] = []): FastifySchemaC
   return ({ schema, httpPart }) => {
     if (httpPart === 'body') {
       const validate = bodyAjv.compile(schema as object);
-      // The NUL rule is reported together with every schema error, so a body gets all its details at once.
+      // The character rules are reported together with every schema error, so a body gets all its details at once.
       const check: CheckFunction = (data) => {
-        const nul = nulCharacterErrors(data);
+        const unstorable = unstorableCharacterErrors(data);
         const valid = validate(data);
-        check.errors = [...nul, ...(validate.errors ?? [])];
-        return valid && nul.length === 0;
+        check.errors = [...unstorable, ...(validate.errors ?? [])];
+        return valid && unstorable.length === 0;
       };
       return check;
     }
@@ -111,7 +124,7 @@ export function validatorCompiler(named: readonly object[] = []): FastifySchemaC
     const integers = integerProperties(schema);
     // Query and path text is checked before ajv coerces it (the first problem is the answer's message).
     const check: CheckFunction = (data) => {
-      const problems = [...nulCharacterErrors(data), ...malformedIntegerErrors(data, integers)];
+      const problems = [...unstorableCharacterErrors(data), ...malformedIntegerErrors(data, integers)];
       if (problems.length > 0) {
         check.errors = problems;
         return false;

@@ -242,6 +242,75 @@ describe('per-IP rules behind the forwarder', () => {
   });
 });
 
+describe('when ADMIN_TOKEN changes', () => {
+  const OLD_TOKEN = 'old-operator-token-0123456789';
+  const NEW_TOKEN = 'new-operator-token-0123456789';
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => database?.close());
+
+  const withToken = (token: string) => startService(database.db, { ADMIN_TOKEN: token }, undefined, undefined, 'inject');
+  const advance = async (service: TestService, token: string, seconds: number) =>
+    assert.equal((await service.request('POST', '/admin/v1/sandbox/clock/advance', { token, body: { seconds } })).status, 200);
+  /** The console's keys of an account, read as an operator of `service`. */
+  const consoleKeys = async (service: TestService, accountId: number, token: string) =>
+    (await service.request<Page<{ name: string; revoked_at: string | null }>>('GET', `/admin/v1/api_keys?account_id=${accountId}`, { token })).body.data.filter(
+      (k) => k.name === 'Operator console',
+    );
+
+  test("the sessions of the old token end at the restart: their API keys are revoked, and going back to the old token revives nothing", async () => {
+    const before = await withToken(OLD_TOKEN);
+    const ip = freshIp();
+    const account = (await before.request<{ id: number }>('POST', '/admin/v1/accounts', { token: OLD_TOKEN, body: { name: 'Acme' } })).body;
+    const signedIn = await before.request<{ csrf_token: string }>('POST', '/console/session', { ip, body: { token: OLD_TOKEN } });
+    const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const asBrowser = { ip, headers: { cookie, 'latchkey-account': String(account.id) } };
+    assert.equal((await before.request('GET', '/console/api/v1/locks', asBrowser)).status, 200);
+    await before.close();
+
+    const changed = await withToken(NEW_TOKEN);
+    try {
+      assert.equal((await changed.request('GET', '/console/session', asBrowser)).status, 401);
+      const keys = await consoleKeys(changed, account.id, NEW_TOKEN);
+      assert.equal(keys.length, 1);
+      assert.ok(keys.every((k) => k.revoked_at !== null), 'the key of every scope does not outlive its session');
+      assert.equal((await database.db.query('SELECT 1 FROM console_sessions')).length, 0);
+      await advance(changed, NEW_TOKEN, 3601); // and the purge job, with the due work, finds nothing left to refuse it
+    } finally {
+      await changed.close();
+    }
+
+    const back = await withToken(OLD_TOKEN);
+    try {
+      assert.equal((await back.request('GET', '/console/session', asBrowser)).status, 401, 'the old session is gone');
+      assert.equal((await back.request('GET', '/console/api/v1/locks', asBrowser)).status, 401);
+    } finally {
+      await back.close();
+    }
+  });
+
+  test('while instances disagree (a rolling change), the purge job of the new token revokes the keys of sessions signed in with the old one', async () => {
+    const changed = await withToken(NEW_TOKEN);
+    const stale = await withToken(OLD_TOKEN);
+    try {
+      const ip = freshIp();
+      const account = (await stale.request<{ id: number }>('POST', '/admin/v1/accounts', { token: OLD_TOKEN, body: { name: 'Acme' } })).body;
+      const signedIn = await stale.request('POST', '/console/session', { ip, body: { token: OLD_TOKEN } });
+      const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      assert.equal((await stale.request('GET', '/console/api/v1/locks', { ip, headers: { cookie, 'latchkey-account': String(account.id) } })).status, 200);
+      assert.deepEqual((await consoleKeys(changed, account.id, NEW_TOKEN)).map((k) => k.revoked_at), [null]);
+
+      await advance(changed, NEW_TOKEN, 601); // the purge job is due; the session is not idle yet
+      assert.ok((await consoleKeys(changed, account.id, NEW_TOKEN)).every((k) => k.revoked_at !== null));
+    } finally {
+      await stale.close();
+      await changed.close();
+    }
+  });
+});
+
 describe('with CONSOLE_ENABLED=false', () => {
   let database: TestDatabase;
   let service: TestService;

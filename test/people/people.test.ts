@@ -172,6 +172,20 @@ describe('POST /people', () => {
 });
 
 describe('GET /people', () => {
+  test('e-mail is folded the same on search as on create: ASCII letters only, so İ is no I and the Kelvin sign no K', async () => {
+    const { token } = await tenant();
+    const inci = await create(token, { name: 'Inci', email: 'inci@example.com' });
+    const kate = await create(token, { name: 'Kate', email: 'kate@example.com' });
+    const search = async (email: string) =>
+      (await ctx.service.request<Page<Person>>('GET', `/v1/people?email=${encodeURIComponent(email)}`, { token })).body.data.map((p) => p.id);
+    assert.deepEqual(await search('INCI@EXAMPLE.COM'), [inci.body.id]);
+    assert.deepEqual(await search('İNCI@example.com'), []);
+    assert.deepEqual(await search('\u212Aate@example.com'), []);
+    assert.deepEqual(await search('KATE@example.com'), [kate.body.id]);
+    // Create refuses both spellings (an address is ASCII), so nothing stored could ever match them.
+    for (const email of ['İnci@example.com', '\u212Aate@example.com']) assert.equal((await create(token, { name: 'X', email })).status, 422, email);
+  });
+
   test('filters by e-mail (case-insensitive) and by phone in any format; pages by id', async () => {
     const { token } = await tenant();
     const ivy = await create(token, { name: 'Ivy', email: 'ivy@example.com', phone: '+61 2 9374 4000' });

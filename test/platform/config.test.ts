@@ -40,7 +40,9 @@ describe('configuration', () => {
       [{ MQTT_URL: 'http://x' }, 'MQTT_URL'],
       [{ PUBLIC_URL: 'ftp://x' }, 'PUBLIC_URL'],
       [{ SANDBOX: 'maybe' }, 'SANDBOX'],
-      [{ TRUST_PROXY: '2' }, 'TRUST_PROXY'],
+      [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+      [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
+      [{ TRUST_PROXY: '17' }, 'TRUST_PROXY'],
       [{ KEY_REVOCATION_ENABLED: 'nope' }, 'KEY_REVOCATION_ENABLED'],
       [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
     ];
@@ -51,5 +53,15 @@ describe('configuration', () => {
         JSON.stringify(env),
       );
     }
+  });
+
+  test('TRUST_PROXY: true is the one proxy in front, a number counts proxies, a list names them; never every hop', () => {
+    const trust = (value: string) => loadConfig({ TRUST_PROXY: value }).trustProxy;
+    assert.equal(trust('true'), 1);
+    assert.equal(trust('1'), 1);
+    assert.equal(trust('false'), false);
+    assert.equal(trust('0'), false);
+    assert.equal(trust('3'), 3);
+    assert.deepEqual(trust('10.0.0.1, 192.168.0.0/16,::1, fd00::/8, Loopback'), ['10.0.0.1', '192.168.0.0/16', '::1', 'fd00::/8', 'loopback']);
   });
 });

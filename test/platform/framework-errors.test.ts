@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, test } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { freshIp, startService, useTestService } from '../helpers/service.ts';
@@ -171,3 +172,56 @@ describe('a request that arrives while the service shuts down', () => {
     }
   });
 });
+
+describe('a request that arrives too slowly', () => {
+  test('is answered 408 in the envelope once REQUEST_TIMEOUT_SECONDS have passed, and its socket closed', async () => {
+    const database = await createTestDatabase();
+    const service = await startService(database.db, { REQUEST_TIMEOUT_SECONDS: '1' });
+    try {
+      const started = Date.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1');
+        let text = '';
+        const timer = setTimeout(() => socket.destroy(), 10_000);
+        socket.on('data', (chunk) => (text += chunk.toString('utf8')));
+        socket.on('close', () => {
+          clearTimeout(timer);
+          resolve(text);
+        });
+        socket.on('error', reject);
+        // Headers and the start of a body, then nothing: a slow-body client holding the socket.
+        socket.write('POST /console/session HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tok');
+      });
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+      assert.ok(Date.now() - started < 5000, `held ${Date.now() - started} ms`);
+    } finally {
+      await service.close();
+      await database.close();
+    }
+  });
+
+  test('REQUEST_TIMEOUT_SECONDS defaults to 30, not Node\'s 300', () => {
+    assert.equal(loadConfig({}).requestTimeoutSeconds, 30);
+    assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
+  });
+});
+
+describe('security headers', () => {
+  test('the activation page cannot be framed', async () => {
+    const page = await ctx.service.request('GET', `/activate/${'u'.repeat(43)}`);
+    assert.equal(page.status, 410);
+    assert.match(page.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+  });
+
+  test('every answer says nosniff, the console forwarder\'s errors and the parser\'s among them', async () => {
+    const forwarder = await ctx.service.request('GET', '/console/api/v1/locks', { ip: freshIp() });
+    assert.equal(forwarder.status, 401);
+    assert.equal(forwarder.headers.get('x-content-type-options'), 'nosniff');
+    for (const res of [await ctx.service.request('GET', '/v1/locks', { token }), await ctx.service.request('GET', '/nowhere')]) {
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    }
+    const refused = await raw('HELLO\r\n\r\n');
+    assert.equal(refused.headers.get('x-content-type-options'), 'nosniff');
+  });
+});
+

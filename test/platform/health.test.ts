@@ -1,11 +1,14 @@
-// GET /healthz and GET /readyz (README: Operations): open, outside the rate limits, hidden from the OpenAPI
+// GET /healthz and GET /readyz (README: Operations): open, outside the public API's rate limits, hidden from the OpenAPI
 // documents, silent in the log; readiness names the part that is down (database, mqtt, jobs) and nothing else.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
 import { databaseError } from '../../src/platform/db/errors.ts';
+import { systemClock } from '../../src/platform/clock.ts';
 import { databaseProbe, healthRoutes } from '../../src/platform/health.ts';
+import { RateLimits } from '../../src/platform/rate-limit.ts';
 import { createTestDatabase, overriding, withFaults, type TestDatabase } from '../helpers/database.ts';
+import { alignToMinuteStart } from '../helpers/fixtures.ts';
 import { freshIp, startService, useTestService, type TestService } from '../helpers/service.ts';
 
 const ctx = useTestService(undefined, {}, { transport: 'inject' });
@@ -42,6 +45,17 @@ test('GET /readyz: 503 naming the job loop until it runs, then 200 with every ch
   } finally {
     await ctx.service.latchkey.jobs.stop();
   }
+});
+
+test('GET /readyz is limited per address (120 a minute) before any check runs; others and /healthz are not held back', async () => {
+  await alignToMinuteStart(ctx.service);
+  const ip = freshIp();
+  const answers = await Promise.all(Array.from({ length: 130 }, () => ctx.service.request<{ error?: { code: string } }>('GET', '/readyz', { ip })));
+  const refused = answers.filter((r) => r.status === 429);
+  assert.equal(refused.length, 10);
+  assert.ok(refused.every((r) => r.body.error?.code === 'rate_limited' && Number(r.headers.get('retry-after')) > 0));
+  assert.notEqual((await ctx.service.request('GET', '/readyz', { ip: freshIp() })).status, 429);
+  assert.equal((await ctx.service.request('GET', '/healthz', { ip })).status, 200);
 });
 
 test('the probes are not in either OpenAPI document', async () => {
@@ -123,7 +137,7 @@ test('a database without the newest migration is not ready', async () => {
 test('GET /readyz answers 503 naming mqtt when the link is down', async () => {
   const app = Fastify({ logger: false });
   let linked = true;
-  healthRoutes(app, { database: async () => true, mqtt: () => linked, jobs: () => true });
+  healthRoutes(app, { database: async () => true, mqtt: () => linked, jobs: () => true }, new RateLimits(systemClock, null));
   assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
   linked = false;
   const down = await app.inject({ method: 'GET', url: '/readyz' });

@@ -1,6 +1,7 @@
 // The SDK's webhook calls and verifyWebhook() against real deliveries from a real Latchkey to a local
 // HTTPS receiver.
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/gateways.ts';
@@ -102,5 +103,29 @@ describe('webhooks', () => {
     // The signature of another moment does not carry over to a new timestamp.
     const moved = signature.replace(/t=\d+/, `t=${t + 1}`);
     assert.equal((await refusal(verifyWebhook(delivery.raw, withSignature(moved), secret, { now: t * 1000 }))).reason, 'signature_mismatch');
+  });
+
+  test('options that are not what they say fail closed: NaN, negative or infinite tolerance, NaN or invalid now, an empty secret', async () => {
+    const secret = 'whsec_test-secret';
+    const raw = JSON.stringify({ id: 'd1', type: 'person.created', created_at: new Date().toISOString(), data: {} });
+    const dayOld = Math.floor(Date.now() / 1000) - 86_400;
+    const signed = (key: string, t: number) => ({ 'x-service-signature': `t=${t},v1=${createHmac('sha256', key).update(`${t}.${raw}`).digest('hex')}` });
+    const headers = signed(secret, dayOld);
+    for (const options of [
+      { toleranceSeconds: Number.NaN },
+      { toleranceSeconds: -1 },
+      { toleranceSeconds: Number.POSITIVE_INFINITY },
+      { now: Number.NaN },
+      { now: new Date('not a date') },
+      { now: Number.POSITIVE_INFINITY },
+    ]) {
+      const error = await refusal(verifyWebhook(raw, headers, secret, options));
+      assert.equal(error.reason, 'invalid_options', JSON.stringify(options));
+    }
+    // An empty secret is refused as such, however the delivery was signed.
+    const emptyKeyed = signed('', Math.floor(Date.now() / 1000));
+    assert.equal((await refusal(verifyWebhook(raw, emptyKeyed, ''))).reason, 'invalid_options');
+    // Without the stale timestamp, the same delivery passes: the options were the only fault.
+    assert.equal((await verifyWebhook(raw, headers, secret, { now: dayOld * 1000 })).type, 'person.created');
   });
 });

@@ -1,7 +1,7 @@
 // The pure rules of people (README: API notes, "People: phone" and "People: reserved names").
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isReservedName, normalisePhone } from '../../src/modules/people/rules.ts';
+import { emailKey, isReservedName, normalisePhone } from '../../src/modules/people/rules.ts';
 
 describe('canonical phones', () => {
   test('an international number is stored in E.164, whatever spacing, dashes, dots and brackets it came with', () => {
@@ -61,5 +61,13 @@ describe('reserved names', () => {
     assert.equal(reserved('acme', 'Acme'), true);
     assert.equal(reserved('Latchkey', 'Acme'), false);
     assert.equal(reserved('Admin', 'Acme'), true, 'the fixed names stay reserved');
+  });
+});
+
+describe('emailKey', () => {
+  test('lower-cases ASCII letters and nothing else', () => {
+    assert.equal(emailKey('Ann.Lee+X@Example.COM'), 'ann.lee+x@example.com');
+    assert.equal(emailKey('İNCI@x.org'), 'İnci@x.org');
+    assert.equal(emailKey('\u212Aate@x.org'), '\u212Aate@x.org');
   });
 });

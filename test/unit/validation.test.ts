@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { ErrorObject } from 'ajv';
-import { bodyErrorDetails, fieldPath, nulCharacterErrors, validatorCompiler } from '../../src/platform/validation.ts';
+import { bodyErrorDetails, fieldPath, unstorableCharacterErrors, validatorCompiler } from '../../src/platform/validation.ts';
 
 type Check = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
@@ -98,29 +98,35 @@ describe('validation details of a body', () => {
   });
 });
 
-describe('the NUL rule', () => {
+describe('the NUL and lone-surrogate rule', () => {
   test('finds U+0000 in values and in field names, wherever they are', () => {
-    const found = nulCharacterErrors({ a: 'ok', b: 'x\u0000', list: ['fine', 'y\u0000z'], nested: { 'k\u0000': 1, deep: { s: '\u0000' } } });
+    const found = unstorableCharacterErrors({ a: 'ok', b: 'x\u0000', list: ['fine', 'y\u0000z'], nested: { 'k\u0000': 1, deep: { s: '\u0000' } } });
     assert.ok(found.every((e) => e.keyword === 'nulCharacter'));
     assert.deepEqual(found.map((e) => e.instancePath).sort(), ['/b', '/list/1', '/nested/deep/s', '/nested/k\u0000']);
   });
 
   test('a string body, numbers, booleans and null: only text is looked at', () => {
-    assert.deepEqual(nulCharacterErrors('\u0000').map((e) => e.instancePath), ['']);
-    assert.deepEqual(nulCharacterErrors({ n: 0, b: false, z: null, s: 'no nul here' }), []);
-    assert.deepEqual(nulCharacterErrors(['\\u0000 written out is no NUL']), []);
+    assert.deepEqual(unstorableCharacterErrors('\u0000').map((e) => e.instancePath), ['']);
+    assert.deepEqual(unstorableCharacterErrors({ n: 0, b: false, z: null, s: 'no nul here' }), []);
+    assert.deepEqual(unstorableCharacterErrors(['\\u0000 written out is no NUL']), []);
   });
 
   test('field names with / and ~ keep their pointer escapes, so the detail names the field as sent', () => {
-    const [error] = nulCharacterErrors({ 'a/b~c': '\u0000' });
+    const [error] = unstorableCharacterErrors({ 'a/b~c': '\u0000' });
     assert.equal(error?.instancePath, '/a~1b~0c');
     assert.equal(fieldPath(error?.instancePath ?? ''), 'a/b~c');
+  });
+
+  test('finds unpaired surrogates, high or low, in values and field names; a pair is text like any other', () => {
+    const found = unstorableCharacterErrors({ a: 'x\ud800', b: '\udc00y', c: 'z\ud83d', pair: 'ok \ud83d\ude00', 'k\udfff': 1 });
+    assert.ok(found.every((e) => e.keyword === 'loneSurrogate'));
+    assert.deepEqual(found.map((e) => e.instancePath).sort(), ['/a', '/b', '/c', '/k\udfff']);
   });
 
   test('walks any depth without recursion (100,000 nested arrays)', () => {
     let deep: unknown = 'bottom\u0000';
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    const found = nulCharacterErrors(deep);
+    const found = unstorableCharacterErrors(deep);
     assert.equal(found.length, 1);
     assert.equal(found[0]?.instancePath.length, '/0'.length * 100_000);
   });

@@ -12,7 +12,9 @@ export type WebhookVerificationFailure =
   | 'malformed_signature'
   | 'timestamp_out_of_tolerance'
   | 'signature_mismatch'
-  | 'malformed_body';
+  | 'malformed_body'
+  /** The secret is empty or not text, or `now` / `toleranceSeconds` is not a finite time (NaN, Infinity, negative tolerance). */
+  | 'invalid_options';
 
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
@@ -44,12 +46,12 @@ export async function verifyWebhook(
   secret: string,
   options: VerifyOptions = {},
 ): Promise<WebhookEvent> {
+  // Checked first and strictly: every comparison with NaN is false, so a NaN option let any timestamp pass.
+  const { nowMs, tolerance } = checkedOptions(secret, options);
   const header = headerValue(headers, 'x-service-signature');
   if (!header) throw new WebhookVerificationError('missing_signature', 'The X-Service-Signature header is missing.');
   const { t, v1 } = parseSignature(header);
-  const nowMs = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime();
-  const tolerance = options.toleranceSeconds ?? SIGNATURE_TOLERANCE_SECONDS;
-  if (Math.abs(nowMs / 1000 - Number(t)) > tolerance) {
+  if (!(Math.abs(nowMs / 1000 - Number(t)) <= tolerance)) {
     throw new WebhookVerificationError('timestamp_out_of_tolerance', `The signature's timestamp is more than ${tolerance} s from now.`);
   }
   const body = bytesOf(rawBody);
@@ -58,6 +60,19 @@ export async function verifyWebhook(
     throw new WebhookVerificationError('signature_mismatch', 'The signature does not match the body and the secret.');
   }
   return parseEvent(body);
+}
+
+function checkedOptions(secret: unknown, options: VerifyOptions): { nowMs: number; tolerance: number } {
+  const invalid = (message: string) => new WebhookVerificationError('invalid_options', message);
+  if (typeof secret !== 'string' || secret === '') throw invalid('The signing secret is empty.');
+  const { now, toleranceSeconds } = (options ?? {}) as VerifyOptions;
+  const nowMs = now === undefined ? Date.now() : typeof now === 'number' ? now : typeof now?.getTime === 'function' ? now.getTime() : Number.NaN;
+  if (!Number.isFinite(nowMs)) throw invalid('`now` is not a valid time.');
+  const tolerance = toleranceSeconds ?? SIGNATURE_TOLERANCE_SECONDS;
+  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
+    throw invalid('`toleranceSeconds` must be a finite number of seconds, 0 or more.');
+  }
+  return { nowMs, tolerance };
 }
 
 function headerValue(headers: WebhookHeaders, name: string): string | null {

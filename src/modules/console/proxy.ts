@@ -61,7 +61,7 @@ export class ConsoleProxy {
     }
   }
 
-  /** The operator API calls the console makes itself (sign-out revokes the session's keys through this). */
+  /** The operator API calls the console makes itself (its account keys). */
   async call(session: Pick<ConsoleSession, 'operatorToken'>, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ProxiedAnswer> {
     const response = await this.app.inject({
       method,
@@ -70,11 +70,6 @@ export class ConsoleProxy {
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     });
     return { status: response.statusCode, headers: pickHeaders(response.headers), body: response.body };
-  }
-
-  /** Revokes API keys with an operator token (sign-out and the purge of ended sessions); a refusal leaves them to expire. */
-  async revokeKeys(operatorToken: string, keyIds: number[]): Promise<void> {
-    for (const id of keyIds) await this.call({ operatorToken }, 'DELETE', `/admin/v1/api_keys/${id}`);
   }
 
   private async forward(request: FastifyRequest, path: string, token: string): Promise<ProxiedAnswer> {

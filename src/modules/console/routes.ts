@@ -21,6 +21,8 @@ export interface ConsoleRouteDeps {
 }
 
 const open = { access: { kind: 'open' as const } };
+/** A sign-in body is a token of at most 512 characters: no more is read from anyone. */
+const SIGN_IN_BODY_LIMIT = 4 * 1024;
 const SignIn = Type.Object({ token: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false });
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
@@ -50,7 +52,7 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
 
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https' || deps.publicUrl.startsWith('https:');
 
-  app.post('/console/session', { config: open, schema: { hide: true, body: SignIn } }, async (request, reply) => {
+  app.post('/console/session', { config: open, bodyLimit: SIGN_IN_BODY_LIMIT, schema: { hide: true, body: SignIn } }, async (request, reply) => {
     const lockout = await limits.isExhausted('auth-failed', request.ip, FAILED_AUTH_PER_MINUTE);
     if (lockout.exceeded) throw limits.refusal(lockout);
     const signedIn = await sessions.signIn(request.body.token);
@@ -69,21 +71,25 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
 
   app.delete('/console/session', { config: open, schema: { hide: true } }, async (request, reply) => {
     const session = await changeSessionOf(request);
-    const keyIds = await sessions.signOut(session);
-    // The keys it acted with are revoked like any operator would revoke them (they would expire anyway).
-    await proxy.revokeKeys(session.operatorToken, keyIds);
+    await sessions.signOut(session); // its keys are revoked with it
     live.end(session.tokenHash);
     setCookie(reply, '', 0, secure(request));
     return reply.code(204).send(null);
   });
 
+  // The session is checked before the body is read: without one, nothing is parsed.
+  const forwarding = new WeakMap<FastifyRequest, ConsoleSession>();
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     url: `${CONSOLE_API_PREFIX}/*`,
     config: open,
     schema: { hide: true },
+    onRequest: async (request) => {
+      forwarding.set(request, await changeSessionOf(request));
+    },
     handler: async (request, reply) => {
-      const session = await changeSessionOf(request);
+      const session = forwarding.get(request);
+      if (!session) throw new Error('the forwarder ran without its onRequest hook');
       const target = targetOf(request.url, request.headers[ACCOUNT_HEADER]);
       if (target.kind === 'refused') throw errors.invalidRequest(target.reason);
       const answer = target.kind === 'operator' ? await proxy.operator(session, request, target.path) : await proxy.public(session, request, target.path, target.accountId);

@@ -7,13 +7,15 @@ import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { hashToken, newToken, sameHash } from '../../platform/secrets.ts';
-import { deleteSession, endedSessions, findSession, insertSession, touchSession, type SessionRow } from './store.ts';
+import { endSession, endedSessions, findSession, insertSession, sessionsAfter, touchSession, type SessionRow } from './store.ts';
 
 export const SESSION_COOKIE = 'latchkey_console';
 /** A session ends this long after sign-in whatever happens, */
 export const SESSION_LIFETIME_SECONDS = 12 * 3600;
 /** or after this long without a request. */
 export const SESSION_IDLE_SECONDS = 3600;
+/** Sessions read per page by the purge. */
+const PURGE_PAGE = 500;
 /** last_seen_at is written at most this often (one write a minute per session, not one per request). */
 const TOUCH_EVERY_MS = 60_000;
 const SESSION_TOKEN = /^lkc_[A-Za-z0-9_-]{43}$/;
@@ -72,30 +74,41 @@ export class ConsoleSessions {
     return { row, operatorToken };
   }
 
-  /** Ends the session; the ids of the API keys it acted with, for the caller to revoke. */
-  async signOut(session: ConsoleSession): Promise<number[]> {
-    return this.db.transaction((tx) => deleteSession(tx, session.tokenHash));
+  /** Ends the session and revokes the API keys it acted with. */
+  async signOut(session: ConsoleSession): Promise<void> {
+    await this.db.transaction((tx) => endSession(tx, session.tokenHash, this.clock.now()));
   }
 
   /**
-   * Sessions past their end or idle: gone from the table, and the API keys they acted with revoked by
-   * `revokeKeys` (through the operator API, with the token the session signed in with), so an abandoned
-   * session leaves no usable key behind for the rest of its 12 hours.
+   * Ends every session that is over and revokes the API keys it acted with, so none lives out the rest of
+   * its 12 hours: past its end, idle, or signed in with another operator token than the current one (after
+   * ADMIN_TOKEN changed, also so that going back to the old token revives nothing). Run at start and by the
+   * job; the sessions are few (operators), so each sealed token is opened.
    */
-  purgeJob(revokeKeys: (operatorToken: string, keyIds: number[]) => Promise<void>): Job {
-    return {
-      name: 'console-session-purge',
-      everySeconds: 600,
-      run: async () => {
-        const now = this.clock.now();
-        const ended = await endedSessions(this.db, now, new Date(now.getTime() - SESSION_IDLE_SECONDS * 1000), 500);
-        for (const session of ended) {
-          if (session.key_ids.length > 0) await revokeKeys(this.box.open(session.operator_token_sealed), session.key_ids);
-          await this.db.transaction((tx) => deleteSession(tx, session.token_hash));
-        }
-        return ended.length;
-      },
-    };
+  async purge(): Promise<number> {
+    const now = this.clock.now();
+    const over = new Set(await endedSessions(this.db, now, new Date(now.getTime() - SESSION_IDLE_SECONDS * 1000), PURGE_PAGE));
+    for (let after = ''; ; ) {
+      const page = await sessionsAfter(this.db, after, PURGE_PAGE);
+      for (const row of page) if (!this.signedInWithCurrentToken(row.operator_token_sealed)) over.add(row.token_hash);
+      if (page.length < PURGE_PAGE) break;
+      after = (page.at(-1) as { token_hash: string }).token_hash;
+    }
+    for (const tokenHash of over) await this.db.transaction((tx) => endSession(tx, tokenHash, now));
+    return over.size;
+  }
+
+  purgeJob(): Job {
+    return { name: 'console-session-purge', everySeconds: 600, run: () => this.purge() };
+  }
+
+  /** False too when the server key cannot open it: such a session can never be resumed. */
+  private signedInWithCurrentToken(sealed: string): boolean {
+    try {
+      return sameHash(hashToken(this.box.open(sealed)), this.adminTokenHash());
+    } catch {
+      return false;
+    }
   }
 }
 

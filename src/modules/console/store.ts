@@ -1,5 +1,6 @@
 // The SQL of console sessions and the API keys they act with per account (migration 012).
-import type { Queryable } from '../../platform/db/index.ts';
+import { AUTH_CHANNEL } from '../../platform/auth.ts';
+import type { Queryable, Transaction } from '../../platform/db/index.ts';
 
 export interface SessionRow {
   token_hash: string;
@@ -33,30 +34,34 @@ export async function touchSession(db: Queryable, tokenHash: string, now: Date):
   await db.query('UPDATE console_sessions SET last_seen_at = $2 WHERE token_hash = $1', [tokenHash, now]);
 }
 
-/** Deletes the session and its key rows; the keys' ids, to revoke them. */
-export async function deleteSession(db: Queryable, tokenHash: string): Promise<number[]> {
-  const keys = await db.query<{ api_key_id: number }>('DELETE FROM console_session_keys WHERE session_hash = $1 RETURNING api_key_id', [tokenHash]);
-  await db.query('DELETE FROM console_sessions WHERE token_hash = $1', [tokenHash]);
-  return keys.map((k) => Number(k.api_key_id));
+/**
+ * Deletes the session and its key rows, and revokes those keys in the same transaction. Straight in the store,
+ * not through the operator API: that needs the operator token, which a session of an older token no longer
+ * has. Every instance drops its cached keys on the NOTIFY, as for an operator's revocation.
+ */
+export async function endSession(tx: Transaction, tokenHash: string, now: Date): Promise<void> {
+  const keys = await tx.query<{ api_key_id: number }>('DELETE FROM console_session_keys WHERE session_hash = $1 RETURNING api_key_id', [tokenHash]);
+  await tx.query('DELETE FROM console_sessions WHERE token_hash = $1', [tokenHash]);
+  if (keys.length === 0) return;
+  await tx.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = ANY($1::bigint[])', [keys.map((k) => String(k.api_key_id)), now]);
+  await tx.notify(AUTH_CHANNEL);
 }
 
-/** Up to `limit` sessions past their end or idle too long, with the sealed operator token and their keys' ids. */
-export async function endedSessions(
-  db: Queryable,
-  now: Date,
-  idleSince: Date,
-  limit: number,
-): Promise<Array<{ token_hash: string; operator_token_sealed: string; key_ids: number[] }>> {
-  const rows = await db.query<{ token_hash: string; operator_token_sealed: string; key_ids: Array<number | string> }>(
-    `SELECT s.token_hash, s.operator_token_sealed,
-            COALESCE(array_agg(k.api_key_id) FILTER (WHERE k.api_key_id IS NOT NULL), '{}') AS key_ids
-       FROM console_sessions s LEFT JOIN console_session_keys k ON k.session_hash = s.token_hash
-      WHERE s.expires_at <= $1 OR s.last_seen_at <= $2
-      GROUP BY s.token_hash, s.operator_token_sealed
-      LIMIT $3`,
+/** A page of every session, in token-hash order after `afterHash`: the purge opens each sealed operator token. */
+export async function sessionsAfter(db: Queryable, afterHash: string, limit: number): Promise<Array<{ token_hash: string; operator_token_sealed: string }>> {
+  return db.query(
+    'SELECT token_hash, operator_token_sealed FROM console_sessions WHERE token_hash > $1 ORDER BY token_hash LIMIT $2',
+    [afterHash, limit],
+  );
+}
+
+/** Up to `limit` sessions past their end or idle too long. */
+export async function endedSessions(db: Queryable, now: Date, idleSince: Date, limit: number): Promise<string[]> {
+  const rows = await db.query<{ token_hash: string }>(
+    'SELECT token_hash FROM console_sessions WHERE expires_at <= $1 OR last_seen_at <= $2 LIMIT $3',
     [now, idleSince, limit],
   );
-  return rows.map((r) => ({ ...r, key_ids: r.key_ids.map(Number) }));
+  return rows.map((r) => r.token_hash);
 }
 
 export async function findSessionKey(db: Queryable, tokenHash: string, accountId: number): Promise<SessionKeyRow | null> {

@@ -6,6 +6,8 @@ import type { ApiInstance } from '../../platform/fastify.ts';
 import type { ActivationService } from './activation.ts';
 
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
+/** Activation takes no body (the page's form posts an empty one): nothing larger is read from anyone. */
+const ACTIVATE_BODY_LIMIT = 4 * 1024;
 
 const escape = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
@@ -42,7 +44,8 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
     .header('referrer-policy', 'no-referrer')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    // Never framed: a page that activates a key on one click is a clickjacking target.
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
     .send(html);
 }
 
@@ -78,7 +81,7 @@ export function activationRoutes(app: ApiInstance, links: ActivationService, bra
     );
   });
 
-  app.post('/activate/:token', { config: { access: { kind: 'open' } }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  app.post('/activate/:token', { config: { access: { kind: 'open' } }, bodyLimit: ACTIVATE_BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     try {
       const activated = await links.activate(request.params.token);
       if (wantsJson(request)) return reply.code(200).send(activated);

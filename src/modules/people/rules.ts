@@ -1,4 +1,4 @@
-// Pure rules of people: phone normalisation and reserved names.
+// Pure rules of people: phone normalisation, e-mail comparison and reserved names.
 import { parsePhoneNumberWithError } from 'libphonenumber-js';
 
 /**
@@ -18,6 +18,15 @@ export function normalisePhone(raw: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * An e-mail as compared, on create (de-duplication) and on search alike: ASCII letters lower-cased, nothing
+ * else. Stored addresses are ASCII (the schema's `email` format), while lower() in the database and
+ * toLowerCase() fold Unicode too (`İ` to `i`, the Kelvin sign to `k`), which matched addresses nobody has.
+ */
+export function emailKey(email: string): string {
+  return email.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 
 export const RESERVED_NAMES = ['Admin', 'ServiceUser'];

@@ -17,7 +17,7 @@ import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import { purgePersonPayloads } from '../webhooks/index.ts';
-import { isReservedName, normalisePhone } from './rules.ts';
+import { emailKey, isReservedName, normalisePhone } from './rules.ts';
 import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
 import {
   findAccountLockingSystem,
@@ -292,7 +292,7 @@ export class PeopleService {
 
 /** Transaction-scoped locks on the account's phone and e-mail, taken in one order so two never deadlock. */
 async function lockIdentity(tx: Queryable, accountId: number, values: PersonValues): Promise<void> {
-  const keys = [values.phone && `phone:${values.phone}`, values.email && `email:${values.email.toLowerCase()}`]
+  const keys = [values.phone && `phone:${values.phone}`, values.email && `email:${emailKey(values.email)}`]
     .filter((k): k is string => Boolean(k))
     .map((k) => `person:${accountId}:${k}`)
     .sort();

@@ -1,5 +1,6 @@
 // The SQL of people. Reads take the caller's location and filter by it.
 import type { Queryable } from '../../platform/db/index.ts';
+import { emailKey } from './rules.ts';
 import type { Person } from './schemas.ts';
 
 export interface PersonRow {
@@ -44,7 +45,10 @@ export async function findPerson(db: Queryable, scopeLocationId: number | null, 
   return rows[0] ?? null;
 }
 
-/** The first live person under the scope with this phone or this e-mail (case-insensitive). */
+/**
+ * The first live person under the scope with this phone or this e-mail (its emailKey). Stored addresses are
+ * ASCII, so lower() of one is its emailKey; the other side is folded in emailKey already (the index stays used).
+ */
 export async function findDuplicate(
   db: Queryable,
   scopeLocationId: number,
@@ -56,10 +60,10 @@ export async function findDuplicate(
   const rows = await db.query<PersonRow>(
     `${SELECT}
       WHERE p.account_id = $1 AND p.deleted_at IS NULL AND l.path @> ARRAY[$2]::bigint[]
-        AND (p.phone = $3 OR lower(p.email) = lower($4))
+        AND (p.phone = $3 OR lower(p.email) = $4)
       ORDER BY p.created_at, p.id
       LIMIT 1`,
-    [accountId, scopeLocationId, phone, email],
+    [accountId, scopeLocationId, phone, email === null ? null : emailKey(email)],
   );
   return rows[0] ?? null;
 }
@@ -74,12 +78,12 @@ export async function listPeople(
   return db.query<PersonRow>(
     `${SELECT}
       WHERE p.deleted_at IS NULL AND l.path @> ARRAY[$1]::bigint[]
-        AND ($2::text IS NULL OR lower(p.email) = lower($2))
+        AND ($2::text IS NULL OR lower(p.email) = $2)
         AND ($3::text IS NULL OR p.phone = $3)
         AND ($4::uuid IS NULL OR p.id > $4::uuid)
       ORDER BY p.id
       LIMIT $5`,
-    [scopeLocationId, filter.email, filter.phone, afterId, limit],
+    [scopeLocationId, filter.email === null ? null : emailKey(filter.email), filter.phone, afterId, limit],
   );
 }
 
