@@ -39,7 +39,7 @@ export function SecurityGroupsSection({ account }: { account: Account }) {
                   {g.title}
                   {g.description && <div class="muted">{g.description}</div>}
                 </td>
-                <td data-testid={`group-windows-${g.id}`}>{windowsInWords(g.windows)}</td>
+                <td class="when" data-testid={`group-windows-${g.id}`}>{windowsInWords(g.windows)}</td>
                 <td>
                   <LocationName location={locationOf(g.location_id)} id={g.location_id} />
                 </td>
