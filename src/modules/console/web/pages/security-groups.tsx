@@ -5,7 +5,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, FormError, ListState, LoadMore, Table, TextField, usePaged, useSubmit } from '../components.tsx';
 import type { Account, Location, OperatorSecurityGroup, TimeWindow } from '../types.ts';
-import { WindowsEditor, windowsInWords } from '../windows.tsx';
+import { windowsInWords } from '../window-words.ts';
+import { WindowsEditor } from '../windows.tsx';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function SecurityGroupsSection({ account }: { account: Account }) {
