@@ -238,7 +238,13 @@ interface InputProps {
   required?: boolean;
   min?: number;
   autoComplete?: string;
-  inputMode?: 'numeric' | 'text';
+  inputMode?: 'numeric' | 'text' | 'decimal';
+  step?: number | 'any';
+  max?: number;
+  /** The id of a datalist of suggestions. */
+  list?: string;
+  placeholder?: string;
+  spellcheck?: boolean;
   'data-testid'?: string;
 }
 

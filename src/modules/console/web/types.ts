@@ -11,6 +11,8 @@ export interface Account {
   sms_enabled: boolean;
   phone_key_allowance: number | null;
   locking_system: string | null;
+  /** How long a gateway may decide from its copy of the access list without hearing from the service. */
+  offline_access_seconds: number;
   root_location: LocationRef;
 }
 export interface Overview {
@@ -25,6 +27,10 @@ export interface Location {
   name: string;
   parent_id: number | null;
   account_id: number;
+  /** Its own IANA time zone; null: the one above it. */
+  time_zone?: string | null;
+  /** The zone its doors read windows in (its own, the nearest above it, else UTC). */
+  effective_time_zone?: string;
 }
 export interface Lock {
   id: number;
@@ -43,6 +49,19 @@ export interface SecurityGroup {
   title: string;
   description: string;
   is_default: boolean;
+}
+export type Day = 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat' | 'sun';
+export const DAYS: readonly Day[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+/** A weekly window in the door's local time: on each of `days`, from `start` to `end` (before `start`: past midnight). */
+export interface TimeWindow {
+  days: Day[];
+  start: string;
+  end: string;
+}
+/** A security group as the operator API lists it: its location and weekly windows (null: at any time). */
+export interface OperatorSecurityGroup extends SecurityGroup {
+  location_id: number;
+  windows: TimeWindow[] | null;
 }
 export interface Mqtt {
   url: string;
@@ -98,6 +117,10 @@ export interface Key {
   security_groups: string[];
   starts_at: string;
   expires_at: string | null;
+}
+/** A key as the operator API answers it: with the credential it presents at a reader (normalised; null: none). */
+export interface OperatorKey extends Key {
+  credential: string | null;
 }
 export interface Invitation {
   id: number;

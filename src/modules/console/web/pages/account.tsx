@@ -3,12 +3,13 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, useTitle, type Paged } from '../components.tsx';
 import { Link } from '../router.tsx';
-import type { Account, Location, SecurityGroup, User } from '../types.ts';
+import type { Account, Location, User } from '../types.ts';
 import { ApiKeysSection } from './api-keys.tsx';
 import { EventsSection } from './events.tsx';
 import { GatewaysSection } from './gateways.tsx';
 import { LocksSection } from './locks.tsx';
 import { PeopleSection } from './people.tsx';
+import { SecurityGroupsSection } from './security-groups.tsx';
 import { WebhooksSection } from './webhooks.tsx';
 
 const TABS: { id: string; label: string }[] = [
@@ -112,10 +113,11 @@ function LocationsSection({ account }: { account: Account }) {
   // Roots of the tree as loaded: the root location, and any department whose parent is on a later page.
   const roots = locations.items.filter((l) => l.parent_id === null || !ids.has(l.parent_id));
   const branch = (l: Location) => (
-    <li key={l.id}>
+    <li key={l.id} data-testid={`location-${l.id}`}>
       <span>
         {l.name} <span class="muted">(id {l.id})</span>
-      </span>
+      </span>{' '}
+      <ZoneOf location={l} />
       {(byParent.get(l.id) ?? []).length > 0 && <ul>{(byParent.get(l.id) ?? []).map(branch)}</ul>}
     </li>
   );
@@ -149,76 +151,107 @@ function LocationsSection({ account }: { account: Account }) {
           Add department
         </button>
       </form>
+      <TimeZoneForm account={account} locations={locations} />
     </section>
   );
 }
 
-function SecurityGroupsSection({ account }: { account: Account }) {
-  const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id });
-  const locations = useLocations(account);
-  const [location, setLocation] = useState(String(account.root_location.id));
-  const [code, setCode] = useState('');
-  const [title, setTitle] = useState('');
-  const [description, setDescription] = useState('');
-  const [isDefault, setIsDefault] = useState<string[]>([]);
-  const form = useSubmit();
+/** The time zone a location's doors read windows in, and whether it is its own. */
+function ZoneOf({ location }: { location: Location }) {
+  if (!location.effective_time_zone) return null;
+  const how = location.time_zone ? 'set here' : location.parent_id === null ? 'default' : 'from above';
   return (
-    <section aria-labelledby="groups-title">
-      <h2 id="groups-title">Security groups</h2>
-      <ListState list={groups} empty="No security groups yet." />
-      {groups.items.length > 0 && (
-        <Table label="Security groups">
-          <thead>
-            <tr>
-              <th scope="col">Code</th>
-              <th scope="col">Title</th>
-              <th scope="col">Description</th>
-              <th scope="col">Default</th>
-            </tr>
-          </thead>
-          <tbody>
-            {groups.items.map((g) => (
-              <tr key={g.id}>
-                <td>
-                  <code>{g.code}</code>
-                </td>
-                <td>{g.title}</td>
-                <td>{g.description}</td>
-                <td>{g.is_default ? 'yes' : 'no'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </Table>
-      )}
-      <LoadMore list={groups} />
-      <h3>Create a security group</h3>
+    <span class="zone" data-testid={`location-zone-${location.id}`}>
+      · time zone <strong>{location.effective_time_zone}</strong> <span class="muted">({how})</span>
+    </span>
+  );
+}
+
+let zoneNames: string[] | undefined;
+/** The IANA names this browser knows (UTC among them), for the time-zone field's suggestions. */
+function timeZoneNames(): string[] {
+  if (!zoneNames) {
+    let names: string[] = [];
+    try {
+      names = Intl.supportedValuesOf('timeZone');
+    } catch {
+      // an older browser: the field still takes any name, the service checks it
+    }
+    zoneNames = names.includes('UTC') ? names : ['UTC', ...names];
+  }
+  return zoneNames;
+}
+
+function TimeZoneForm({ account, locations }: { account: Account; locations: Paged<Location> }) {
+  const [locationId, setLocationId] = useState(String(account.root_location.id));
+  // null: not typed in since the location was picked, so the field shows the location's own zone.
+  const [typed, setTyped] = useState<string | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const form = useSubmit();
+  const location = locations.items.find((l) => String(l.id) === locationId);
+  const zone = typed ?? location?.time_zone ?? '';
+  return (
+    <>
+      <h3 id="time-zone-title">Time zone of a location</h3>
+      <p class="muted">
+        Security-group windows are read in the time zone of each door's location: its own, else the nearest one above it, else UTC.
+      </p>
       <form
-        data-testid="create-security-group-form"
+        data-testid="time-zone-form"
+        aria-labelledby="time-zone-title"
         onSubmit={(e) => {
           e.preventDefault();
+          setSaved(null);
           void form.run(async () => {
-            await api('POST', '/admin/v1/security_groups', {
-              body: { location_id: Number(location), code, title, description, is_default: isDefault.length > 0 },
-            });
-            setCode('');
-            setTitle('');
-            setDescription('');
-            setIsDefault([]);
-            groups.reload();
+            const answer = await api<Location>('PATCH', `/admin/v1/locations/${locationId}`, { body: { time_zone: zone.trim() === '' ? null : zone.trim() } });
+            setTyped(null);
+            setSaved(`Saved: ${answer.name} reads windows in ${answer.effective_time_zone ?? 'its zone'}.`);
+            locations.reload();
           });
         }}
       >
-        <LocationSelect locations={locations.items} value={location} onValue={setLocation} error={form.error} />
-        <TextField label="Code" name="code" required value={code} onValue={setCode} error={form.error} hint="What key requests pass in security_groups" data-testid="group-code" />
-        <TextField label="Title" name="title" required value={title} onValue={setTitle} error={form.error} data-testid="group-title" />
-        <TextField label="Description" name="description" value={description} onValue={setDescription} error={form.error} />
-        <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Given to new keys by default' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
-        <FormError error={form.error} fields={['location_id', 'code', 'title', 'description', 'is_default']} />
-        <button type="submit" disabled={form.busy} data-testid="create-security-group">
-          Create security group
+        <LocationSelect
+          locations={locations.items}
+          value={locationId}
+          onValue={(v) => {
+            setLocationId(v);
+            setTyped(null);
+            setSaved(null);
+            form.clear();
+          }}
+          error={form.error}
+          name="location"
+          testid="zone-location"
+        />
+        <TextField
+          label="Time zone"
+          name="time_zone"
+          value={zone}
+          onValue={setTyped}
+          error={form.error}
+          list="time-zone-names"
+          autoComplete="off"
+          spellcheck={false}
+          placeholder="Europe/Berlin"
+          hint={`An IANA name such as Europe/Berlin. Empty: ${location?.parent_id === null ? 'UTC (this is the root)' : 'the one above it'}.${location?.effective_time_zone ? ` Now: ${location.effective_time_zone}.` : ''}`}
+          data-testid="zone-input"
+        />
+        <datalist id="time-zone-names">
+          {timeZoneNames().map((name) => (
+            <option key={name} value={name} />
+          ))}
+        </datalist>
+        <FormError error={form.error} fields={['time_zone']} />
+        <button type="submit" disabled={form.busy} data-testid="save-time-zone">
+          Set time zone
         </button>
+        {saved && (
+          <p role="status" class="ok-text">
+            {saved}
+          </p>
+        )}
       </form>
-    </section>
+    </>
   );
 }
 
@@ -281,6 +314,9 @@ function SettingsSection({ account, onSaved }: { account: Account; onSaved: () =
   const [sms, setSms] = useState(account.sms_enabled ? ['on'] : []);
   const [allowance, setAllowance] = useState(account.phone_key_allowance === null ? '' : String(account.phone_key_allowance));
   const [lockingSystem, setLockingSystem] = useState(account.locking_system ?? '');
+  // Days in the form, seconds in the API; sent only when changed, so a limit set in seconds elsewhere is kept.
+  const offlineShown = daysOf(account.offline_access_seconds);
+  const [offlineDays, setOfflineDays] = useState(offlineShown);
   const [saved, setSaved] = useState(false);
   const form = useSubmit();
   return (
@@ -298,6 +334,7 @@ function SettingsSection({ account, onSaved }: { account: Account; onSaved: () =
                 sms_enabled: sms.length > 0,
                 phone_key_allowance: allowance.trim() === '' ? null : Number(allowance),
                 locking_system: lockingSystem === '' ? null : lockingSystem,
+                ...(offlineDays.trim() === offlineShown ? {} : { offline_access_seconds: secondsOf(offlineDays) }),
               },
             });
             setSaved(true);
@@ -326,7 +363,22 @@ function SettingsSection({ account, onSaved }: { account: Account; onSaved: () =
             </select>
           )}
         </Field>
-        <FormError error={form.error} fields={['name', 'sms_enabled', 'phone_key_allowance', 'locking_system']} />
+        <TextField
+          label="Offline access limit (days)"
+          name="offline_access_seconds"
+          type="number"
+          min={0}
+          max={90}
+          step="any"
+          inputMode="decimal"
+          required
+          value={offlineDays}
+          onValue={setOfflineDays}
+          error={form.error}
+          hint="How long a gateway may keep opening doors from its copy of the access list without hearing from the service; past it, it grants nothing. Up to 90 days (default 7); 0.5 is 12 hours, at least one minute."
+          data-testid="offline-access-days"
+        />
+        <FormError error={form.error} fields={['name', 'sms_enabled', 'phone_key_allowance', 'locking_system', 'offline_access_seconds']} />
         <button type="submit" disabled={form.busy} data-testid="save-settings">
           Save settings
         </button>
@@ -338,4 +390,17 @@ function SettingsSection({ account, onSaved }: { account: Account; onSaved: () =
       </form>
     </section>
   );
+}
+
+const DAY_SECONDS = 86_400;
+
+/** Seconds as days for the form: whole days as such, else up to four decimals. */
+export function daysOf(seconds: number): string {
+  return String(Math.round((seconds / DAY_SECONDS) * 10_000) / 10_000);
+}
+
+/** Days typed in the form as whole seconds (the service checks the range); NaN when not a number. */
+export function secondsOf(days: string): number {
+  const value = Number(days.trim().replace(',', '.'));
+  return days.trim() === '' ? Number.NaN : Math.round(value * DAY_SECONDS);
 }

@@ -1,10 +1,10 @@
 // People of an account (public API through the console's key): find, create, and one person's keys and
 // invitations: issue a phone key, resend, cancel, hand over a card or fob, return a key.
-import { useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { RequestError, api, get } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, usePaged, useResource, useSubmit } from '../components.tsx';
 import { Link, navigate } from '../router.tsx';
-import type { Account, Invitation, Key, Person, SecurityGroup } from '../types.ts';
+import type { Account, Invitation, Key, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function PeopleSection({ account, personId }: { account: Account; personId?: string }) {
@@ -109,6 +109,8 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const keys = usePaged<Key>('/v1/keys', { account: account.id, query: { person_id: id }, topics: ['events'] });
   const invitations = usePaged<Invitation>('/v1/invitations', { account: account.id, query: { person_id: id }, topics: ['events'] });
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
+  const credentials = useCredentials(keys.items);
+  const [editing, setEditing] = useState<number | null>(null);
   const action = useSubmit();
   const refresh = () => {
     keys.reload();
@@ -168,9 +170,10 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
               <th scope="col">Name</th>
               <th scope="col">Type</th>
               <th scope="col">State</th>
+              <th scope="col">Credential</th>
               <th scope="col">Security groups</th>
               <th scope="col">Valid</th>
-              <th scope="col">Return</th>
+              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
@@ -179,6 +182,9 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                 <td>{k.name}</td>
                 <td>{k.type}</td>
                 <td>{k.state.replace('_', ' ')}</td>
+                <td data-testid={`key-credential-${k.id}`}>
+                  <CredentialShown credential={credentials.byId.get(k.id)} failed={credentials.error} />
+                </td>
                 <td>{k.security_groups.join(', ')}</td>
                 <td>
                   <Time iso={k.starts_at} /> to {k.expires_at ? <Time iso={k.expires_at} /> : 'no end'}
@@ -187,23 +193,36 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                   {k.state === 'returned' ? (
                     <span class="muted">returned</span>
                   ) : (
-                    <button
-                      type="button"
-                      class="danger small"
-                      disabled={action.busy}
-                      data-testid={`return-key-${k.id}`}
-                      onClick={() => {
-                        if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
-                        void action.run(async () => {
-                          await api('POST', `/admin/v1/keys/${k.id}/return`);
-                          // The button goes with the answer: keep the focus in the list.
-                          document.getElementById('keys-title')?.focus();
-                          refresh();
-                        });
-                      }}
-                    >
-                      Return<span class="visually-hidden"> {k.name}</span>
-                    </button>
+                    <div class="actions">
+                      {k.type !== 'digital' && (
+                        <button
+                          type="button"
+                          class="secondary small"
+                          aria-expanded={editing === k.id}
+                          onClick={() => setEditing(editing === k.id ? null : k.id)}
+                          data-testid={`edit-credential-${k.id}`}
+                        >
+                          Change credential<span class="visually-hidden"> of {k.name}</span>
+                        </button>
+                      )}
+                      <button
+                        type="button"
+                        class="danger small"
+                        disabled={action.busy}
+                        data-testid={`return-key-${k.id}`}
+                        onClick={() => {
+                          if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
+                          void action.run(async () => {
+                            await api('POST', `/admin/v1/keys/${k.id}/return`);
+                            // The button goes with the answer: keep the focus in the list.
+                            document.getElementById('keys-title')?.focus();
+                            refresh();
+                          });
+                        }}
+                      >
+                        Return<span class="visually-hidden"> {k.name}</span>
+                      </button>
+                    </div>
                   )}
                 </td>
               </tr>
@@ -212,6 +231,22 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </Table>
       )}
       <LoadMore list={keys} />
+      {editing !== null && (
+        <EditCredential
+          key={editing}
+          keyItem={keys.items.find((k) => k.id === editing)}
+          current={credentials.byId.get(editing)}
+          onDone={(answer) => {
+            const id = editing;
+            setEditing(null);
+            if (answer) {
+              credentials.put(answer);
+              keys.reload();
+            }
+            requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="edit-credential-${id}"]`)?.focus());
+          }}
+        />
+      )}
       <h3 id="invitations-title" tabIndex={-1}>
         Invitations
       </h3>
@@ -362,6 +397,7 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
   const [name, setName] = useState('');
   const [selected, setSelected] = useState<string[]>([]);
   const [expires, setExpires] = useState('');
+  const [credential, setCredential] = useState('');
   const form = useSubmit();
   return (
     <>
@@ -374,8 +410,10 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
             const body: Record<string, unknown> = { person_id: personId, type, name, security_groups: selected };
             const expiresAt = isoFromLocal(expires);
             if (expiresAt) body.expires_at = expiresAt;
+            if (credential.trim()) body.credential = credential.trim();
             await api('POST', '/admin/v1/keys', { body });
             setName('');
+            setCredential('');
             onDone();
           });
         }}
@@ -389,13 +427,114 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
           )}
         </Field>
         <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} data-testid="hand-over-name" />
+        <TextField
+          label="Credential"
+          name="credential"
+          value={credential}
+          onValue={setCredential}
+          error={form.error}
+          autoComplete="off"
+          spellcheck={false}
+          hint={`${CREDENTIAL_HINT} Empty: none yet (add it later).`}
+          data-testid="hand-over-credential"
+        />
         <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
         <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} hint="Empty: no end" />
-        <FormError error={form.error} fields={['type', 'name', 'security_groups', 'expires_at']} />
+        <FormError error={form.error} fields={['type', 'name', 'credential', 'security_groups', 'expires_at']} />
         <button type="submit" disabled={form.busy} data-testid="hand-over">
           Hand over
         </button>
       </form>
     </>
+  );
+}
+
+/** The forms a card or fob credential is typed in (the service normalises it: README "Credentials"). */
+const CREDENTIAL_HINT = 'What the card or fob presents at a reader: wiegand26:<facility>:<card> (e.g. wiegand26:12:34567), wiegand34:<facility>:<card> or uid:<hex> (e.g. uid:04A1B2C3).';
+
+/**
+ * The credentials of the keys shown, read key by key from the operator API (the public key list has none).
+ * Read again when the keys or their states change (a changed credential makes a key `sent`, then
+ * `handed_over` again); a change the console made itself is put in from its answer at once.
+ */
+function useCredentials(keys: Key[]) {
+  const [byId, setById] = useState(new Map<number, OperatorKey>());
+  const [error, setError] = useState<RequestError | null>(null);
+  const signature = keys.map((k) => `${k.id}:${k.state}`).join(',');
+  const generation = useRef(0);
+  useEffect(() => {
+    const ids = signature ? signature.split(',').map((entry) => Number(entry.split(':')[0])) : [];
+    const mine = ++generation.current;
+    void Promise.all(ids.map((id) => get<OperatorKey>(`/admin/v1/keys/${id}`)))
+      .then((answers) => {
+        if (mine !== generation.current) return;
+        setById(new Map(answers.map((k) => [k.id, k])));
+        setError(null);
+      })
+      .catch((caught: unknown) => {
+        if (mine === generation.current) setError(caught instanceof RequestError ? caught : new RequestError(0, 'client', String(caught)));
+      });
+  }, [signature]);
+  const put = (key: OperatorKey) => setById((old) => new Map(old).set(key.id, key));
+  return { byId, error, put };
+}
+
+function CredentialShown({ credential, failed }: { credential: OperatorKey | undefined; failed: RequestError | null }) {
+  if (!credential) return <span class="muted">{failed ? 'not readable' : '…'}</span>;
+  if (credential.credential === null) return <span class="muted">none</span>;
+  return <code>{credential.credential}</code>;
+}
+
+function EditCredential({ keyItem, current, onDone }: { keyItem: Key | undefined; current: OperatorKey | undefined; onDone: (answer: OperatorKey | null) => void }) {
+  const [value, setValue] = useState(current?.credential ?? '');
+  const form = useSubmit();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  if (!keyItem) return null;
+  const save = (credential: string | null) =>
+    void form.run(async () => {
+      const answer = await api<OperatorKey>('PATCH', `/admin/v1/keys/${keyItem.id}`, { body: { credential } });
+      onDone(answer);
+    });
+  return (
+    <section aria-labelledby="edit-credential-title" class="panel">
+      <h3 id="edit-credential-title" tabIndex={-1} ref={heading}>
+        Credential of {keyItem.name}
+      </h3>
+      <p class="muted">Doors learn the change through their gateways: the key reads “sent” until every gateway holding it has applied it.</p>
+      <form
+        data-testid="edit-credential-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save(value.trim() === '' ? null : value.trim());
+        }}
+      >
+        <TextField
+          label="Credential"
+          name="credential"
+          value={value}
+          onValue={setValue}
+          error={form.error}
+          autoComplete="off"
+          spellcheck={false}
+          hint={`${CREDENTIAL_HINT} Empty: none.`}
+          data-testid="credential-input"
+        />
+        <FormError error={form.error} fields={['credential']} />
+        <div class="actions">
+          <button type="submit" disabled={form.busy} data-testid="save-credential">
+            Save credential
+          </button>
+          {current?.credential && (
+            <button type="button" class="danger" disabled={form.busy} onClick={() => save(null)} data-testid="remove-credential">
+              Remove credential
+            </button>
+          )}
+          <button type="button" class="secondary" onClick={() => onDone(null)}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
   );
 }
