@@ -204,4 +204,59 @@ describe('the reference gateway', () => {
     assert.deepEqual([decision.granted, decision.key_id, decision.source], [true, keyId, 'copy']);
     assert.equal((await again.swipe(s.front + 1000, 'wiegand26:200:65535')).reason, 'no_access', 'a lock not on its entry');
   });
+
+  test("a window's edges at the door: refused a minute before, granted from its start, refused from its end", async () => {
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const at = (minutes: number) => new Date(now.getTime() + minutes * 60_000).toISOString().slice(11, 16);
+    const s = await site();
+    const groups = await ctx.service.admin<{ data: Array<{ id: number }> }>('GET', `/admin/v1/security_groups?account_id=${s.account.id}`);
+    const every = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+    // From 61 to 121 minutes from now (whole minutes: the window starts at the minute's first instant).
+    await ctx.service.admin('PATCH', `/admin/v1/security_groups/${groups.body.data[0]?.id}`, { windows: [{ days: every, start: at(61), end: at(121) }] });
+    await s.card('uid:5a5a5a5a');
+    const gw = await startSimulator(s.gateway);
+    await waitFor(() => gw.applied() > 0, 'the list applied');
+    gw.type('disconnect');
+    await waitFor(() => gw.records.some((r) => r.type === 'disconnected'), 'the link cut');
+    const secondsIntoMinute = now.getUTCSeconds() + now.getUTCMilliseconds() / 1000;
+    await advanceClock(ctx.service, 60 * 60 - secondsIntoMinute + 1); // 00:01 into the minute before the start
+    await gw.syncClock();
+    assert.deepEqual((await gw.swipe(s.front, 'uid:5a5a5a5a')).reason, 'outside_time_window');
+    await advanceClock(ctx.service, 60);
+    await gw.syncClock();
+    assert.equal((await gw.swipe(s.front, 'uid:5a5a5a5a')).granted, true, 'from the start');
+    await advanceClock(ctx.service, 60 * 60);
+    await gw.syncClock();
+    assert.deepEqual((await gw.swipe(s.front, 'uid:5a5a5a5a')).reason, 'outside_time_window', 'the end is not in the window');
+  });
+
+  // Last: it moves the sandbox clock to the spring-forward night of 2027 in Berlin (01:00 UTC, 02:00 CET → 03:00 CEST).
+  test('across a DST change the door reads the wall clock: a Sunday 03:00–04:00 window opens at the jump, not an hour later', async () => {
+    const s = await site();
+    assert.equal((await ctx.service.admin('PATCH', `/admin/v1/locations/${s.account.rootLocationId}`, { time_zone: 'Europe/Berlin' })).status, 200);
+    const groups = await ctx.service.admin<{ data: Array<{ id: number }> }>('GET', `/admin/v1/security_groups?account_id=${s.account.id}`);
+    await ctx.service.admin('PATCH', `/admin/v1/security_groups/${groups.body.data[0]?.id}`, { windows: [{ days: ['sun'], start: '03:00', end: '04:00' }] });
+    await s.card('uid:6b6b6b6b');
+    const gw = await startSimulator(s.gateway);
+    await waitFor(() => gw.applied() > 0, 'the list applied');
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    await advanceClock(ctx.service, (Date.parse('2027-03-28T00:59:00Z') - now.getTime()) / 1000);
+    // Months later: reconnecting renews the copy (its offline limit is 7 days), then the link is cut again.
+    const seen = gw.applied();
+    gw.type('disconnect');
+    await waitFor(() => gw.records.some((r) => r.type === 'disconnected'), 'the link cut');
+    gw.type('connect');
+    await gw.syncClock();
+    await waitFor(() => gw.records.filter((r) => r.type === 'list_expired' && r.expired === false).length > 0 && gw.applied() >= seen, 'renewed');
+    await waitFor(async () => {
+      const decision = await gw.swipe(s.front, 'uid:6b6b6b6b');
+      return decision.source === 'copy';
+    }, 'deciding from a renewed copy');
+    gw.type('disconnect');
+    assert.deepEqual((await gw.swipe(s.front, 'uid:6b6b6b6b')).reason, 'outside_time_window', '01:59 CET');
+    await advanceClock(ctx.service, 60);
+    await gw.syncClock();
+    const atJump = await gw.swipe(s.front, 'uid:6b6b6b6b');
+    assert.deepEqual([atJump.granted, atJump.source], [true, 'copy'], '03:00 CEST, one minute later');
+  });
 });
