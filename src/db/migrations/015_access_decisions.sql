@@ -28,6 +28,9 @@ ALTER TABLE gateways ADD COLUMN access_list_version bigint NOT NULL DEFAULT 1;
 ALTER TABLE gateways ADD COLUMN access_applied_version bigint NOT NULL DEFAULT 0;
 ALTER TABLE gateways ADD COLUMN access_pruned_version bigint NOT NULL DEFAULT 0;
 ALTER TABLE gateways ADD COLUMN access_list_expired boolean NOT NULL DEFAULT false;
+-- With an external broker every instance receives a gateway's access/sync: the first to claim it answers.
+ALTER TABLE gateways ADD COLUMN access_sync_claim text;
+ALTER TABLE gateways ADD COLUMN access_sync_claimed_at timestamptz;
 
 -- One entry per (gateway, key): what the gateway must know of the key, as the JSON sent to it (compared and
 -- sent as it is); entry null is a removal kept until the gateway has applied it.

@@ -15,6 +15,7 @@ import { decide } from './decision.ts';
 import { ACCESS_LISTS_CHANNEL, type AccessLists } from './lists.ts';
 import { keyGroupIds, lockAccess, type AccountFacts } from './resolve.ts';
 import {
+  claimSync,
   entriesSince,
   fullList,
   gatewayAccount,
@@ -39,6 +40,8 @@ export interface GatewayIo {
 const PACKET_MARGIN_BYTES = 1024;
 /** How often lists that gateways have not applied are pushed again (a push lost with the broker, a gateway back). */
 const PUSH_AGAIN_SECONDS = 5;
+/** How long a claimed sync of one version is not answered again (the other instances' copies of the message). */
+const SYNC_CLAIM_MS = 2000;
 /** Account facts kept for online answers; dropped on every catalog change. */
 const FACTS_TTL_MS = 30_000;
 
@@ -140,13 +143,18 @@ export class GatewaySync {
     return decide({ id: Number(row.id), state: row.state, startsAt: row.starts_at, expiresAt: row.expires_at }, access, lock.timeZone, at);
   }
 
-  /** `{version}`: the version the gateway holds (0: none); it gets what it lacks. */
+  /**
+   * `{version}`: the version the gateway holds (0: none); it gets what it lacks. With an external broker every
+   * instance receives it: the one that claims it answers, so the gateway is not sent the list once per instance.
+   */
   sync(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
-    if (!isVersion(payload.version)) {
+    const version = payload.version;
+    if (!isVersion(version)) {
       this.log.warn({ gatewayId }, 'malformed access sync; dropped');
       return undefined;
     }
-    return this.send(gatewayId, payload.version);
+    const now = this.clock.now();
+    return claimSync(this.db, gatewayId, version, now, new Date(now.getTime() - SYNC_CLAIM_MS)).then((mine) => (mine ? this.send(gatewayId, version) : undefined));
   }
 
   /** `{version}`: the gateway applied it; key changes that waited for it may end. */

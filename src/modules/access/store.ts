@@ -263,3 +263,16 @@ export async function laggingGateways(db: Queryable): Promise<number[]> {
   );
   return rows.map((row) => Number(row.id));
 }
+
+/**
+ * Claims the answer to a gateway's `access/sync` for `version`: true for the first instance to ask, false for
+ * the others that received the same message, until `staleBefore` (the gateway may ask again later).
+ */
+export async function claimSync(db: Queryable, gatewayId: number, version: number, now: Date, staleBefore: Date): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE gateways SET access_sync_claim = $2, access_sync_claimed_at = $3
+      WHERE id = $1 AND (access_sync_claim IS DISTINCT FROM $2 OR access_sync_claimed_at < $4) RETURNING id`,
+    [gatewayId, String(version), now, staleBefore],
+  );
+  return rows.length > 0;
+}
