@@ -10,6 +10,7 @@ import type { MqttClient } from 'mqtt';
 import { credentialDigest, gatewayAccessSecret } from '../../src/modules/access/credentials.ts';
 import { advanceClock, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
+import { activate, issueKey, keysTenant, latestLink } from '../helpers/keys.ts';
 import { useTestService } from '../helpers/service.ts';
 
 const ctx = useTestService();
@@ -303,5 +304,26 @@ describe('access lists', () => {
     assert.deepEqual(await state(), { ...(await state()), enabled: true, expired: false });
     await gw.client.publishAsync(`latchkey/v1/gateways/${s.gateway.id}/presence`, JSON.stringify({ online: true, access_list: { version: 3, expired: true } }), { qos: 1, retain: true });
     await waitFor(async () => (await state()).expired, 'expired recorded');
+  });
+
+  test('an activated phone key joins the list with a credential of its own; deleting its person takes it out', async () => {
+    const tenant = await keysTenant(ctx.service);
+    const gateway = await createGateway(ctx.service, tenant.locationId);
+    await createLock(ctx.service, tenant.locationId, { name: 'Side door', gateway_id: gateway.id, security_groups: ['staff'] });
+    const gw = await door(gateway);
+    await gw.start();
+    const issued = await issueKey(ctx.service, tenant, { security_groups: ['staff'] });
+    assert.equal(issued.status, 202, issued.text);
+    let seen = gw.lists.length;
+    const done = await activate(ctx.service, await latestLink(ctx.service, tenant.phone));
+    assert.equal(done.status, 200, done.text);
+    const joined = await gw.next((l) => l.entries.some((e) => e.key_id === done.body.key_id), 'the phone key', seen);
+    await gw.applied(joined.version);
+    const operatorView = await ctx.service.admin<{ credential: string }>('GET', `/admin/v1/keys/${done.body.key_id}`);
+    assert.match(operatorView.body.credential, /^phone:[0-9a-f]{32}$/);
+    assert.equal(joined.entries.find((e) => e.key_id === done.body.key_id)?.h, gw.hmac(operatorView.body.credential));
+    seen = gw.lists.length;
+    assert.equal((await ctx.service.request('DELETE', `/v1/people/${tenant.personId}`, { token: tenant.token })).status, 204);
+    await gw.next((l) => l.removed.includes(done.body.key_id), 'the removal', seen);
   });
 });
