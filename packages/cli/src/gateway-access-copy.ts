@@ -138,9 +138,9 @@ export class AccessCopy {
     return { outcome: 'applied', version: message.version };
   }
 
-  /** Past `valid_until` the copy grants nothing (fail secure). */
+  /** Past `valid_until` the copy grants nothing (fail secure); a gateway that never had a copy has none to expire. */
   expired(now: Date): boolean {
-    return this.validUntil === null || now.getTime() >= this.validUntil.getTime();
+    return this.validUntil !== null && now.getTime() >= this.validUntil.getTime();
   }
 
   /**
