@@ -17,8 +17,10 @@ const RESPONSE_TOPIC = `${CONTROL_TOPIC}/response`;
 const COMMAND_TIMEOUT_MS = 5000;
 /** The role every instance's own broker user gets: read every gateway's messages, send commands. */
 export const SERVICE_ROLE = 'latchkey-service';
-/** The shared-subscription group of MqttLink; Mosquitto 2.0 checks `$share/…` filters as written. */
+/** The shared-subscription group of earlier versions (MqttLink leaves it); Mosquitto 2.0 checks `$share/…` filters as written. */
 const SHARE_GROUP = '$share/latchkey/';
+/** Gateway messages that must not stay retained on the broker. */
+const RETAINED_CLEARED = ['heartbeat', 'events', 'commands/result'] as const;
 
 export function gatewayRole(gatewayId: number): string {
   return `latchkey-gateway-${gatewayId}`;
@@ -48,6 +50,8 @@ export function serviceAcls(): Acl[] {
       { acltype: 'publishClientReceive', topic: filter, allow: true },
     ]),
     { acltype: 'publishClientSend', topic: `${MQTT_TOPIC_PREFIX}/gateways/+/commands`, allow: true },
+    // Only to clear what a gateway sent retained against the protocol (an empty retained message; link.ts).
+    ...RETAINED_CLEARED.map((kind): Acl => ({ acltype: 'publishClientSend', topic: `${MQTT_TOPIC_PREFIX}/gateways/+/${kind}`, allow: true })),
   ];
 }
 
