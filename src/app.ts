@@ -211,7 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
   registerApiDocs(app, config.brandName);
   const probeLimits = new RateLimits(clock, null, config.redisKeyPrefix, metrics);
-  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkUp(), jobs: () => jobs.started }, probeLimits);
+  healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkState(), jobs: () => jobs.started }, probeLimits);
 
   catalogRoutes(app, catalog);
   const people = new PeopleService({
@@ -284,6 +284,11 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     'latchkey_gateways_connected',
     'Gateways connected: to the embedded broker; with MQTT_URL, those the store holds online.',
     () => devices.connectedGateways(),
+  );
+  metrics.gauge(
+    'latchkey_mqtt_subscriptions_missing',
+    "The service's gateway topic filters not subscribed at MQTT_URL's broker now (all of them while disconnected); always 0 with the embedded broker.",
+    () => devices.missingSubscriptions(),
   );
   if (db.poolStats?.()) {
     metrics.gauge('latchkey_database_pool_connections', 'Open connections of the PostgreSQL pool, idle or in use.', () => db.poolStats?.()?.total);

@@ -1,5 +1,5 @@
 // Probes for orchestrators and load balancers (README: Operations): GET /healthz (the process answers) and
-// GET /readyz (it can serve: database, MQTT link, job loop). Open, outside the public API's limits, hidden
+// GET /readyz (it can serve: database, MQTT link and its subscriptions, job loop). Open, outside the public API's limits, hidden
 // from the OpenAPI documents and silent in the log; the answers name parts and states, nothing more.
 // /readyz has a per-address limit of its own, counted per instance before any check runs.
 import { Type } from '@sinclair/typebox';
@@ -12,26 +12,28 @@ import type { RateLimits } from './rate-limit.ts';
 export const READINESS_TIMEOUT_MS = 2000;
 
 export type CheckState = 'ok' | 'down';
+/** The MQTT link's: `not_subscribed` when connected to MQTT_URL without every gateway subscription. */
+export type MqttState = CheckState | 'not_subscribed';
 
 export interface ReadinessProbes {
   /** The database answers within READINESS_TIMEOUT_MS and holds every migration this build knows. */
   database(): Promise<boolean>;
-  /** The embedded broker listens, or the client is connected to MQTT_URL. */
-  mqtt(): boolean;
+  /** The embedded broker listens, or the client is connected to MQTT_URL and subscribed to every gateway topic. */
+  mqtt(): MqttState;
   /** The job loop is started and not stopped. */
   jobs(): boolean;
 }
 
 export interface Readiness {
   ready: boolean;
-  checks: { database: CheckState; mqtt: CheckState; jobs: CheckState };
+  checks: { database: CheckState; mqtt: MqttState; jobs: CheckState };
 }
 
 export async function readiness(probes: ReadinessProbes): Promise<Readiness> {
   const database = await probes.database().catch(() => false);
   const checks = {
     database: database ? 'ok' : 'down',
-    mqtt: probes.mqtt() ? 'ok' : 'down',
+    mqtt: probes.mqtt(),
     jobs: probes.jobs() ? 'ok' : 'down',
   } as const;
   return { ready: Object.values(checks).every((state) => state === 'ok'), checks };
@@ -71,7 +73,7 @@ const State = Type.Union([Type.Literal('ok'), Type.Literal('down')]);
 const Alive = Type.Object({ status: Type.Literal('ok') });
 const Checked = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('not_ready')]),
-  checks: Type.Object({ database: State, mqtt: State, jobs: State }),
+  checks: Type.Object({ database: State, mqtt: Type.Union([State, Type.Literal('not_subscribed')]), jobs: State }),
 });
 
 /**

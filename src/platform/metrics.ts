@@ -19,8 +19,11 @@ export interface WebhookMetrics {
   attempted(outcome: WebhookAttemptOutcome, seconds: number): void;
 }
 
-/** Why a door event was not stored: not a door event, a repeat or a lock not on the gateway, refused by the database. */
-export type DoorEventDrop = 'malformed' | 'not_stored' | 'refused';
+/**
+ * Why a door event was not stored: not a door event, a repeat or a lock not on the gateway, refused by the
+ * database, sent retained (an external broker passes it on; the gateway protocol does not allow it).
+ */
+export type DoorEventDrop = 'malformed' | 'not_stored' | 'refused' | 'retained';
 
 export interface DoorEventMetrics {
   received(): void;
@@ -123,7 +126,7 @@ export class Metrics implements RateLimitMetrics, WebhookMetrics, DoorEventMetri
   });
   private readonly doorEventsDropped = new Counter({
     name: 'latchkey_door_events_dropped_total',
-    help: 'Door events not stored, by reason: malformed, not_stored (a repeat, or a lock not on the gateway), refused (by the database).',
+    help: 'Door events not stored, by reason: malformed, not_stored (a repeat, or a lock not on the gateway), refused (by the database), retained (sent retained).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

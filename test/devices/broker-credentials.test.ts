@@ -5,6 +5,8 @@
 // - the HTTP authentication and ACL endpoints a broker such as EMQX calls, behind a shared secret;
 // - the configuration variables of both.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import mqtt, { type MqttClient } from 'mqtt';
 import pino from 'pino';
@@ -14,7 +16,7 @@ import { DynsecAccounts, SERVICE_ROLE } from '../../src/modules/devices/mosquitt
 import { hashToken } from '../../src/platform/secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { createGateway, dropped, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
+import { closedWithin, createGateway, dropped, fixedHeader, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, freshIp, startService, useTestService, type TestService } from '../helpers/service.ts';
 import { mosquittoAvailable, startMosquitto, type TestBroker } from '../helpers/mosquitto.ts';
 import type { ErrorBody } from '../helpers/types.ts';
@@ -493,6 +495,76 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     }
   });
 
+  test('a retained door event or command result is dropped and cleared on the broker, and an instance that starts later is not handed it', async () => {
+    const account = await createAccount(service);
+    const gateway = await createGateway(service, account.rootLocationId);
+    const lock = await createLock(service, account.rootLocationId, { gateway_id: gateway.id });
+    const client = await connectGateway(gateway);
+    await client.publishAsync(topic(gateway, 'events'), doorEvent(lock, 'retained-1'), { qos: 1, retain: true });
+    await client.publishAsync(topic(gateway, 'commands/result'), JSON.stringify({ id: '0190c2a1-1f6e-7000-8000-000000000001', ok: true }), { qos: 1, retain: true });
+    await client.publishAsync(topic(gateway, 'events'), doorEvent(lock, 'plain-1'), { qos: 1 });
+    await waitFor(async () => (await storedEvents(lock)) >= 1, 'the plain event stored');
+    /** What the broker still holds retained under the gateway's topics, as a new subscription is handed it. */
+    const retained = async () => {
+      const reader = await mqtt.connectAsync(broker.url, { ...serviceUser, clientId: `retained-reader-${process.pid}`, protocolVersion: 5, reconnectPeriod: 0 });
+      const held: string[] = [];
+      reader.on('message', (t, payload, packet) => packet.retain && payload.length > 0 && held.push(t));
+      await reader.subscribeAsync(['presence', 'events', 'commands/result'].map((kind) => topic(gateway, kind)), { qos: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await reader.endAsync(true);
+      return held;
+    };
+    await waitFor(async () => (await retained()).every((t) => t.endsWith('/presence')), 'the retained event and result cleared');
+
+    const later = await startService(database.db, {
+      MQTT_URL: broker.url.replace('mqtt://', `mqtt://${serviceUser.username}:${serviceUser.password}@`),
+      MQTT_DYNSEC_USERNAME: admin.username,
+      MQTT_DYNSEC_PASSWORD: admin.password,
+    });
+    try {
+      await client.publishAsync(topic(gateway, 'events'), doorEvent(lock, 'plain-2'), { qos: 1 });
+      await waitFor(async () => (await storedEvents(lock)) >= 2, 'the second plain event stored');
+      const ids = (await database.db.query<{ gateway_event_id: string }>('SELECT gateway_event_id FROM access_events WHERE lock_id = $1 AND gateway_id IS NOT NULL ORDER BY id', [lock])).map((r) => r.gateway_event_id);
+      assert.deepEqual(ids, ['plain-1', 'plain-2'], 'the retained event was never stored');
+    } finally {
+      await later.close();
+    }
+  });
+
+  test('a gateway publishing at QoS 2 is disconnected by the broker (max_qos 1) and nothing is stored', async () => {
+    const account = await createAccount(service);
+    const gateway = await createGateway(service, account.rootLocationId);
+    const lock = await createLock(service, account.rootLocationId, { gateway_id: gateway.id });
+    const client = await connectGateway(gateway, { protocolVersion: 4 });
+    const closed = closedWithin(client, 3000);
+    client.publish(topic(gateway, 'events'), doorEvent(lock, 'qos2'), { qos: 2 }, () => undefined);
+    assert.equal(await closed, true, 'the connection closed');
+    const other = await connectGateway(gateway);
+    await other.publishAsync(topic(gateway, 'events'), doorEvent(lock, 'qos1'), { qos: 1 });
+    await waitFor(async () => (await storedEvents(lock)) >= 1, 'the QoS 1 event stored');
+    assert.equal(await storedEvents(lock), 1, 'the QoS 2 event was not');
+  });
+
+  test('a connection announcing a packet over max_packet_size is closed before its body arrives, authenticated or not', async () => {
+    const { port } = new URL(broker.url);
+    for (const [what, typeByte] of [['CONNECT', 0x10], ['PUBLISH', 0x30]] as const) {
+      const socket = connect(Number(port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const closed = new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 3000);
+        socket.once('close', () => (clearTimeout(timer), resolve(true)));
+      });
+      socket.on('error', () => undefined);
+      // 60 MB announced, a few bytes sent.
+      socket.write(Buffer.concat([fixedHeader(typeByte, 60_000_000), Buffer.alloc(16)]));
+      assert.equal(await closed, true, `a ${what} of 60 MB announced: closed`);
+      socket.destroy();
+    }
+    const config = loadConfig({});
+    const shipped = /^max_packet_size\s+(\d+)/m.exec(readFileSync('deploy/mosquitto/mosquitto.conf', 'utf8'))?.[1];
+    assert.equal(Number(shipped), config.mqttMaxPacketBytes, "the shipped max_packet_size is the embedded broker's default limit");
+  });
+
   test('a broker that does not answer: 503 after the time-out; a late gateway account is removed, a late password change is mended by rotating again', async () => {
     const account = await createAccount(service);
     const kept = await createGateway(service, account.rootLocationId);
@@ -540,4 +612,5 @@ describe('with Mosquitto and its dynamic-security plugin in front', { skip: skip
     assert.equal(deleted.status, 503);
     assert.equal((await service.admin('GET', `/admin/v1/gateways/${kept.id}`)).status, 200);
   });
+
 });

@@ -5,6 +5,7 @@
 // stored, unlocks work again, and a command published before the restart and never answered ends
 // timed_out rather than staying `published`.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { after, test } from 'node:test';
 import mqtt, { type MqttClient } from 'mqtt';
 import { waitFor } from '../helpers/gateways.ts';
@@ -216,4 +217,126 @@ test('a command the broker did not acknowledge in time (502) is never sent later
   await waitFor(() => received.length >= 1, 'the new command at the gateway');
   await new Promise((resolve) => setTimeout(resolve, 1000));
   assert.equal(received.length, 1, `only the new command reached the gateway (got ${received.length})`);
+});
+
+test('the broker restarts gracefully mid-traffic, keeping its sessions: every door event it acknowledged is stored', { skip: mosquittoAvailable() ? false : 'mosquitto is not installed', timeout: 120_000 }, async () => {
+  // Persistence as shipped: the service's session comes back "present" after the restart.
+  const broker: TestBroker = await startMosquitto({ persistence: true });
+  cleanups.push(() => broker.stop());
+  const storage = await processStorage('brokermidtraffic');
+  cleanups.push(storage.cleanup);
+  const service: ServiceProcess = await startServiceProcess({ ...storage.env, ADMIN_TOKEN: ADMIN, MQTT_URL: broker.url, MQTT_SESSION_EXPIRY_SECONDS: '600', LOG_LEVEL: 'error' });
+  cleanups.push(async () => {
+    service.child.kill('SIGKILL');
+    await service.exited;
+  });
+  const call = async <T>(method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: T }> => {
+    const res = await fetch(service.url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as T };
+  };
+  const account = await call<{ root_location: { id: number } }>('POST', '/admin/v1/accounts', ADMIN, { name: 'Mid-traffic' });
+  const locationId = account.body.root_location.id;
+  const gateway = (await call<{ id: number; mqtt: { client_id: string; username: string; password: string } }>('POST', '/admin/v1/gateways', ADMIN, { location_id: locationId, name: 'g' })).body;
+  const lock = (await call<{ id: number }>('POST', '/admin/v1/locks', ADMIN, { location_id: locationId, name: 'Door', gateway_id: gateway.id })).body.id;
+  const token = (await call<{ token: string }>('POST', '/admin/v1/api_keys', ADMIN, { location_id: locationId, name: 'k', scopes: ['events:read'] })).body.token;
+  const device = await connectGateway(broker.url, gateway);
+  const storedIds = async () => {
+    const ids = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: { data: Array<{ id: string }>; next_cursor: string | null } } = await call('GET', `/v1/events?limit=200${cursor ? `&cursor=${cursor}` : ''}`, token);
+      for (const event of page.body.data) ids.add(event.id);
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    return ids.size;
+  };
+
+  // The gateway sends an event every 20 ms; the ones the broker acknowledged are counted.
+  const acknowledged: string[] = [];
+  let sending = true;
+  const traffic = (async () => {
+    for (let i = 0; sending; i++) {
+      const id = `evt-${i}`;
+      void device
+        .publish('events', { id, lock_id: lock, type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null })
+        .then(() => acknowledged.push(id), () => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  await waitFor(() => acknowledged.length >= 50, 'traffic before the restart');
+  await broker.pause();
+  await broker.start();
+  const afterRestart = acknowledged.length;
+  await waitFor(() => acknowledged.length >= afterRestart + 100, 'traffic after the restart', 20_000);
+  sending = false;
+  await traffic;
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const sent = acknowledged.length;
+  try {
+    await waitFor(async () => (await storedIds()) >= sent, 'every acknowledged event stored', 10_000);
+  } catch {
+    assert.fail(`${sent} events acknowledged by the broker, ${await storedIds()} stored`);
+  }
+});
+
+test('/readyz and latchkey_mqtt_subscriptions_missing say when the broker refuses the service its subscriptions, and both recover once it allows them', { skip: mosquittoAvailable() ? false : 'mosquitto is not installed', timeout: 120_000 }, async () => {
+  const broker: TestBroker = await startMosquitto({ dynsec: true, persistence: true });
+  cleanups.push(() => broker.stop());
+  const admin = broker.admin as { username: string; password: string };
+  const storage = await processStorage('brokersubs');
+  cleanups.push(storage.cleanup);
+  const serviceUrl = new URL(broker.url);
+  serviceUrl.username = 'latchkey';
+  serviceUrl.password = 'service-password-0123';
+  const service: ServiceProcess = await startServiceProcess({
+    ...storage.env,
+    ADMIN_TOKEN: ADMIN,
+    MQTT_URL: serviceUrl.toString(),
+    MQTT_DYNSEC_USERNAME: admin.username,
+    MQTT_DYNSEC_PASSWORD: admin.password,
+    MQTT_SESSION_EXPIRY_SECONDS: '600',
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'error',
+  });
+  cleanups.push(async () => {
+    service.child.kill('SIGKILL');
+    await service.exited;
+  });
+  const metricsUrl = /Prometheus metrics on (http:\/\/\S+?\/metrics)/.exec(service.output())?.[1];
+  assert.ok(metricsUrl, 'the metrics listener');
+  const ready = async () => {
+    const res = await fetch(`${service.url}/readyz`);
+    return { status: res.status, body: (await res.json()) as { checks: { mqtt: string } } };
+  };
+  const missing = async () => Number(/^latchkey_mqtt_subscriptions_missing (\d+)/m.exec(await (await fetch(metricsUrl)).text())?.[1]);
+  assert.equal((await ready()).status, 200);
+  assert.equal(await missing(), 0);
+
+  // The control channel as an operator would use it: the service's role loses its subscribe rights, then
+  // the broker restarts (its sessions kept).
+  const ctrl = async (...args: string[]) => {
+    const { port } = new URL(broker.url);
+    await new Promise<void>((resolve, reject) =>
+      execFile('mosquitto_ctrl', ['-h', '127.0.0.1', '-p', port, '-u', admin.username, '-P', admin.password, 'dynsec', ...args], (error) => (error ? reject(error) : resolve())),
+    );
+  };
+  const subscribeAcls = ['presence', 'heartbeat', 'events', 'commands/result'].flatMap((kind) => [
+    `latchkey/v1/gateways/+/${kind}`,
+    `$share/latchkey/latchkey/v1/gateways/+/${kind}`,
+  ]);
+  for (const topic of subscribeAcls) await ctrl('removeRoleACL', 'latchkey-service', 'subscribePattern', topic);
+  await broker.pause();
+  await broker.start();
+  // Linked again, but without its subscriptions: not ready, and saying why.
+  await waitFor(async () => (await ready()).body.checks.mqtt === 'not_subscribed', '/readyz: mqtt not_subscribed', 20_000);
+  assert.equal((await ready()).status, 503);
+  assert.ok((await missing()) > 0, 'the metric counts the missing subscriptions');
+
+  for (const topic of subscribeAcls) await ctrl('addRoleACL', 'latchkey-service', 'subscribePattern', topic, 'allow');
+  await waitFor(async () => (await ready()).status === 200, '/readyz 200 again', 20_000);
+  assert.equal(await missing(), 0);
 });

@@ -64,7 +64,11 @@ export interface TestBroker {
   stop(): Promise<void>;
 }
 
-export async function startMosquitto(options: { dynsec?: boolean } = {}): Promise<TestBroker> {
+/**
+ * `persistence`: the shipped persistence (sessions, subscriptions, queued and retained messages saved at a
+ * graceful stop and read back at start) in the broker's own directory; without it a restart forgets all.
+ */
+export async function startMosquitto(options: { dynsec?: boolean; persistence?: boolean } = {}): Promise<TestBroker> {
   if (!mosquittoBinary) throw new Error('mosquitto is not installed');
   const dir = await mkdtemp(path.join(tmpdir(), 'latchkey-mosquitto-'));
   let admin: TestBroker['admin'] = null;
@@ -76,12 +80,14 @@ export async function startMosquitto(options: { dynsec?: boolean } = {}): Promis
     dynsecLines.splice(0, 1, 'allow_anonymous false', `plugin ${dynsecPlugin()}`, `plugin_opt_config_file ${dynsecFile}`);
   }
   const port = await freePort();
-  const replaced = /^(listener|plugin|plugin_opt_config_file|persistence|persistence_location|user|log_dest|allow_anonymous)\b/;
+  const replaced = /^(plugin|plugin_opt_config_file|persistence|persistence_location|user|log_dest|allow_anonymous)\b/;
   const config = [
-    ...SHIPPED_CONFIG.split('\n').filter((line) => !replaced.test(line.trim())),
-    `listener ${port} 127.0.0.1`,
+    // The listener stays where it is: the listener settings that follow it apply to it.
+    ...SHIPPED_CONFIG.split('\n')
+      .filter((line) => !replaced.test(line.trim()))
+      .map((line) => (/^listener\b/.test(line.trim()) ? `listener ${port} 127.0.0.1` : line)),
     ...dynsecLines,
-    'persistence false',
+    ...(options.persistence ? ['persistence true', `persistence_location ${dir}/`] : ['persistence false']),
     // As whoever runs the tests: started as root, Mosquitto would switch to a user that cannot read the temp dir.
     `user ${userInfo().username}`,
     'log_dest stderr',

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
 import { databaseError } from '../../src/platform/db/errors.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import { databaseProbe, healthRoutes } from '../../src/platform/health.ts';
+import { databaseProbe, healthRoutes, type MqttState } from '../../src/platform/health.ts';
 import { RateLimits } from '../../src/platform/rate-limit.ts';
 import { createTestDatabase, overriding, withFaults, type TestDatabase } from '../helpers/database.ts';
 import { alignToMinuteStart } from '../helpers/fixtures.ts';
@@ -134,14 +134,16 @@ test('a database without the newest migration is not ready', async () => {
   assert.equal(await (await databaseProbe(old))(), false);
 });
 
-test('GET /readyz answers 503 naming mqtt when the link is down', async () => {
+test('GET /readyz answers 503 naming mqtt when the link is down, or up without its subscriptions', async () => {
   const app = Fastify({ logger: false });
-  let linked = true;
-  healthRoutes(app, { database: async () => true, mqtt: () => linked, jobs: () => true }, new RateLimits(systemClock, null));
+  let link: MqttState = 'ok';
+  healthRoutes(app, { database: async () => true, mqtt: () => link, jobs: () => true }, new RateLimits(systemClock, null));
   assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
-  linked = false;
-  const down = await app.inject({ method: 'GET', url: '/readyz' });
-  assert.equal(down.statusCode, 503);
-  assert.deepEqual(down.json(), { status: 'not_ready', checks: { database: 'ok', mqtt: 'down', jobs: 'ok' } });
+  for (const state of ['down', 'not_subscribed'] as const) {
+    link = state;
+    const down = await app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(down.statusCode, 503);
+    assert.deepEqual(down.json(), { status: 'not_ready', checks: { database: 'ok', mqtt: state, jobs: 'ok' } });
+  }
   await app.close();
 });

@@ -145,7 +145,7 @@ describe('kinds and the queue', () => {
       ],
     );
     assert.deepEqual([TASK_WORK.leaseSeconds, TASK_WORK.batchSize], [120, 20]);
-    assert.deepEqual([MESSAGE_WORK.leaseSeconds, MESSAGE_WORK.batchSize, DELIVERY_WORK.leaseSeconds, DELIVERY_WORK.batchSize], [120, 20, 60, 64]);
+    assert.deepEqual([MESSAGE_WORK.leaseSeconds, MESSAGE_WORK.batchSize, DELIVERY_WORK.leaseSeconds, DELIVERY_WORK.batchSize], [120, 20, 20, 64]);
   });
 
   test('a kind that would misbehave is refused', () => {

@@ -67,3 +67,36 @@ test('kill -9 in the middle of a delivery, restart: the delivery is retried and 
     await second.exited;
   }
 });
+
+test("a delivery claimed by a killed instance goes out again within its 20 s lease, not a minute later, with no clock moved", { timeout: 120_000 }, async (t) => {
+  const receiver: Receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+  const storage = await processStorage('crashlease');
+  cleanups.push(storage.cleanup);
+  const first = await start(storage.env);
+  const account = await call<{ root_location: { id: number } }>(first.url, 'POST', '/admin/v1/accounts', ADMIN, { name: 'Lease' });
+  const token = (await call<{ token: string }>(first.url, 'POST', '/admin/v1/api_keys', ADMIN, { location_id: account.body.root_location.id, name: 'k', scopes: ['webhooks:manage', 'people:write'] })).body.token;
+  const sub = await call<{ id: string }>(first.url, 'POST', '/v1/webhooks', token, { url: receiver.url('/lease'), events: ['person.created'] });
+  receiver.answer('hang');
+  assert.equal((await call(first.url, 'POST', '/v1/people', token, { name: 'Lease Cat' })).status, 201);
+  for (let i = 0; i < 100 && receiver.received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(receiver.received.length, 1, 'the delivery is in flight');
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const killedAt = Date.now();
+
+  receiver.answer({ status: 200 });
+  const second = await start(storage.env);
+  try {
+    const delivered = async () =>
+      (await call<{ data: Array<{ status: string }> }>(second.url, 'GET', `/v1/webhooks/${sub.body.id}/deliveries`, token)).body.data[0]?.status === 'delivered';
+    while (!(await delivered()) && Date.now() - killedAt < 45_000) await new Promise((resolve) => setTimeout(resolve, 250));
+    const seconds = (Date.now() - killedAt) / 1000;
+    assert.ok(await delivered(), `delivered (waited ${seconds} s)`);
+    t.diagnostic(`sent again and delivered ${seconds} s after the kill`);
+    assert.ok(seconds < 30, `sent again ${seconds} s after the kill`);
+  } finally {
+    second.child.kill('SIGTERM');
+    await second.exited;
+  }
+});

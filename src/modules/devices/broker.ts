@@ -112,7 +112,8 @@ export class EmbeddedBroker {
             error ? reject(error) : resolve(),
           ),
         ),
-      connected: () => this.server?.listening === true && !broker.closed,
+      state: () => (this.server?.listening === true && !broker.closed ? 'ok' : 'down'),
+      missingSubscriptions: () => 0,
       close: async () => undefined,
     };
   }

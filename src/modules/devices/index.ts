@@ -10,7 +10,7 @@ import { parts, startPart } from '../../platform/startup.ts';
 import type { GatewaySync } from '../access/index.ts';
 import { parseGatewayEvent, type AccessLogWriter, type GatewayEvent } from '../events/index.ts';
 import { EmbeddedBroker } from './broker.ts';
-import { MqttLink, type DeviceLink, type GatewayMessageHandler } from './link.ts';
+import { MqttLink, type DeviceLink, type GatewayMessageHandler, type LinkState } from './link.ts';
 import { GatewayMessagePipeline } from './message-pipeline.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
@@ -34,8 +34,10 @@ export interface Devices {
    * (Mosquitto sends no will for a client it disconnects itself).
    */
   disconnectGateway(gatewayId: number): void;
-  /** The MQTT link is up: the embedded broker listens, or the client is connected to MQTT_URL. */
-  linkUp(): boolean;
+  /** The MQTT link: the embedded broker listens, or the client is connected to MQTT_URL with every subscription. */
+  linkState(): LinkState;
+  /** Gateway topic filters the service is not subscribed to now (MQTT_URL; always 0 with the embedded broker). */
+  missingSubscriptions(): number;
   /**
    * Gateways connected: to the embedded broker, counted by it; with MQTT_URL (whose connections the service
    * does not see), the gateways the store holds online.
@@ -120,7 +122,11 @@ export async function startDevices(
   let broker: EmbeddedBroker | null = null;
   let gatewayUrl: string;
   if (config.mqttUrl) {
-    link = new MqttLink(config, onMessage, log);
+    link = new MqttLink(config, onMessage, log, {
+      retainedDropped: (_gatewayId, kind) => {
+        if (kind === 'events') metrics.dropped('retained');
+      },
+    });
     gatewayUrl = config.mqttUrl;
   } else {
     // Nobody is connected to a broker that is starting: what the store still holds online (a crash left
@@ -148,7 +154,8 @@ export async function startDevices(
       broker?.disconnectGateway(gatewayId);
       presence.lost(gatewayId);
     },
-    linkUp: () => link.connected(),
+    linkState: () => link.state(),
+    missingSubscriptions: () => link.missingSubscriptions(),
     connectedGateways: async () => (broker ? broker.connectedGateways : onlineGatewayCount(db)),
     async close() {
       pipeline.stopRetrying();

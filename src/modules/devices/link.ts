@@ -1,19 +1,24 @@
 // The service's link to the gateways: in process with the embedded broker (EmbeddedBroker.link), or an
-// MQTT connection to MQTT_URL, where several instances share the gateway topics through an MQTT 5 shared
-// subscription, so that each message is handled once.
+// MQTT connection to MQTT_URL, where every instance subscribes to every gateway message for itself (each
+// handled by every instance, the stores dropping repeats), so that no instance's absence holds any back.
 import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type IPublishPacket, type MqttClient, type Packet } from 'mqtt';
 import type { Config } from '../../config.ts';
 import { encodePayload } from './payload.ts';
-import { GATEWAY_TOPIC_FILTERS, parseGatewayTopic, PRESENCE_TOPIC_FILTER, type GatewayTopic } from './topics.ts';
+import { GATEWAY_TOPIC_FILTERS, parseGatewayTopic, type GatewayTopic } from './topics.ts';
+
+/** `ok`; `down`: not connected (or not listening); `not_subscribed`: connected, some gateway topics not subscribed. */
+export type LinkState = 'ok' | 'down' | 'not_subscribed';
 
 /** What the device module needs of a link, whichever broker is behind it. */
 export interface DeviceLink {
   start(): Promise<void>;
   /** Publishes at QoS 1 and resolves when the broker accepted it; throws when it refuses or cannot be reached. */
   publish(topic: string, payload: unknown): Promise<void>;
-  /** Whether the link is up now: the embedded broker listens, or the client is connected to MQTT_URL (GET /readyz). */
-  connected(): boolean;
+  /** Whether the link is up now (GET /readyz): the embedded broker listens, or the client is connected to MQTT_URL and subscribed. */
+  state(): LinkState;
+  /** The service's gateway topic filters not subscribed now: all of them while disconnected (latchkey_mqtt_subscriptions_missing). */
+  missingSubscriptions(): number;
   close(): Promise<void>;
 }
 
@@ -51,31 +56,34 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
   }
 }
 
-/** Subscription identifiers (MQTT 5) of the external link: which subscription a message came through. */
-const SHARED_SUBSCRIPTION = 1;
-const PRESENCE_REPLAY_SUBSCRIPTION = 2;
-
-function subscriptionIds(packet: IPublishPacket): number[] {
-  const ids = packet.properties?.subscriptionIdentifier;
-  return ids === undefined ? [] : Array.isArray(ids) ? ids : [ids];
-}
-
 /** How many unacknowledged messages the external broker may send the service at once (MQTT 5 Receive Maximum). */
 const RECEIVE_MAXIMUM = 1000;
 /** How long the external broker has to acknowledge a command before the unlock answers 502. */
 const PUBLISH_TIMEOUT_MS = 5000;
 /** At shutdown, how long messages being written may take to be acknowledged. */
 const CLOSE_WAIT_MS = 5000;
+/** While some subscriptions are missing (refused, or the SUBSCRIBE failed), how often they are asked for again. */
+const RESUBSCRIBE_MS = 5000;
+/** The shared subscriptions of earlier versions, left in sessions they made (see subscribeAll). */
+const SHARED_FILTERS = GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`);
 
 type SendPacket = (packet: Packet, callback?: (error?: Error) => void, ...rest: unknown[]) => void;
 
+export interface MqttLinkOptions {
+  /** A gateway message other than presence came retained, and was dropped (the embedded broker refuses it). */
+  retainedDropped?: (gatewayId: number, kind: GatewayTopic) => void;
+}
+
 /**
- * The link through an external broker (MQTT_URL; credentials, if any, in the URL). It subscribes through
- * MQTT 5 shared subscriptions (`$share/latchkey/…`), so that among instances each message is handled once.
- * Shared subscriptions get no retained messages, so a second, plain subscription to the presence topics
- * is there for the broker's replay of retained presence when it is made (at start and on every reconnect
- * to the broker): the broker's view of who is online, which a service that was down has missed. Its live
- * copies are dropped: the shared subscription carries those.
+ * The link through an external broker (MQTT_URL; credentials, if any, in the URL). Every instance subscribes
+ * to every gateway topic itself, not through a shared subscription: a broker keeps handing a share to the
+ * session of an instance that died (Mosquitto and EMQX alike, until the session expires), and Mosquitto 2.0
+ * does not restore shared subscriptions from persistence. So every message reaches every live instance;
+ * door events are stored once by (gateway, id), a command ends once, and presence changes fire once.
+ *
+ * Subscriptions are made anew on every connection, whatever the broker says of the session: a session that
+ * is "present" may have lost them. Retain As Published shows which messages were sent retained: presence
+ * (the broker's replay of it is the gateways' state, missed by a service that was away), and nothing else.
  *
  * Door events and command results are acknowledged to the broker only once committed. The session is
  * persistent (MQTT_CLIENT_ID, MQTT_SESSION_EXPIRY_SECONDS): what the service had not acknowledged when it
@@ -88,11 +96,17 @@ export class MqttLink implements DeviceLink {
   private client: MqttClient | null = null;
   /** Acknowledgements waiting for their message to be committed, by message id, on the current connection. */
   private pending = new Map<number, Promise<void>>();
+  /** Gateway topic filters granted on the current connection. */
+  private granted = new Set<string>();
+  private resubscribeTimer: NodeJS.Timeout | null = null;
+  /** The subscribing of the latest connection. */
+  private subscribing: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly config: Pick<Config, 'mqttUrl' | 'mqttClientId' | 'mqttSessionExpirySeconds'>,
+    private readonly config: Pick<Config, 'mqttUrl' | 'mqttClientId' | 'mqttSessionExpirySeconds' | 'mqttMaxPacketBytes'>,
     private readonly onMessage: GatewayMessageHandler,
     private readonly log: FastifyBaseLogger,
+    private readonly options: MqttLinkOptions = {},
   ) {}
 
   async start(): Promise<void> {
@@ -102,8 +116,11 @@ export class MqttLink implements DeviceLink {
       protocolVersion: 5,
       clientId: this.config.mqttClientId,
       clean: false,
-      properties: { sessionExpiryInterval: this.config.mqttSessionExpirySeconds, receiveMaximum: RECEIVE_MAXIMUM },
+      // The same limit as the embedded broker's: the broker sends nothing larger to the service.
+      properties: { sessionExpiryInterval: this.config.mqttSessionExpirySeconds, receiveMaximum: RECEIVE_MAXIMUM, maximumPacketSize: this.config.mqttMaxPacketBytes },
       reconnectPeriod: 1000,
+      // subscribeAll does it, on every connection (mqtt.js would only when the session is not present).
+      resubscribe: false,
     });
     this.holdAcknowledgements(client);
     // Small QoS 1 packets must not wait for Nagle's algorithm (a 40 ms stall per round trip otherwise).
@@ -112,22 +129,19 @@ export class MqttLink implements DeviceLink {
     client.on('connect', noDelay);
     // A new connection: acknowledgements still held belong to the old one; the broker sends those messages
     // again (the repeats are dropped by (gateway, id)) and they are acknowledged then.
-    client.on('connect', () => (this.pending = new Map()));
-    // mqtt.js does not subscribe again on a resumed session, so the broker would not replay the retained
-    // presence it holds: on every reconnect the replay subscription is made anew (the first one is below).
-    let connections = 0;
     client.on('connect', () => {
-      if (++connections > 1) client.subscribe(PRESENCE_TOPIC_FILTER, { qos: 1, properties: { subscriptionIdentifier: PRESENCE_REPLAY_SUBSCRIPTION } });
+      this.pending = new Map();
+      this.granted = new Set();
+      this.subscribing = this.subscribeAll(client);
     });
+    client.on('close', () => (this.granted = new Set()));
     client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
     client.on('disconnect', (packet) => {
       // 0x8E: another connection took the session over, i.e. another process uses the same MQTT_CLIENT_ID.
       if (packet.reasonCode === 0x8e) this.log.error({ clientId: this.config.mqttClientId }, 'another process connected with this MQTT_CLIENT_ID; every instance needs its own');
     });
     client.on('message', (topic, payload, packet) => {
-      const ids = subscriptionIds(packet);
-      // Through the replay subscription only, a message that is not retained is a live copy.
-      if (!packet.retain && ids.includes(PRESENCE_REPLAY_SUBSCRIPTION) && !ids.includes(SHARED_SUBSCRIPTION)) return;
+      if (this.retainedRefused(client, topic, payload, packet)) return;
       const handled = routeGatewayMessage(topic, payload, this.onMessage, this.log);
       if (handled && packet.qos === 1 && packet.messageId !== undefined) this.pending.set(packet.messageId, handled);
     });
@@ -142,12 +156,49 @@ export class MqttLink implements DeviceLink {
         resolve();
       });
     });
-    await client.subscribeAsync(
-      GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`),
-      { qos: 1, properties: { subscriptionIdentifier: SHARED_SUBSCRIPTION } },
-    );
-    await client.subscribeAsync(PRESENCE_TOPIC_FILTER, { qos: 1, properties: { subscriptionIdentifier: PRESENCE_REPLAY_SUBSCRIPTION } });
+    await this.subscribing;
     this.client = client;
+  }
+
+  /**
+   * Subscribes to every gateway topic (QoS 1, Retain As Published) and notes what the broker granted; what it
+   * refused is asked for again every RESUBSCRIBE_MS while this connection lasts. Shared subscriptions a
+   * session of an earlier version holds are left, so that they stop taking a share of the messages.
+   */
+  private async subscribeAll(client: MqttClient): Promise<void> {
+    if (this.resubscribeTimer) clearTimeout(this.resubscribeTimer);
+    this.resubscribeTimer = null;
+    const wanted = GATEWAY_TOPIC_FILTERS.filter((filter) => !this.granted.has(filter));
+    try {
+      const grants = await client.subscribeAsync(wanted, { qos: 1, rap: true });
+      for (const grant of grants) if (grant.qos < 0x80) this.granted.add(grant.topic);
+      await client.unsubscribeAsync(SHARED_FILTERS).catch(() => undefined);
+    } catch (error) {
+      this.log.warn({ err: error }, 'mqtt subscription failed');
+    }
+    const missing = this.missingSubscriptions();
+    if (missing === 0 || !client.connected) return;
+    this.log.error({ missing }, 'the MQTT broker refused some of the service\'s gateway subscriptions; asking again');
+    this.resubscribeTimer = setTimeout(() => {
+      if (client.connected && this.client === client) this.subscribing = this.subscribeAll(client);
+    }, RESUBSCRIBE_MS);
+    this.resubscribeTimer.unref();
+  }
+
+  /**
+   * A retained gateway message other than presence: dropped (the embedded broker refuses it), and cleared on
+   * the broker with an empty retained message, so that it is not replayed to every subscription made later.
+   * An empty one is such a clearing. The clearing needs the service's broker role to allow publishing there.
+   */
+  private retainedRefused(client: MqttClient, topic: string, payload: Buffer, packet: IPublishPacket): boolean {
+    if (!packet.retain) return false;
+    const match = parseGatewayTopic(topic);
+    if (!match || match.kind === 'presence') return false;
+    if (payload.length === 0) return true;
+    this.log.warn({ gatewayId: match.gatewayId, topic }, 'retained gateway message dropped; clearing it on the broker');
+    this.options.retainedDropped?.(match.gatewayId, match.kind);
+    client.publishAsync(topic, '', { qos: 1, retain: true }).catch((error: unknown) => this.log.warn({ err: error, topic }, 'the retained gateway message could not be cleared'));
+    return true;
   }
 
   /**
@@ -174,8 +225,13 @@ export class MqttLink implements DeviceLink {
     };
   }
 
-  connected(): boolean {
-    return this.client?.connected === true;
+  state(): LinkState {
+    if (this.client?.connected !== true) return 'down';
+    return this.missingSubscriptions() === 0 ? 'ok' : 'not_subscribed';
+  }
+
+  missingSubscriptions(): number {
+    return this.client?.connected === true ? GATEWAY_TOPIC_FILTERS.length - this.granted.size : GATEWAY_TOPIC_FILTERS.length;
   }
 
   /**
@@ -209,15 +265,15 @@ export class MqttLink implements DeviceLink {
   }
 
   /**
-   * Leaves the shared subscription first, so that the broker hands new messages to the other instances
-   * instead of queueing them for this one while it is away; then lets what is being written be acknowledged.
+   * Lets what is being written be acknowledged, then disconnects. The subscriptions stay in the session:
+   * if this was the last instance, the broker queues the gateways' messages for it while it is away.
    */
   async close(): Promise<void> {
     const client = this.client;
     this.client = null;
+    if (this.resubscribeTimer) clearTimeout(this.resubscribeTimer);
     if (!client) return;
     if (client.connected) {
-      await client.unsubscribeAsync(GATEWAY_TOPIC_FILTERS.map((t) => `$share/latchkey/${t}`)).catch(() => undefined);
       const settled = Promise.allSettled([...this.pending.values()]);
       await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
       // The last acknowledgements are on their way out once their commit resolved.

@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../platform/db/index.ts';
-import { GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX, SERVICE_MESSAGE_TOPICS } from './topics.ts';
+import { GATEWAY_MESSAGE_TOPICS, GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX, SERVICE_MESSAGE_TOPICS } from './topics.ts';
 import { BrokerUnavailableError, gatewayIdOf, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 import { gatewayPermissions } from './gateway-access.ts';
 import { allGatewayIds } from './store.ts';
@@ -17,8 +17,10 @@ const RESPONSE_TOPIC = `${CONTROL_TOPIC}/response`;
 const COMMAND_TIMEOUT_MS = 5000;
 /** The role every instance's own broker user gets: read every gateway's messages, send commands, access answers and lists. */
 export const SERVICE_ROLE = 'latchkey-service';
-/** The shared-subscription group of MqttLink; Mosquitto 2.0 checks `$share/…` filters as written. */
+/** The shared-subscription group of earlier versions (MqttLink leaves it); Mosquitto 2.0 checks `$share/…` filters as written. */
 const SHARE_GROUP = '$share/latchkey/';
+/** Gateway messages that must not stay retained on the broker: every kind but presence. */
+const RETAINED_CLEARED = GATEWAY_MESSAGE_TOPICS.filter((kind) => kind !== 'presence');
 
 export function gatewayRole(gatewayId: number): string {
   return `latchkey-gateway-${gatewayId}`;
@@ -48,6 +50,8 @@ export function serviceAcls(): Acl[] {
       { acltype: 'publishClientReceive', topic: filter, allow: true },
     ]),
     ...SERVICE_MESSAGE_TOPICS.map((topic): Acl => ({ acltype: 'publishClientSend', topic: `${MQTT_TOPIC_PREFIX}/gateways/+/${topic}`, allow: true })),
+    // Only to clear what a gateway sent retained against the protocol (an empty retained message; link.ts).
+    ...RETAINED_CLEARED.map((kind): Acl => ({ acltype: 'publishClientSend', topic: `${MQTT_TOPIC_PREFIX}/gateways/+/${kind}`, allow: true })),
   ];
 }
 

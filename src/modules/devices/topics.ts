@@ -24,9 +24,6 @@ export const commandsTopic = (gatewayId: number): string => serviceTopic(gateway
 /** The topics the service listens to, one per kind of gateway message. */
 export const GATEWAY_TOPIC_FILTERS = GATEWAY_MESSAGE_TOPICS.map((t) => `${MQTT_TOPIC_PREFIX}/gateways/+/${t}`);
 
-/** The presence topic of every gateway. */
-export const PRESENCE_TOPIC_FILTER = `${MQTT_TOPIC_PREFIX}/gateways/+/presence`;
-
 const GATEWAY_TOPIC = new RegExp(`^${MQTT_TOPIC_PREFIX.replace('/', '\\/')}\\/gateways\\/(\\d+)\\/(${GATEWAY_MESSAGE_TOPICS.join('|').replaceAll('/', '\\/')})$`);
 
 /** The gateway and kind of message of a topic, or null when it is not a gateway message topic. */

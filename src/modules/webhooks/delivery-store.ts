@@ -30,6 +30,20 @@ const CLAIM_DUE = {
      SELECT c.*, s.url, s.secret_ciphertext FROM claimed c JOIN webhook_subscriptions s ON s.id = c.subscription_id`,
 };
 
+/**
+ * Extends the claims this instance still holds (attempts under way or not yet recorded). A recorded outcome
+ * clears the claim, and a cleared one is not taken again.
+ */
+export async function renewDeliveryClaims(db: Queryable, ids: string[], until: Date): Promise<void> {
+  await db.query(
+    {
+      name: 'webhookDeliveries.renewClaims',
+      text: `UPDATE webhook_deliveries SET claimed_until = $2 WHERE id = ANY($1::uuid[]) AND status = 'pending' AND claimed_until IS NOT NULL`,
+    },
+    [ids, until],
+  );
+}
+
 /** Deliveries waiting to be sent (or sent again), and when the oldest of them was made: read at scrape time. */
 export async function pendingSummary(db: Queryable): Promise<{ count: number; oldest: Date | null }> {
   const [row] = await db.query<{ count: number; oldest: Date | null }>({

@@ -19,6 +19,7 @@ import {
   purgePayloadsBefore,
   recordDeliveryFailure,
   recordDelivered,
+  renewDeliveryClaims,
 } from './delivery-store.ts';
 import { WebhookSender, type AttemptResult, type DeliveryToSend } from './sender.ts';
 
@@ -31,9 +32,13 @@ export const DELIVERY_WORK: WorkKind = {
   endState: 'exhausted',
   jitterRatio: 0,
   retryAfterCapSeconds: 86_400,
-  leaseSeconds: 60,
+  // Short, so that a dead instance's deliveries go out again within seconds; renewed while an attempt (at most
+  // RESPONSE_DEADLINE_MS, 10 s) and the recording of its outcome are under way.
+  leaseSeconds: 20,
   batchSize: 64,
 };
+/** How often the claims held are renewed: several times within a lease. */
+const RENEW_EVERY_MS = 5000;
 export const PAYLOAD_RETENTION_MS = 30 * 86_400_000;
 
 interface Sent {
@@ -92,6 +97,9 @@ export class WebhookDispatcher {
   /** Attempts answered and not yet recorded. */
   private unrecorded: Sent[] = [];
   private recording: Promise<void> | null = null;
+  /** Deliveries claimed and not yet recorded, whose claims are renewed every RENEW_EVERY_MS. */
+  private readonly held = new Set<string>();
+  private renewing: NodeJS.Timeout | null = null;
   private waiters: Array<() => void> = [];
   /** The service clock at the last auto-pause check (ms), null before the first. */
   private lastPauseCheck: number | null = null;
@@ -220,6 +228,8 @@ export class WebhookDispatcher {
 
   private send(due: DeliveryToSend[]): void {
     const secrets = new Map<string, string>(); // one decryption per subscription and claim
+    for (const delivery of due) this.held.add(delivery.id);
+    if (due.length > 0) this.renewing ??= setInterval(() => void this.renewClaims(), RENEW_EVERY_MS).unref();
     for (const delivery of due) {
       this.inFlight++;
       const started = performance.now();
@@ -249,6 +259,7 @@ export class WebhookDispatcher {
         } catch (error) {
           this.log.error({ err: error }, 'webhook outcomes not recorded; their claims run out and they are sent again');
         }
+        for (const sent of batch) this.held.delete(sent.delivery.id);
       }
     })().finally(() => {
       this.recording = null;
@@ -286,6 +297,19 @@ export class WebhookDispatcher {
     this.metrics.attempted(next.retry ? 'retry_scheduled' : 'exhausted', seconds);
   }
 
+  private async renewClaims(): Promise<void> {
+    if (this.held.size === 0) {
+      if (this.renewing) clearInterval(this.renewing);
+      this.renewing = null;
+      return;
+    }
+    try {
+      await renewDeliveryClaims(this.db, [...this.held], new Date(this.clock.now().getTime() + DELIVERY_WORK.leaseSeconds * 1000));
+    } catch (error) {
+      this.log.warn({ err: error }, 'webhook delivery claims not renewed; they may be sent again by another instance');
+    }
+  }
+
   /** Deliveries pending, and the age of the oldest on the service clock (null: none pending). */
   async pending(): Promise<{ count: number; oldestAgeSeconds: number | null }> {
     const { count, oldest } = await pendingSummary(this.db);
@@ -318,6 +342,8 @@ export class WebhookDispatcher {
     this.again = false;
     this.wake();
     await this.draining?.catch(() => undefined);
+    if (this.renewing) clearInterval(this.renewing);
+    this.renewing = null;
     await this.sender.close();
   }
 }
