@@ -58,7 +58,8 @@ test('every gateway topic is subscribed again on every connection, even when the
   await link.start();
   closers.push(() => link.close());
   const subscribed = () => broker.received.flatMap((packet) => (packet.cmd === 'subscribe' ? packet.subscriptions.map((s) => s.topic) : []));
-  const filters = ['presence', 'heartbeat', 'events', 'commands/result'].map((kind) => `latchkey/v1/gateways/+/${kind}`);
+  // Every kind of gateway message: door activity, results, presence and the access requests, syncs and applied versions.
+  const filters = ['presence', 'heartbeat', 'events', 'commands/result', 'access/request', 'access/sync', 'access/applied'].map((kind) => `latchkey/v1/gateways/+/${kind}`);
   assert.deepEqual(subscribed().sort(), [...filters].sort(), 'per instance, not shared');
   assert.equal(link.state(), 'ok');
   for (const socket of broker.sockets) socket.destroy();
