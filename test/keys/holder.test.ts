@@ -303,6 +303,33 @@ describe('attacks on the key holder’s endpoints, with real assertions', { conc
     assert.equal(status.body.status, 'published');
   });
 
+  test('a device removed by the operator opens nothing from its next tap', async () => {
+    s.answering = true;
+    const [row] = await database.db.query<{ key_id: number }>('SELECT key_id FROM passkeys ORDER BY id DESC LIMIT 1');
+    const keyId = Number(row?.key_id);
+    const devices = await service.admin<{ data: Array<{ id: number; registered_at: string; last_used_at: string | null }> }>('GET', `/admin/v1/keys/${keyId}/devices`);
+    assert.equal(devices.body.data.length, 1, devices.text);
+    const removed = await service.admin('DELETE', `/admin/v1/keys/${keyId}/devices/${devices.body.data[0]?.id}`);
+    assert.equal(removed.status, 204, removed.text);
+    assert.equal((await service.admin('DELETE', `/admin/v1/keys/${keyId}/devices/${devices.body.data[0]?.id}`)).status, 404);
+    const res = await openWith(await assertion(b.page, await challenge()), s.front);
+    assert.equal(res.status, 401, res.text);
+  });
+
+  test("a key outside its group's window is refused as outside_time_window", async () => {
+    const [group] = await database.db.query<{ id: number }>(`SELECT id FROM security_groups WHERE location_id = $1 AND code = 'staff'`, [s.tenant.locationId]);
+    const clock = await service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock');
+    const hour = (offset: number) => `${String((new Date(clock.body.now).getUTCHours() + offset) % 24).padStart(2, '0')}:00`;
+    const every = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+    const patched = await service.admin('PATCH', `/admin/v1/security_groups/${group?.id}`, { windows: [{ days: every, start: hour(2), end: hour(3) }] });
+    assert.equal(patched.status, 200, patched.text);
+    const before = s.commands.length;
+    const res = await openWith(await assertion(a.page, await challenge()), s.front, '198.51.100.8');
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body, { refused: 'outside_time_window', command: null });
+    assert.equal(s.commands.length, before);
+  });
+
   test('failed assertions from one address are limited', async () => {
     const garbage = { id: 'nope', rawId: 'nope', type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: 'e30', authenticatorData: '', signature: '' } };
     let last = 0;
