@@ -337,3 +337,23 @@ describe('attacks on the key holder’s endpoints, with real assertions', { conc
     assert.equal(last, 429);
   });
 });
+
+describe('the key holder’s page as served', () => {
+  test('German from Accept-Language, the console’s CSP with no inline script, an installable manifest with an icon', async () => {
+    const page = await service.request('GET', '/my-key', { headers: { 'accept-language': 'de-DE,de;q=0.9,en;q=0.5' } });
+    assert.equal(page.status, 200);
+    assert.match(page.text, /<html lang="de">/);
+    assert.match(page.text, /Meine Türen zeigen/);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'/);
+    assert.doesNotMatch(csp, /unsafe-inline/);
+    assert.doesNotMatch(page.text, /<script>|<style>| on[a-z]+="/, 'nothing inline');
+    assert.match((await service.request('GET', '/my-key')).text, /Show my doors/);
+    const manifest = await service.request<{ start_url: string; icons: Array<{ src: string }> }>('GET', '/my-key/manifest.webmanifest');
+    assert.equal(manifest.body.start_url, '/my-key');
+    const icon = await service.request('GET', manifest.body.icons[0]?.src ?? '');
+    assert.equal(icon.status, 200);
+    assert.equal(icon.headers.get('content-type'), 'image/svg+xml');
+    assert.equal((await service.request('GET', '/my-key/assets/holder.js')).status, 200);
+  });
+});
