@@ -330,6 +330,21 @@ describe('attacks on the key holder’s endpoints, with real assertions', { conc
     assert.equal(s.commands.length, before);
   });
 
+  test("a registration over another setup link's challenge activates nothing", async () => {
+    await issueKey(service, s.tenant);
+    const first = linkPath(await latestLink(service, s.tenant.phone));
+    await issueKey(service, s.tenant);
+    const second = linkPath(await latestLink(service, s.tenant.phone));
+    assert.notEqual(first, second);
+    const options = await service.request<{ challenge: string }>('POST', `${first}/passkey/options`);
+    assert.equal(options.status, 200, options.text);
+    const clientDataJSON = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge: options.body.challenge, origin })).toString('base64url');
+    const forged = { id: 'x', rawId: 'x', type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON, attestationObject: 'o2NmbXRkbm9uZQ' } };
+    const res = await service.request('POST', `${second}/passkey`, { body: { response: forged }, ip: '198.51.100.9' });
+    assert.equal(res.status, 401, res.text);
+    assert.equal((await service.request('GET', second)).status, 200, 'the second link is still usable');
+  });
+
   test('failed assertions from one address are limited', async () => {
     const garbage = { id: 'nope', rawId: 'nope', type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: 'e30', authenticatorData: '', signature: '' } };
     let last = 0;
