@@ -65,7 +65,7 @@ export default tseslint.config(
   },
   {
     // The console's browser app (src/modules/console/web, TSX with Preact): browser globals, no Node.
-    files: ['src/modules/console/web/**/*.{ts,tsx}'],
+    files: ['src/modules/console/web/**/*.{ts,tsx}', 'src/modules/holder/web/**/*.ts'],
     languageOptions: { globals: { ...globals.browser } },
     rules: {
       'no-restricted-imports': ['error', { patterns: [{ regex: '^node:', message: 'The console runs in the browser.' }] }],

@@ -22,6 +22,7 @@ import { NO_BROKER_ACCOUNTS } from './modules/devices/broker-accounts.ts';
 import { brokerAuthRoutes } from './modules/devices/broker-auth-routes.ts';
 import { AccessLists, GatewaySync } from './modules/access/index.ts';
 import { startDevices } from './modules/devices/index.ts';
+import { HolderService, holderAdminRoutes, holderRoutes } from './modules/holder/index.ts';
 import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
 import { AccessLogReader, AccessLogWriter } from './modules/events/index.ts';
@@ -235,6 +236,23 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
     activationRoutes(scope as typeof app, keys.activation, config.brandName);
   });
+  // The key holder's page (README "The key holder's page"): passkeys, /my-key, Open through the unlock path.
+  const holder = new HolderService({
+    db,
+    clock,
+    publicUrl: config.publicUrl,
+    brandName: config.brandName,
+    limits,
+    unlock: devices.unlock,
+    log: app.log,
+    linkUsable: async (token) => {
+      const link = await keys.activation.describeLink(token);
+      return link ? { personName: link.invitation.person_name } : null;
+    },
+    activate: (token) => keys.activation.activate(token),
+  });
+  holderRoutes(app, holder, config.brandName);
+  holderAdminRoutes(app, holder);
   operatorRoutes(
     app,
     new OperatorService({

@@ -114,6 +114,8 @@ export const errors = {
   // 401, 403
   unauthenticated: () => build(401, 'unauthenticated', 'A valid API key is required.'),
   consoleSignInRequired: () => build(401, 'unauthenticated', 'Sign in to the console first.'),
+  /** The key holder's page: the passkey's answer did not check out (no detail: nothing for a prober). */
+  passkeyRefused: () => build(401, 'unauthenticated', 'The passkey could not be verified; try again.'),
   consoleSignInFailed: () => build(401, 'unauthenticated', 'That is not the operator token.'),
   insufficientScope: (needed: string) => build(403, 'insufficient_scope', `This API key lacks the scope ${needed}.`),
   notAvailable: (message = 'Reseller accounts are not supported in API v1.') => build(403, 'not_available', message),

@@ -6,3 +6,4 @@ export { GatewaySync, type GatewayIo } from './gateway-sync.ts';
 export { AccessLists, ACCESS_LISTS_CHANNEL, type ConfirmKeys } from './lists.ts';
 export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';
+export { decideForKey, keyDoors, type HolderKey, type KeyDoor } from './doors.ts';

@@ -21,6 +21,7 @@ import { serviceTopic } from './topics.ts';
 // The devices module's surface for the rest of the service.
 export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 export { MQTT_TOPIC_PREFIX } from './topics.ts';
+export type { KeyHolder, UnlockService } from './unlock.ts';
 
 export interface Devices {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */

@@ -95,9 +95,12 @@ const COMMAND_OUTCOME_CONTEXT = {
   name: 'lockCommands.outcomeContext',
   text: `SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id,
          CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('id', a.id, 'name', a.name, 'prefix', a.prefix) END AS api_key,
-         c.requested_at
+         c.requested_at,
+         CASE WHEN hk.id IS NULL THEN NULL ELSE json_build_object('id', hk.id, 'name', hk.name) END AS holder_key,
+         CASE WHEN hp.id IS NULL THEN NULL ELSE json_build_object('id', hp.id, 'name', hp.name, 'email', hp.email) END AS holder_person
     FROM lock_commands c JOIN locks k ON k.id = c.lock_id JOIN locations l ON l.id = k.location_id
     LEFT JOIN api_keys a ON a.id = c.api_key_id
+    LEFT JOIN keys hk ON hk.id = c.key_id LEFT JOIN people hp ON hp.id = hk.person_id
    WHERE c.id = $1 AND c.gateway_id = $2 AND c.status = 'published'`,
 };
 
@@ -106,9 +109,46 @@ export async function commandOutcomeContext(
   db: Queryable,
   commandId: string,
   gatewayId: number,
-): Promise<(AccessLogLock & { api_key: AccessEvent['api_key']; requested_at: Date }) | undefined> {
-  const [context] = await db.query<AccessLogLock & { api_key: AccessEvent['api_key']; requested_at: Date }>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
+): Promise<OutcomeContext | undefined> {
+  const [context] = await db.query<OutcomeContext>(COMMAND_OUTCOME_CONTEXT, [commandId, gatewayId]);
   return context;
+}
+
+type OutcomeContext = AccessLogLock & {
+  api_key: AccessEvent['api_key'];
+  requested_at: Date;
+  holder_key: AccessEvent['key'];
+  holder_person: AccessEvent['person'];
+};
+
+const CREATE_KEY_COMMAND = {
+  name: 'lockCommands.createForKey',
+  text: `WITH target AS (
+    SELECT k.id, k.gateway_id, l.account_id, g.online
+      FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
+     WHERE k.id = $3 AND l.account_id = (SELECT account_id FROM keys WHERE id = $2)
+  ), created AS (
+    INSERT INTO lock_commands (id, account_id, lock_id, gateway_id, key_id, status, requested_at, published_at, timeout_seconds, expires_at)
+    SELECT $1, target.account_id, target.id, target.gateway_id, $2, 'published', $4, $4, $5, $6 FROM target
+     WHERE target.gateway_id IS NOT NULL AND target.online
+    ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *
+  )
+  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, created.* FROM target LEFT JOIN created ON true`,
+};
+
+/** CREATE_COMMAND for a key holder's unlock: the lock in the key's account, the command naming the key. */
+export async function tryCreateKeyCommand(
+  db: Queryable,
+  c: { id: string; keyId: number; lockId: number; now: Date; timeoutSeconds: number; expiresAt: Date },
+): Promise<CommandAttempt | undefined> {
+  const [attempt] = await db.query<CommandAttempt>(CREATE_KEY_COMMAND, [c.id, c.keyId, c.lockId, c.now, c.timeoutSeconds, c.expiresAt]);
+  return attempt;
+}
+
+/** A key holder's command by its id (never an API key's). */
+export async function findKeyCommand(db: Queryable, commandId: string): Promise<CommandRow | undefined> {
+  const [row] = await db.query<CommandRow>({ name: 'lockCommands.getForKey', text: 'SELECT * FROM lock_commands WHERE id = $1 AND key_id IS NOT NULL' }, [commandId]);
+  return row;
 }
 
 /**

@@ -22,6 +22,8 @@ import {
   setSandboxPublishMode,
   toCommand,
   tryCreateCommand,
+  tryCreateKeyCommand,
+  findKeyCommand,
   type CommandRow,
   type UnlockLock,
 } from './store.ts';
@@ -40,6 +42,13 @@ export interface UnlockDeps {
   sandbox: boolean;
   log: FastifyBaseLogger;
   metrics?: UnlockMetrics;
+}
+
+/** Who opens, when a key holder does: their key, person and account. */
+export interface KeyHolder {
+  accountId: number;
+  key: { id: number; name: string };
+  person: { id: string; name: string; email: string | null };
 }
 
 /** Tries of one unlock while the lock's in-flight command finishes under it (see unlock). */
@@ -152,7 +161,7 @@ export class UnlockService {
     const now = this.deps.clock.now();
     const context = await commandOutcomeContext(this.db, commandId, gatewayId);
     if (!context) return;
-    const { api_key: apiKey, requested_at: requestedAt, ...lock } = context;
+    const { api_key: apiKey, requested_at: requestedAt, holder_key: holderKey, holder_person: holderPerson, ...lock } = context;
     // One statement ends the command and records its outcome, or does neither when another instance (or
     // the time-out) ended it meanwhile.
     const [recorded] = await this.deps.accessLog.recordBatch(
@@ -167,10 +176,10 @@ export class UnlockService {
             occurredAt: now,
             result: status === 'confirmed' ? 'success' : 'denied',
             reason: failReason,
-            source: 'api',
+            source: holderKey ? 'key_holder' : 'api',
             apiKey,
-            person: null,
-            key: null,
+            person: holderPerson,
+            key: holderKey,
           },
         },
       ],
@@ -210,6 +219,67 @@ export class UnlockService {
       throw errors.lockNotAllowed();
     }
     return lock;
+  }
+
+  /**
+   * A key holder's Open (README "The key holder's page"): the decision was made by `decide`; a denial is
+   * recorded as access.denied with the person and key, a grant becomes one command for the lock (a command
+   * in flight is answered, as for API unlocks) whose outcome names them.
+   */
+  async unlockForKey(holder: KeyHolder, lockId: number, denial: string | null, tries = 0): Promise<LockCommand | null> {
+    const now = this.deps.clock.now();
+    if (denial !== null) {
+      const lock = await findUnlockLock(this.db, lockId);
+      if (lock && Number(lock.account_id) === holder.accountId) {
+        await this.deps.accessLog.recordBatch(this.db, [
+          {
+            lock,
+            entry: {
+              gatewayId: null,
+              gatewayEventId: null,
+              type: 'access.denied',
+              occurredAt: now,
+              result: 'denied',
+              reason: denial,
+              source: 'key_holder',
+              apiKey: null,
+              person: holder.person,
+              key: holder.key,
+            },
+          },
+        ]);
+      }
+      return null;
+    }
+    const id = uuidv7(now);
+    const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
+    const attempt = await tryCreateKeyCommand(this.db, { id, keyId: holder.key.id, lockId, now, timeoutSeconds: this.deps.timeoutSeconds, expiresAt });
+    if (!attempt) throw errors.notFound('lock');
+    const gatewayId = attempt.lock_gateway_id;
+    if (gatewayId === null) throw errors.lockNotRemote();
+    if (!attempt.gateway_online) throw errors.lockOffline();
+    if (!attempt.id) {
+      const inFlight = await findInFlightCommand(this.db, lockId);
+      if (inFlight) return toCommand(inFlight);
+      if (tries >= MAX_UNLOCK_ATTEMPTS - 1) throw errors.rateLimited(1);
+      return this.unlockForKey(holder, lockId, null, tries + 1);
+    }
+    try {
+      if (this.deps.sandbox && (await sandboxPublishMode(this.db)) === 'fail') throw new Error('the broker refused the publish (sandbox)');
+      await this.deps.publish(commandsTopic(gatewayId), { id, lock_id: lockId, action: 'unlock', expires_at: expiresAt.toISOString() });
+    } catch (error) {
+      this.deps.log.warn({ err: error, commandId: id }, 'unlock command not published');
+      await this.finish(id, gatewayId, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
+      throw errors.publishFailed();
+    }
+    return toCommand(attempt as CommandRow);
+  }
+
+  /** A key holder's command, polled by the page by its id; null for an API key's or none. */
+  async anyKeyCommand(commandId: string): Promise<LockCommand | null> {
+    if (!UUID.test(commandId)) return null;
+    const row = await findKeyCommand(this.db, commandId);
+    return row ? toCommand(row) : null;
   }
 
   /** PUT /admin/v1/sandbox/mqtt. */

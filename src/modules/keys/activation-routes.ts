@@ -3,7 +3,39 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../platform/errors.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
+import { holderHeaders, languageOf } from '../holder/index.ts';
 import type { ActivationService } from './activation.ts';
+
+const SETUP_TEXT = {
+  en: {
+    title: 'Activate your phone key',
+    hello: (name: string) => `Hello ${name}, a phone key has been issued to you.`,
+    key: 'Key',
+    opens: 'Opens',
+    none: 'no doors yet; they can be added later',
+    valid: 'Valid',
+    from: 'from',
+    until: 'until',
+    linkUntil: 'This link works until',
+    once: 'once',
+    bind: 'Activating binds the key to this phone with a passkey: you confirm with your screen lock, now and at every door.',
+    button: 'Activate my key',
+  },
+  de: {
+    title: 'Telefonschlüssel aktivieren',
+    hello: (name: string) => `Hallo ${name}, für Sie wurde ein Telefonschlüssel ausgestellt.`,
+    key: 'Schlüssel',
+    opens: 'Öffnet',
+    none: 'noch keine Türen; sie können später hinzukommen',
+    valid: 'Gültig',
+    from: 'ab',
+    until: 'bis',
+    linkUntil: 'Dieser Link gilt bis',
+    once: 'einmal',
+    bind: 'Beim Aktivieren wird der Schlüssel mit einem Passkey an dieses Telefon gebunden: Sie bestätigen mit Ihrer Displaysperre, jetzt und an jeder Tür.',
+    button: 'Meinen Schlüssel aktivieren',
+  },
+};
 
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
 /** Activation takes no body (the page's form posts an empty one): nothing larger is read from anyone. */
@@ -14,21 +46,19 @@ const escape = (text: string) =>
 
 const day = (date: Date) => date.toISOString().slice(0, 10);
 
-function page(brand: string, title: string, body: string): string {
+function page(brand: string, title: string, body: string, lang: 'de' | 'en' = 'en'): string {
+  // The holder page's styles and script (README "The key holder's page"): the script registers a passkey
+  // when the form is sent; without JavaScript the form activates the key as before (no passkey).
   return `<!doctype html>
-<html lang="en">
+<html lang="${lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(title)} · ${escape(brand)}</title>
-<style>
-  body { font: 18px/1.5 system-ui, sans-serif; margin: 0; padding: 2rem 1rem; color: #1a1a1a; background: #f6f6f4; }
-  main { max-width: 32rem; margin: 0 auto; background: #fff; padding: 2rem; border-radius: 12px; }
-  h1 { font-size: 1.6rem; margin-top: 0; }
-  dt { font-weight: 600; } dd { margin: 0 0 .75rem 0; }
-  button { font: inherit; font-weight: 600; padding: .8rem 1.5rem; border: 0; border-radius: 8px; background: #0b57d0; color: #fff; width: 100%; cursor: pointer; }
-  button:focus-visible { outline: 3px solid #1a1a1a; outline-offset: 3px; }
-</style>
+<link rel="manifest" href="/my-key/manifest.webmanifest">
+<link rel="icon" href="/my-key/assets/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/my-key/assets/holder.css">
+<script type="module" src="/my-key/assets/holder.js"></script>
 </head>
 <body>
 <main>
@@ -40,13 +70,9 @@ ${body}
 }
 
 function sendPage(reply: FastifyReply, status: number, html: string): FastifyReply {
-  return reply
-    .code(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('referrer-policy', 'no-referrer')
-    // Never framed: a page that activates a key on one click is a clickjacking target.
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
-    .send(html);
+  // The console's CSP (no inline script or style); never framed: a page that activates a key on one click is
+  // a clickjacking target.
+  return holderHeaders(reply.code(status)).header('content-type', 'text/html; charset=utf-8').send(html);
 }
 
 const wantsJson = (request: FastifyRequest) => (request.headers.accept ?? '').includes('application/json');
@@ -60,23 +86,28 @@ export function activationRoutes(app: ApiInstance, links: ActivationService, bra
     const link = await links.describeLink(request.params.token);
     if (!link) return sendPage(reply, 410, unusable());
     const { invitation, opens } = link;
+    const lang = languageOf(request);
+    const t = SETUP_TEXT[lang];
     return sendPage(
       reply,
       200,
       page(
         brand,
-        'Activate your phone key',
-        `<h1>Activate your phone key</h1>
-<p>Hello ${escape(invitation.person_name)}, a phone key has been issued to you.</p>
+        t.title,
+        `<h1>${escape(t.title)}</h1>
+<p>${escape(t.hello(invitation.person_name))}</p>
 <dl>
-  <dt>Key</dt><dd>${escape(invitation.name)}</dd>
-  <dt>Opens</dt><dd>${opens.length > 0 ? opens.map(escape).join(', ') : 'no doors yet; they can be added later'}</dd>
-  <dt>Valid</dt><dd>from ${day(invitation.starts_at)}${invitation.key_expires_at ? ` until ${day(invitation.key_expires_at)}` : ''}</dd>
-  <dt>This link works until</dt><dd>${day(invitation.expires_at)}, once</dd>
+  <dt>${t.key}</dt><dd>${escape(invitation.name)}</dd>
+  <dt>${t.opens}</dt><dd>${opens.length > 0 ? opens.map(escape).join(', ') : t.none}</dd>
+  <dt>${t.valid}</dt><dd>${t.from} ${day(invitation.starts_at)}${invitation.key_expires_at ? ` ${t.until} ${day(invitation.key_expires_at)}` : ''}</dd>
+  <dt>${t.linkUntil}</dt><dd>${day(invitation.expires_at)}, ${t.once}</dd>
 </dl>
-<form method="post">
-  <button type="submit">Activate my key</button>
-</form>`,
+<p>${escape(t.bind)}</p>
+<form method="post" id="activate">
+  <button type="submit">${escape(t.button)}</button>
+</form>
+<p id="status" role="status" aria-live="polite"></p>`,
+        lang,
       ),
     );
   });

@@ -1,0 +1,280 @@
+// The key holder's surface (README "The key holder's page"): a passkey registered when a setup link is
+// activated, and every later action a fresh WebAuthn assertion over a single-use 60 s challenge. A
+// discoverable credential names the key, so no cookie or link is involved: a forwarded link or a copied
+// cookie opens nothing.
+import { randomBytes } from 'node:crypto';
+import {
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+  type AuthenticationResponseJSON,
+  type RegistrationResponseJSON,
+} from '@simplewebauthn/server';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
+import type { RateLimits } from '../../platform/rate-limit.ts';
+import { hashToken } from '../../platform/secrets.ts';
+import { decideForKey, keyDoors, type HolderKey, type TimeWindow } from '../access/index.ts';
+import type { KeyHolder, UnlockService } from '../devices/index.ts';
+import {
+  deletePasskey,
+  findHolderKey,
+  findPasskey,
+  insertChallenge,
+  insertPasskey,
+  keyExists,
+  lockNames,
+  passkeysOfKey,
+  recordPasskeyUse,
+  spendChallenge,
+  type HolderKeyRow,
+} from './store.ts';
+
+/** A challenge is good for this long, once. */
+export const CHALLENGE_TTL_MS = 60_000;
+/** Limits (per minute): challenges and taps per address, taps per key, failed assertions per address and key. */
+export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, failedPerKey: 5 } as const;
+
+/** Why a key opens nothing at a door, as the page words it. */
+export type Refusal = 'revoked' | 'returned' | 'not_handed_over' | 'expired' | 'not_yet_valid' | 'outside_time_window' | 'no_access';
+
+export interface HolderDeps {
+  db: Database;
+  clock: Clock;
+  publicUrl: string;
+  brandName: string;
+  limits: RateLimits;
+  unlock: UnlockService;
+  log: FastifyBaseLogger;
+  /** The keys module's setup links: whether one is usable, and its activation. */
+  linkUsable(token: string): Promise<{ personName: string } | null>;
+  activate(token: string): Promise<{ key_id: number; invitation_id: number }>;
+}
+
+export interface DoorView {
+  lock_id: number;
+  name: string;
+  place: string;
+  time_zone: string;
+  windows: TimeWindow[] | null;
+  opens_now: boolean;
+  reason: Refusal | null;
+}
+
+export interface KeyView {
+  key: { id: number; name: string; person_name: string; starts_at: string; expires_at: string | null };
+  /** Set when the key opens nothing at all any more (revoked, returned, expired …). */
+  refusal: Refusal | null;
+  doors: DoorView[];
+}
+
+/** The challenge a client's answer was made over (clientDataJSON, base64url JSON); null when unreadable. */
+function challengeOf(response: { response?: { clientDataJSON?: unknown } }): string | null {
+  const data = response.response?.clientDataJSON;
+  if (typeof data !== 'string' || data.length > 4096) return null;
+  try {
+    const parsed = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as { challenge?: unknown };
+    return typeof parsed.challenge === 'string' && parsed.challenge.length <= 128 ? parsed.challenge : null;
+  } catch {
+    return null;
+  }
+}
+
+export class HolderService {
+  readonly origin: string;
+  readonly rpId: string;
+
+  constructor(private readonly deps: HolderDeps) {
+    const url = new URL(deps.publicUrl);
+    this.origin = url.origin;
+    this.rpId = url.hostname;
+  }
+
+  private now(): Date {
+    return this.deps.clock.now();
+  }
+
+  /** 32 random bytes; stored as the base64url text the client's clientDataJSON will carry. */
+  private async newChallenge(purpose: 'register' | 'assert', subject: string | null): Promise<Uint8Array<ArrayBuffer>> {
+    const bytes = new Uint8Array(32);
+    bytes.set(randomBytes(32));
+    const now = this.now();
+    await insertChallenge(this.deps.db, Buffer.from(bytes).toString('base64url'), purpose, subject, new Date(now.getTime() + CHALLENGE_TTL_MS), now);
+    return bytes;
+  }
+
+  private async limit(bucket: string, key: string, perMinute: number): Promise<void> {
+    const state = await this.deps.limits.consume(bucket, key, perMinute);
+    if (state.exceeded) throw this.deps.limits.refusal(state);
+  }
+
+  private async failed(ip: string, keyId: number | null): Promise<never> {
+    await this.deps.limits.consume('holder-failed', ip, HOLDER_LIMITS.failedPerIp);
+    if (keyId !== null) await this.deps.limits.consume('holder-failed-key', String(keyId), HOLDER_LIMITS.failedPerKey);
+    throw errors.passkeyRefused();
+  }
+
+  /** Registration options for a usable setup link (410 otherwise). */
+  async registrationOptions(token: string, ip: string) {
+    await this.limit('holder-challenge', ip, HOLDER_LIMITS.challengesPerIp);
+    const link = await this.deps.linkUsable(token);
+    if (!link) throw errors.linkUnusable();
+    const challenge = await this.newChallenge('register', hashToken(token));
+    return generateRegistrationOptions({
+      rpName: this.deps.brandName,
+      rpID: this.rpId,
+      userName: link.personName,
+      userDisplayName: link.personName,
+      challenge,
+      attestationType: 'none',
+      authenticatorSelection: { authenticatorAttachment: 'platform', residentKey: 'required', userVerification: 'preferred' },
+      timeout: CHALLENGE_TTL_MS,
+    });
+  }
+
+  /** Verifies the attestation, activates the link's key and binds the passkey to it. */
+  async register(token: string, response: RegistrationResponseJSON, ip: string): Promise<{ key_id: number; invitation_id: number }> {
+    const lockout = await this.deps.limits.isExhausted('holder-failed', ip, HOLDER_LIMITS.failedPerIp);
+    if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
+    const challenge = challengeOf(response);
+    if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(ip, null);
+    let verified;
+    try {
+      verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.origin, expectedRPID: this.rpId, requireUserVerification: false });
+    } catch {
+      return this.failed(ip, null);
+    }
+    if (!verified.verified) return this.failed(ip, null);
+    const { credential } = verified.registrationInfo;
+    const activated = await this.deps.activate(token);
+    await insertPasskey(this.deps.db, activated.key_id, credential.id, Buffer.from(credential.publicKey).toString('base64url'), credential.counter, this.now());
+    return activated;
+  }
+
+  /** Options for an assertion: a new challenge, discoverable credentials (no list of ids). */
+  async assertionOptions(ip: string) {
+    await this.limit('holder-challenge', ip, HOLDER_LIMITS.challengesPerIp);
+    const challenge = await this.newChallenge('assert', null);
+    return generateAuthenticationOptions({ rpID: this.rpId, challenge, userVerification: 'preferred', timeout: CHALLENGE_TTL_MS });
+  }
+
+  /** Checks an assertion (challenge spent once, signature, origin, RP id, counter): the key it names. */
+  private async verify(response: AuthenticationResponseJSON, ip: string): Promise<HolderKeyRow> {
+    const lockout = await this.deps.limits.isExhausted('holder-failed', ip, HOLDER_LIMITS.failedPerIp);
+    if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
+    const challenge = challengeOf(response);
+    if (!challenge || typeof response.id !== 'string') return this.failed(ip, null);
+    const passkey = await findPasskey(this.deps.db, response.id);
+    if (passkey) {
+      const keyLockout = await this.deps.limits.isExhausted('holder-failed-key', String(passkey.key_id), HOLDER_LIMITS.failedPerKey);
+      if (keyLockout.exceeded) throw this.deps.limits.refusal(keyLockout);
+    }
+    if (!(await spendChallenge(this.deps.db, challenge, 'assert', null, this.now())) || !passkey) return this.failed(ip, passkey?.key_id ?? null);
+    let verified;
+    try {
+      verified = await verifyAuthenticationResponse({
+        response,
+        expectedChallenge: challenge,
+        expectedOrigin: this.origin,
+        expectedRPID: this.rpId,
+        credential: { id: passkey.credential_id, publicKey: Buffer.from(passkey.public_key, 'base64url'), counter: passkey.sign_count },
+        requireUserVerification: false,
+      });
+    } catch {
+      return this.failed(ip, passkey.key_id);
+    }
+    if (!verified.verified) return this.failed(ip, passkey.key_id);
+    // The counter moves forward once per use (or stays 0 where the authenticator keeps none).
+    if (!(await recordPasskeyUse(this.deps.db, passkey.id, verified.authenticationInfo.newCounter, this.now()))) return this.failed(ip, passkey.key_id);
+    const key = await findHolderKey(this.deps.db, passkey.key_id);
+    if (!key) return this.failed(ip, null);
+    await this.limit('holder-taps', String(key.id), HOLDER_LIMITS.tapsPerKey);
+    return key;
+  }
+
+  /** Why the key as a whole opens nothing at `now`, or null. */
+  private keyRefusal(key: HolderKeyRow, now: Date): Refusal | null {
+    if (key.revoked_at) return 'revoked';
+    if (key.state === 'returned') return 'returned';
+    if (key.state !== 'handed_over' && key.state !== 'sent') return 'not_handed_over';
+    if (key.expires_at && now >= key.expires_at) return 'expired';
+    if (now < key.starts_at) return 'not_yet_valid';
+    return null;
+  }
+
+  private accessKey(key: HolderKeyRow): HolderKey {
+    return {
+      id: key.id,
+      state: key.state,
+      startsAt: key.starts_at,
+      expiresAt: key.expires_at,
+      accountId: key.account_id,
+      revoked: key.revoked_at !== null,
+      securityGroups: key.security_groups,
+      personPath: key.person_path,
+    };
+  }
+
+  /** "Show my doors": the doors the key opens and when. */
+  async doors(response: AuthenticationResponseJSON, ip: string): Promise<KeyView> {
+    const key = await this.verify(response, ip);
+    const now = this.now();
+    const refusal = this.keyRefusal(key, now);
+    const doors = refusal ? [] : await keyDoors(this.deps.db, this.accessKey(key), now);
+    const names = await lockNames(this.deps.db, doors.map((d) => d.lockId));
+    return {
+      key: { id: key.id, name: key.name, person_name: key.person_name, starts_at: key.starts_at.toISOString(), expires_at: key.expires_at?.toISOString() ?? null },
+      refusal,
+      doors: doors.map((door) => ({
+        lock_id: door.lockId,
+        name: names.get(door.lockId)?.name ?? '',
+        place: names.get(door.lockId)?.place ?? '',
+        time_zone: door.timeZone,
+        windows: door.windows,
+        opens_now: door.decision.granted,
+        reason: door.decision.granted ? null : (door.decision.reason as Refusal),
+      })),
+    };
+  }
+
+  /** "Open": the one decision, then one command for the lock; a refusal says why and is logged as access.denied. */
+  async open(response: AuthenticationResponseJSON, lockId: number, ip: string) {
+    const key = await this.verify(response, ip);
+    const now = this.now();
+    const holder: KeyHolder = {
+      accountId: key.account_id,
+      key: { id: key.id, name: key.name },
+      person: { id: key.person_id, name: key.person_name, email: key.person_email },
+    };
+    const decision = await decideForKey(this.deps.db, this.accessKey(key), lockId, now);
+    if (!decision.granted) {
+      const refusal: Refusal = this.keyRefusal(key, now) ?? (decision.reason === 'unknown_key' ? 'revoked' : decision.reason);
+      await this.deps.unlock.unlockForKey(holder, lockId, decision.reason);
+      return { refused: refusal, command: null };
+    }
+    const command = await this.deps.unlock.unlockForKey(holder, lockId, null);
+    return { refused: null, command };
+  }
+
+  /** The page polls its command; the command id alone (uuidv7, unguessable part) and only its status. */
+  async commandStatus(commandId: string) {
+    const command = await this.deps.unlock.anyKeyCommand(commandId);
+    if (!command) throw errors.notFound('command');
+    return { id: command.id, status: command.status, error: command.error?.code ?? null };
+  }
+
+  // The operator's side: a key's devices.
+  async devices(keyId: number) {
+    if (!(await keyExists(this.deps.db, keyId))) throw errors.notFound('key');
+    const rows = await passkeysOfKey(this.deps.db, keyId);
+    return { data: rows.map((row) => ({ id: Number(row.id), registered_at: row.created_at.toISOString(), last_used_at: row.last_used_at?.toISOString() ?? null })) };
+  }
+
+  async removeDevice(keyId: number, deviceId: number): Promise<void> {
+    if (!(await keyExists(this.deps.db, keyId))) throw errors.notFound('key');
+    if (!(await deletePasskey(this.deps.db, keyId, deviceId))) throw errors.notFound('device');
+  }
+}
