@@ -307,7 +307,13 @@ export async function accessRuns(label: string, target: Target, mqttUrl?: string
       clients.push(receiver.client);
       rebuilds.push({ keys: FULL_KEYS, ms: await rebuild(server.url, fullSite.group, 0) });
       await until(() => complete, 120_000);
-      await new Promise((resolve) => setTimeout(resolve, 1000)); // applied, and nothing else on its way
+      // Applied, and nothing else on its way (a push again of the same list while its access/applied was on its way).
+      let heard = parts;
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        if (parts === heard) break;
+        heard = parts;
+      }
       parts = bytes = entries = 0;
       complete = false;
       const started = performance.now();
