@@ -43,14 +43,18 @@ async function bareRun(name: string, body: string): Promise<Measured> {
 async function accessSection(pgUrl: string, dataDir: string, only?: string): Promise<AccessFigures[]> {
   const runs: AccessFigures[] = [];
   const log = (line: string) => console.log(line);
-  if (!only || only === 'postgres') runs.push(await accessRuns('PostgreSQL, embedded broker', { kind: 'postgres', url: pgUrl }, undefined, { log }));
+  const done = (run: AccessFigures) => {
+    console.log(formatAccess([run])); // each run's figures as soon as it ends
+    runs.push(run);
+  };
+  if (!only || only === 'postgres') done(await accessRuns('PostgreSQL, embedded broker', { kind: 'postgres', url: pgUrl }, undefined, { log }));
   if (!only || only === 'mosquitto') {
     const broker = await externalBroker();
-    runs.push(await accessRuns('PostgreSQL, Mosquitto', { kind: 'postgres', url: pgUrl }, broker.url, { log }).finally(() => broker.stop()));
+    done(await accessRuns('PostgreSQL, Mosquitto', { kind: 'postgres', url: pgUrl }, broker.url, { log }).finally(() => broker.stop()));
   }
   if (!only || only === 'embedded') {
     const dir = path.join(dataDir, 'access');
-    runs.push(await accessRuns('embedded PGlite', { kind: 'embedded', dataDir: dir }, undefined, { log, fullList: process.env.BENCH_ACCESS_EMBEDDED_FULL !== '0' }));
+    done(await accessRuns('embedded PGlite', { kind: 'embedded', dataDir: dir }, undefined, { log, fullList: process.env.BENCH_ACCESS_EMBEDDED_FULL !== '0' }));
   }
   return runs;
 }
