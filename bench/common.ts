@@ -100,8 +100,12 @@ export async function load(name: string, url: string, token: string | null, pid?
   };
 }
 
-/** The service in its own process on a free port, with the rate limit raised so the limiter counts without refusing. */
+/**
+ * The service in its own process on a free port, with the rate limit raised so the limiter counts without refusing.
+ * BENCH_CPU_PROF=<directory>: the service writes a CPU profile there when it ends (node --cpu-prof).
+ */
 export function startBenchService(env: Record<string, string>): Promise<ServiceProcess> {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   return startServiceProcess({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -109,5 +113,5 @@ export function startBenchService(env: Record<string, string>): Promise<ServiceP
     LOG_LEVEL: 'warn',
     API_RATE_LIMIT_PER_MINUTE: '10000000',
     ...env,
-  });
+  }, undefined, profile);
 }

@@ -2,6 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { CONNECTIONS, PINNED, RUNS, SECONDS, type Measured } from './common.ts';
+import { ACCESS_NOTES, formatAccess, type AccessFigures } from './access.ts';
 import type { ConsoleFigures } from './console.ts';
 import { formatAccessLogScale, type AccessLogScaleFigures } from './access-log-scale.ts';
 import type { DeviceFigures } from './devices.ts';
@@ -22,6 +23,8 @@ export interface Figures {
   hooks: WebhookFigures;
   devices: DeviceFigures;
   viaMosquitto: DeviceFigures;
+  /** Access decisions: PostgreSQL through the embedded broker, through Mosquitto, and embedded PGlite. */
+  access: AccessFigures[];
   consoleCost: { embedded: ConsoleFigures; postgres: ConsoleFigures };
 }
 
@@ -36,7 +39,7 @@ const READS = [
 ] as const;
 
 /** Writes bench/RESULTS.md and returns its text. */
-export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, consoleCost }: Figures): Promise<string> {
+export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost }: Figures): Promise<string> {
   const rows = [bare, barePage, ...[server, databasePath, embedded].flatMap((r) => READS.map(([, k]) => r[k]))];
   const { embedded: e, postgres: p } = consoleCost;
   const share = (m: Measured) => (m.rps / bare.rps).toFixed(2);
@@ -122,6 +125,18 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     `10,000 events/s from 3 gateways (measured ${devices.eventsPerSecond} embedded, ${viaMosquitto.eventsPerSecond} through Mosquitto) and p99 under 50 ms at a`,
     `steady 2,000/s (measured ${devices.ingestP99} and ${viaMosquitto.ingestP99} ms). Before, when events were acknowledged on receipt (commit 6cb238a,`,
     'same machine): 11,660 and 10,770 events/s, p99 13 and 17 ms.',
+    '',
+    '## Access decisions (issue 22)',
+    '',
+    ACCESS_NOTES,
+    '',
+    formatAccess(access),
+    '',
+    'Before commit 10356b4 (same machine, 2026-11-26) the key was looked up by credential in a statement that could not use',
+    'the credential index and read every live key of the account (~20 ms at 30,000 keys): 20 decisions/s gave p50 16 ms',
+    'and p99 83 ms, 200/s queued to p50 3.1 s, and 1,000/s exhausted the connection pool and ended the service (a',
+    'rejected promise in the broker callback, fixed in 893f864). An unknown or returned credential still reads every',
+    'live key (~13 ms at 30,000): it needs an index on (account_id, credential_hash) WHERE revoked_at IS NULL.',
     '',
     '## Operator console: start-up and memory',
     '',

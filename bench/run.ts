@@ -5,14 +5,15 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the PostgreSQL server,
 // BENCH_MQTT_URL the external broker of the second gateway run (by default a Mosquitto started here
 // with the shipped deploy/mosquitto/mosquitto.conf, through test/helpers/mosquitto.ts);
-// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices or console runs only that
-// section (bench/reads.ts, webhooks.ts, devices.ts, console.ts) and prints its figures.
+// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, access or console runs only
+// that section (bench/reads.ts, webhooks.ts, devices.ts, access.ts, console.ts) and prints its figures.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startServiceProcess } from '../test/helpers/process.ts';
 import { load, pin, PINNED, PG_URL, stop, type Measured } from './common.ts';
+import { accessRuns, formatAccess, type AccessFigures } from './access.ts';
 import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.ts';
 import { consoleRuns } from './console.ts';
 import { startupRuns, startupSummary } from './startup.ts';
@@ -33,6 +34,29 @@ async function bareRun(name: string, body: string): Promise<Measured> {
     if (PINNED) pin(process.pid, '0-1');
     return stop(bareServer);
   });
+}
+
+/**
+ * Access decisions on PostgreSQL through the embedded broker and through Mosquitto, and on embedded PGlite
+ * (in a data directory of its own); `only` picks one of postgres, mosquitto, embedded.
+ */
+async function accessSection(pgUrl: string, dataDir: string, only?: string): Promise<AccessFigures[]> {
+  const runs: AccessFigures[] = [];
+  const log = (line: string) => console.log(line);
+  const done = (run: AccessFigures) => {
+    console.log(formatAccess([run])); // each run's figures as soon as it ends
+    runs.push(run);
+  };
+  if (!only || only === 'postgres') done(await accessRuns('PostgreSQL, embedded broker', { kind: 'postgres', url: pgUrl }, undefined, { log }));
+  if (!only || only === 'mosquitto') {
+    const broker = await externalBroker();
+    done(await accessRuns('PostgreSQL, Mosquitto', { kind: 'postgres', url: pgUrl }, broker.url, { log }).finally(() => broker.stop()));
+  }
+  if (!only || only === 'embedded') {
+    const dir = path.join(dataDir, 'access');
+    done(await accessRuns('embedded PGlite', { kind: 'embedded', dataDir: dir }, undefined, { log, fullList: process.env.BENCH_ACCESS_EMBEDDED_FULL !== '0' }));
+  }
+  return runs;
 }
 
 async function main(): Promise<void> {
@@ -82,6 +106,11 @@ async function main(): Promise<void> {
       console.log(await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop()));
       return;
     }
+    if (process.env.BENCH_ONLY === 'access') {
+      // BENCH_ACCESS=postgres, mosquitto or embedded measures one only.
+      console.log(formatAccess(await accessSection(pgUrl.toString(), dataDir, process.env.BENCH_ACCESS)));
+      return;
+    }
     console.log('start-up and idle memory …');
     const startup = await startupRuns({ databaseUrl: pgUrl.toString(), runs: 7 });
     console.log('embedded PGlite …');
@@ -99,13 +128,15 @@ async function main(): Promise<void> {
     console.log('gateways on PostgreSQL through Mosquitto …');
     const broker = await externalBroker();
     const viaMosquitto = await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop());
+    console.log('access decisions …');
+    const access = await accessSection(pgUrl.toString(), dataDir);
     console.log('console start-up and memory …');
     const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
     console.log('bare Fastify …');
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, consoleCost }));
+    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();

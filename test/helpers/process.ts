@@ -28,8 +28,9 @@ export const startArguments: readonly string[] = (
  * and resolves once it logs `listening on <url>` (the `msg` of a JSON log line; a plain line from
  * bench/bare-server.ts). The node process is the service itself: no npm or wrapper in between.
  */
-export async function startServiceProcess(env: Record<string, string>, entry?: string): Promise<ServiceProcess> {
-  const args = entry ? [...startArguments.filter((arg) => arg.startsWith('--')), '--import', 'tsx', entry] : startArguments;
+export async function startServiceProcess(env: Record<string, string>, entry?: string, nodeFlags: readonly string[] = []): Promise<ServiceProcess> {
+  // `nodeFlags`: more flags for node itself, before npm start's (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+  const args = [...nodeFlags, ...(entry ? [...startArguments.filter((arg) => arg.startsWith('--')), '--import', 'tsx', entry] : startArguments)];
   const child = spawn(process.execPath, args, {
     // With an external broker, no session is left behind unless the test asks for one (a persistent session
     // would keep a share of the gateway topics queued for a process that is gone).

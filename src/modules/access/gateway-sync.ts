@@ -104,7 +104,9 @@ export class GatewaySync {
       this.log.warn({ gatewayId }, 'malformed access request; dropped');
       return undefined;
     }
-    return this.answer(gatewayId, id, lockId, credential);
+    // Never rejects: the broker's callbacks would end the process. A request the database could not answer is
+    // acknowledged without an answer (nothing was decided, nothing is logged): the gateway decides from its copy.
+    return this.answer(gatewayId, id, lockId, credential).catch((error: unknown) => this.log.error({ err: error, gatewayId }, 'access request not answered'));
   }
 
   private async answer(gatewayId: number, id: string, lockId: number, presented: string): Promise<void> {
@@ -161,10 +163,13 @@ export class GatewaySync {
   applied(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
     const version = payload.version;
     if (!isVersion(version)) return undefined;
-    return this.db.transaction(async (tx) => {
-      const confirmed = await recordApplied(tx, gatewayId, version);
-      if (confirmed.length > 0) await this.lists.confirm(tx, confirmed);
-    });
+    // Never rejects (as request); an applied version not recorded is pushed again and applied again.
+    return this.db
+      .transaction(async (tx) => {
+        const confirmed = await recordApplied(tx, gatewayId, version);
+        if (confirmed.length > 0) await this.lists.confirm(tx, confirmed);
+      })
+      .catch((error: unknown) => this.log.error({ err: error, gatewayId }, 'applied version not recorded'));
   }
 
   /** A presence may say what the gateway holds: `access_list: {version, expired}`. */

@@ -78,22 +78,37 @@ export interface AccessKeyRow {
   person_path: number[];
 }
 
+const KEY_BY_CREDENTIAL_SELECT = `SELECT k.id, k.state, k.starts_at, k.expires_at, k.security_groups, l.path AS person_path
+               FROM keys k JOIN people p ON p.id = k.person_id JOIN locations l ON l.id = p.location_id`;
+
 /**
  * The live key presenting a credential in an account, or null. A returned key keeps its credential until it
  * is given out again: it is found (and refused as `no_access`) unless a key in use has the credential now.
+ * Two statements: the key in use is found through the unique index keys_credential (whose predicate the first
+ * repeats, so the planner can use it: one statement ordering returned keys last cannot, and read every live
+ * key of the account, about 20 ms at 30,000 keys); only when there is none, the newest returned key.
  */
 export async function keyByCredential(db: Queryable, accountId: number, credentialHash: string): Promise<AccessKeyRow | null> {
-  const [row] = await db.query<AccessKeyRow>(
+  const [inUse] = await db.query<AccessKeyRow>(
     {
       name: 'access.keyByCredential',
-      text: `SELECT k.id, k.state, k.starts_at, k.expires_at, k.security_groups, l.path AS person_path
-               FROM keys k JOIN people p ON p.id = k.person_id JOIN locations l ON l.id = p.location_id
-              WHERE k.account_id = $1 AND k.credential_hash = $2 AND k.revoked_at IS NULL
-              ORDER BY (k.state = 'returned'), k.id DESC LIMIT 1`,
+      text: `${KEY_BY_CREDENTIAL_SELECT}
+              WHERE k.account_id = $1 AND k.credential_hash = $2 AND k.credential_hash IS NOT NULL AND k.revoked_at IS NULL
+                AND k.state <> 'returned'`,
     },
     [accountId, credentialHash],
   );
-  return row ?? null;
+  if (inUse) return inUse;
+  const [returned] = await db.query<AccessKeyRow>(
+    {
+      name: 'access.returnedKeyByCredential',
+      text: `${KEY_BY_CREDENTIAL_SELECT}
+              WHERE k.account_id = $1 AND k.credential_hash = $2 AND k.revoked_at IS NULL AND k.state = 'returned'
+              ORDER BY k.id DESC LIMIT 1`,
+    },
+    [accountId, credentialHash],
+  );
+  return returned ?? null;
 }
 
 export type ListKeyRow = AccessKeyRow & { credential_box: string };
