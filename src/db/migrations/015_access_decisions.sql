@@ -17,6 +17,9 @@ ALTER TABLE keys ADD COLUMN credential_box text;
 -- Unique among an account's live keys: a returned or revoked card's number can be given out again.
 CREATE UNIQUE INDEX keys_credential ON keys (account_id, credential_hash)
   WHERE credential_hash IS NOT NULL AND revoked_at IS NULL AND state <> 'returned';
+-- A returned card presented again is found without reading every key of the account (refused as no_access).
+CREATE INDEX keys_returned_credential ON keys (account_id, credential_hash)
+  WHERE credential_hash IS NOT NULL AND revoked_at IS NULL AND state = 'returned';
 
 -- Each gateway's list: its HMAC secret (derived from its MQTT password when it is shown; encrypted), the
 -- version of its list (bumped once per transaction that changes it: the row lock orders the versions the
