@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import mqtt, { type MqttClient } from 'mqtt';
 import { AccessCopy, type ListMessage, type PendingEvent } from './gateway-access-copy.ts';
+import { STDIN_HELP } from './gateway-help.ts';
 
 export interface SimulatorOptions {
   /** The broker, as `mqtt.url` of the operator API's gateway. */
@@ -39,8 +40,7 @@ export interface SimulatorOptions {
   now?: () => Date;
 }
 
-export const STDIN_HELP =
-  'Type on stdin:  swipe <lock> <credential> | grant <lock> [key] | deny <lock> [key] [reason] | close <lock> | left-open <lock> | disconnect | connect | status | offline | quit';
+export { STDIN_HELP };
 
 /** How long the door waits for the service's answer about a credential its copy does not know. */
 const ANSWER_WAIT_MS = 2000;

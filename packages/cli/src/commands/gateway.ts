@@ -3,7 +3,7 @@
 import { Option, type Command } from 'commander';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { simulateGateway, STDIN_HELP } from '../gateway-simulator.ts';
+import { STDIN_HELP } from '../gateway-help.ts';
 import { action } from '../kit.ts';
 import { integerList, positiveInteger, wholeNumber } from '../parse.ts';
 
@@ -42,6 +42,8 @@ export function registerGateway(program: Command, io: Io): void {
       action<SimulateFlags>(io, async (ctx, o) => {
         const password = o.password ?? ctx.io.env.LATCHKEY_GATEWAY_PASSWORD;
         if (!password) throw new UsageError('no gateway password: pass --password or set LATCHKEY_GATEWAY_PASSWORD.');
+        // Loaded here, not with the CLI: only this command needs the simulator and the decision code.
+        const { simulateGateway } = await import('../gateway-simulator.ts');
         await simulateGateway({
           url: o.mqttUrl,
           id: String(o.id),
