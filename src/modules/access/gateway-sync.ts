@@ -156,7 +156,10 @@ export class GatewaySync {
       return undefined;
     }
     const now = this.clock.now();
-    return claimSync(this.db, gatewayId, version, now, new Date(now.getTime() - SYNC_CLAIM_MS)).then((mine) => (mine ? this.send(gatewayId, version) : undefined));
+    // Never rejects (as request): a sync the database could not claim is the gateway's to send again.
+    return claimSync(this.db, gatewayId, version, now, new Date(now.getTime() - SYNC_CLAIM_MS))
+      .then((mine) => (mine ? this.send(gatewayId, version) : undefined))
+      .catch((error: unknown) => this.log.error({ err: error, gatewayId }, 'access sync not answered'));
   }
 
   /** `{version}`: the gateway applied it; key changes that waited for it may end. */
