@@ -9,7 +9,7 @@ import { errors } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { NO_METRICS, type UnlockMetrics, type UnlockOutcome } from '../../platform/metrics.ts';
-import type { AccessLogWriter } from '../events/index.ts';
+import type { AccessEntry, AccessLogWriter } from '../events/index.ts';
 import type { LockCommand } from './schemas.ts';
 import {
   commandOutcomeContext,
@@ -197,28 +197,17 @@ export class UnlockService {
     if (!lock || !lock.path.map(Number).includes(caller.locationId)) throw errors.notFound('lock');
     if (!caller.lockAllowlist.has(lock.id)) {
       if (recordRefusal) {
-        const now = this.deps.clock.now();
-        await this.deps.accessLog.recordBatch(this.db, [
-          {
-            lock,
-            entry: {
-              gatewayId: null,
-              gatewayEventId: null,
-              type: 'access.denied',
-              occurredAt: now,
-              result: 'denied',
-              reason: 'no_access',
-              source: 'api',
-              apiKey: { id: caller.apiKeyId, name: caller.apiKeyName, prefix: caller.prefix },
-              person: null,
-              key: null,
-            },
-          },
-        ]);
+        await this.recordRefusal(lock, 'no_access', { source: 'api', apiKey: { id: caller.apiKeyId, name: caller.apiKeyName, prefix: caller.prefix }, person: null, key: null });
       }
       throw errors.lockNotAllowed();
     }
     return lock;
+  }
+
+  /** An access.denied in the access log for a refusal made here, with who asked (an API key or a key holder). */
+  private async recordRefusal(lock: UnlockLock, reason: string, actor: Pick<AccessEntry, 'source' | 'apiKey' | 'person' | 'key'>): Promise<void> {
+    const entry: AccessEntry = { gatewayId: null, gatewayEventId: null, type: 'access.denied', occurredAt: this.deps.clock.now(), result: 'denied', reason, ...actor };
+    await this.deps.accessLog.recordBatch(this.db, [{ lock, entry }]);
   }
 
   /**
@@ -231,23 +220,7 @@ export class UnlockService {
     if (denial !== null) {
       const lock = await findUnlockLock(this.db, lockId);
       if (lock && Number(lock.account_id) === holder.accountId) {
-        await this.deps.accessLog.recordBatch(this.db, [
-          {
-            lock,
-            entry: {
-              gatewayId: null,
-              gatewayEventId: null,
-              type: 'access.denied',
-              occurredAt: now,
-              result: 'denied',
-              reason: denial,
-              source: 'key_holder',
-              apiKey: null,
-              person: holder.person,
-              key: holder.key,
-            },
-          },
-        ]);
+        await this.recordRefusal(lock, denial, { source: 'key_holder', apiKey: null, person: holder.person, key: holder.key });
       }
       return null;
     }
