@@ -431,7 +431,7 @@ export interface components {
             occurred_at: string;
             result: "success" | "denied";
             reason: string | null;
-            /** @description `gateway` for door activity, `api` for remote unlocks */
+            /** @description `gateway` for door activity (decided at the door or asked of the service), `api` for remote unlocks by an API key, `key_holder` for a key holder opening a door from the phone */
             source: string;
             api_key: {
                 id: number;

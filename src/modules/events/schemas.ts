@@ -19,7 +19,7 @@ export const EventSchema = named(
       occurred_at: Type.String({ format: 'date-time' }),
       result: Type.Union([Type.Literal('success'), Type.Literal('denied')]),
       reason: Nullable(Type.String()),
-      source: Type.String({ description: '`gateway` for door activity, `api` for remote unlocks' }),
+      source: Type.String({ description: '`gateway` for door activity (decided at the door or asked of the service), `api` for remote unlocks by an API key, `key_holder` for a key holder opening a door from the phone' }),
       api_key: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), prefix: Type.String() })),
       lock: Type.Object({ id: Type.Integer(), name: Type.String(), place: Type.String() }),
       location: ref(LocationRef),
