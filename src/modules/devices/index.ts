@@ -3,6 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { CoalescedWrites } from '../../platform/coalesced-writes.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { NO_METRICS, type DoorEventMetrics, type UnlockMetrics } from '../../platform/metrics.ts';
@@ -11,7 +12,7 @@ import type { GatewaySync } from '../access/index.ts';
 import { parseGatewayEvent, type AccessLogWriter, type GatewayEvent } from '../events/index.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type DeviceLink, type GatewayMessageHandler, type LinkState } from './link.ts';
-import { GatewayMessagePipeline } from './message-pipeline.ts';
+import { GatewayMessagePipeline, refusedAsData } from './message-pipeline.ts';
 import { PresenceService } from './presence.ts';
 import { UnlockService } from './unlock.ts';
 import { onlineGatewayCount } from './store.ts';
@@ -69,10 +70,13 @@ export async function startDevices(
     log,
     metrics,
   });
+  // Each gateway's batches in its own order (the pipeline); the batches of several gateways whose turn comes
+  // while a write runs go to the database together, in one write (many gateways, one door each, stay cheap).
+  const eventWrites = new CoalescedWrites((items: Array<{ gatewayId: number; event: GatewayEvent }>) => accessLog.ingestAcross(items), refusedAsData);
   const pipeline = new GatewayMessagePipeline(
     {
       events: async (gatewayId, events) => {
-        const stored = await accessLog.ingestBatch(gatewayId, events);
+        const stored = await eventWrites.write(events.map((event) => ({ gatewayId, event })));
         metrics.batchWritten(events.length, stored.filter((event) => event !== null).length);
       },
       result: (gatewayId, payload) => unlock.result(gatewayId, payload),

@@ -28,7 +28,8 @@ const backOff = (attempt: number): number => Math.min(STORE_RETRY_MAX_MS, 100 * 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the rows, not the database. */
 const REFUSED_AS_DATA = /^2[23]/;
 
-function refusedAsData(error: unknown): boolean {
+/** Whether the database refused the rows themselves (sending them again cannot help), not that it is away. */
+export function refusedAsData(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && REFUSED_AS_DATA.test(code);
 }

@@ -5,25 +5,26 @@ import { EMIT_OUTGOING_CTES } from '../../platform/domain-events.ts';
 import type { AccessEntry, AccessEvent, AccessLogLock, DoorEventType, WriteGuard } from './schemas.ts';
 
 /**
- * Everything a batch of a gateway's events needs to know, in one round trip: the gateway's locks among
- * those named, which event ids are already stored, the holders of the keys named, and the last opening
- * of each of the gateway's locks that has a door.* event in the batch.
+ * Everything a batch of door events needs to know, in one round trip whatever the gateways: the locks named
+ * (with the gateway each is on), which (gateway, event id) pairs are already stored, the holders of the keys
+ * named, and the last opening of each lock that has a door.* event in the batch.
  */
 const BATCH_CONTEXT = {
   name: 'accessLog.batchContext',
   text: `SELECT
     (SELECT coalesce(json_agg(x), '[]') FROM (
-       SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id
-         FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[]) AND k.gateway_id = $2) AS x) AS locks,
-    (SELECT coalesce(json_agg(gateway_event_id), '[]') FROM access_events
-      WHERE gateway_id = $2 AND gateway_event_id = ANY($3::text[])) AS seen,
+       SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, k.gateway_id
+         FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[])) AS x) AS locks,
+    (SELECT coalesce(json_agg(json_build_array(a.gateway_id, a.gateway_event_id)), '[]')
+       FROM unnest($2::bigint[], $3::text[]) AS q (gateway_id, event_id)
+       JOIN access_events a ON a.gateway_id = q.gateway_id AND a.gateway_event_id = q.event_id) AS seen,
     (SELECT coalesce(json_agg(x), '[]') FROM (
        SELECT k.id AS key_id, k.name AS key_name, k.account_id, p.id AS person_id, p.name AS person_name, p.email AS person_email
          FROM keys k JOIN people p ON p.id = k.person_id WHERE k.id = ANY($4::bigint[])) AS x) AS holders,
     (SELECT coalesce(json_agg(json_build_object('lock_id', k.id, 'data', o.data)), '[]')
        FROM locks k CROSS JOIN LATERAL (SELECT data FROM access_events
                                          WHERE lock_id = k.id AND type = 'access.granted' ORDER BY id DESC LIMIT 1) AS o
-      WHERE k.id = ANY($5::bigint[]) AND k.gateway_id = $2) AS openings`,
+      WHERE k.id = ANY($5::bigint[])) AS openings`,
 };
 
 export interface KeyHolder {
@@ -35,25 +36,35 @@ export interface KeyHolder {
   person_email: string | null;
 }
 
+/** A lock an event names, with the gateway it is on (an event from another gateway is not its). */
+export type BatchLock = AccessLogLock & { gateway_id: number | null };
+
 export interface BatchContext {
-  locks: AccessLogLock[];
-  seen: string[];
+  locks: BatchLock[];
+  /** [gateway id, event id] of the events already stored. */
+  seen: Array<[number, string]>;
   holders: KeyHolder[];
   openings: Array<{ lock_id: number; data: AccessEvent }>;
 }
 
-/** What BATCH_CONTEXT asks about: the ids a batch of a gateway's events names. */
+/** What BATCH_CONTEXT asks about: the ids a batch of door events names. */
 export interface BatchQuestion {
-  gatewayId: number;
   lockIds: number[];
-  eventIds: string[];
+  /** The events, as (gateway, event id) pairs. */
+  events: Array<{ gatewayId: number; eventId: string }>;
   keyIds: number[];
   /** The locks with a door.* event in the batch, whose last opening is wanted. */
   closedLockIds: number[];
 }
 
 export async function readBatchContext(db: Queryable, q: BatchQuestion): Promise<BatchContext> {
-  const [context] = await db.query<BatchContext>(BATCH_CONTEXT, [q.lockIds, q.gatewayId, q.eventIds, q.keyIds, q.closedLockIds]);
+  const [context] = await db.query<BatchContext>(BATCH_CONTEXT, [
+    q.lockIds,
+    q.events.map((e) => e.gatewayId),
+    q.events.map((e) => e.eventId),
+    q.keyIds,
+    q.closedLockIds,
+  ]);
   return context as BatchContext;
 }
 

@@ -27,38 +27,44 @@ export class AccessLogWriter {
     return (await this.ingestBatch(gatewayId, [event]))[0] ?? null;
   }
 
+  /** Stores a gateway's events in order of receipt (see ingestAcross). */
+  ingestBatch(gatewayId: number, events: readonly GatewayEvent[]): Promise<Array<AccessEvent | null>> {
+    return this.ingestAcross(events.map((event) => ({ gatewayId, event })));
+  }
+
   /**
-   * Stores a gateway's events in order of receipt, in two statements however many there are (under load,
-   * the events that arrived while the previous batch was being written). Repeats and events
-   * for locks that are not on the gateway are dropped (null in their place).
+   * Stores door events of one gateway or several in the order given, in two statements however many there
+   * are (under load, the events that arrived while the previous write was running). Repeats and events for
+   * locks that are not on their gateway are dropped (null in their place).
    */
-  async ingestBatch(gatewayId: number, events: readonly GatewayEvent[]): Promise<Array<AccessEvent | null>> {
+  async ingestAcross(items: ReadonlyArray<{ gatewayId: number; event: GatewayEvent }>): Promise<Array<AccessEvent | null>> {
     // Two statements and no transaction: the reads, then one atomic write. A concurrent instance storing
     // the same event in between is caught by the write's ON CONFLICT.
     const { locks, seen, holders, openings } = await readBatchContext(this.db, {
-      gatewayId,
-      lockIds: unique(events.map((e) => e.lock_id)),
-      eventIds: events.map((e) => e.id),
-      keyIds: unique(events.flatMap((e) => (e.key_id === null ? [] : [e.key_id]))),
-      closedLockIds: unique(events.filter((e) => e.type.startsWith('door.')).map((e) => e.lock_id)),
+      lockIds: unique(items.map((i) => i.event.lock_id)),
+      events: items.map((i) => ({ gatewayId: i.gatewayId, eventId: i.event.id })),
+      keyIds: unique(items.flatMap((i) => (i.event.key_id === null ? [] : [i.event.key_id]))),
+      closedLockIds: unique(items.filter((i) => i.event.type.startsWith('door.')).map((i) => i.event.lock_id)),
     });
-    const lockById = new Map(locks.map((lock) => [lock.id, lock]));
-    const stored = new Set(seen);
+    const lockById = new Map(locks.map(({ gateway_id: gatewayId, ...lock }) => [lock.id, { gatewayId: Number(gatewayId), lock }]));
+    const seenKey = (gatewayId: number, eventId: string) => `${gatewayId}\u0000${eventId}`;
+    const stored = new Set(seen.map(([gatewayId, eventId]) => seenKey(Number(gatewayId), eventId)));
     const holderOf = new Map(holders.map((h) => [h.key_id, h]));
     // door.closed and door.left_open take person and key from the access that opened the door: the
     // lock's last stored opening, or an opening earlier in this batch.
     const openedBy = new Map<number, Holder>(openings.map((o) => [o.lock_id, { person: o.data.person, key: o.data.key }]));
 
-    const fresh: Array<{ index: number; lock: AccessLogLock; event: GatewayEvent }> = [];
-    events.forEach((event, index) => {
-      const lock = lockById.get(event.lock_id);
-      if (!lock) return this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
-      if (stored.has(event.id)) return; // a repeat (QoS 1 redelivery or the gateway retrying)
-      stored.add(event.id);
-      fresh.push({ index, lock, event });
+    const fresh: Array<{ index: number; lock: AccessLogLock; gatewayId: number; event: GatewayEvent }> = [];
+    items.forEach(({ gatewayId, event }, index) => {
+      const found = lockById.get(event.lock_id);
+      if (!found || found.gatewayId !== gatewayId) return this.log.warn({ gatewayId, lockId: event.lock_id }, 'event for a lock that is not on this gateway; dropped');
+      const key = seenKey(gatewayId, event.id);
+      if (stored.has(key)) return; // a repeat (QoS 1 redelivery or the gateway retrying)
+      stored.add(key);
+      fresh.push({ index, lock: found.lock, gatewayId, event });
     });
 
-    const entries = fresh.map(({ lock, event }): { lock: AccessLogLock; entry: AccessEntry } => {
+    const entries = fresh.map(({ lock, gatewayId, event }): { lock: AccessLogLock; entry: AccessEntry } => {
       let person: AccessEvent['person'] = null;
       let key: AccessEvent['key'] = null;
       let reason = event.reason;
@@ -89,7 +95,7 @@ export class AccessLogWriter {
       return { lock, entry };
     });
     const recorded = await this.recordBatch(this.db, entries);
-    const result: Array<AccessEvent | null> = events.map(() => null);
+    const result: Array<AccessEvent | null> = items.map(() => null);
     fresh.forEach((f, i) => (result[f.index] = recorded[i] ?? null));
     return result;
   }

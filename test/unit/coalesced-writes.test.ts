@@ -1,0 +1,66 @@
+// Group commit (src/platform/coalesced-writes.ts): writes asked for while one runs go together in the next
+// write, each caller gets its own results, and one caller's rows refused as data cannot fail the others'.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CoalescedWrites } from '../../src/platform/coalesced-writes.ts';
+
+const refused = () => Object.assign(new Error('bad row'), { refused: true });
+const isRefused = (error: unknown) => (error as { refused?: boolean }).refused === true;
+
+function deferred() {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe('coalesced writes', () => {
+  test('the writes asked for in one turn, and those asked for while a write runs, go together; results are each caller\'s', async () => {
+    const calls: string[][] = [];
+    const gate = deferred();
+    const writes = new CoalescedWrites<string, string>(async (items) => {
+      calls.push(items);
+      if (calls.length === 1) await gate.promise;
+      return items.map((item) => item.toUpperCase());
+    }, isRefused);
+    const first = [writes.write(['a']), writes.write(['b', 'c'])];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(calls, [['a', 'b', 'c']], 'asked for in the same turn: one write');
+    const later = [writes.write(['d']), writes.write(['e'])];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(calls.length, 1, 'nothing starts while a write runs');
+    gate.resolve();
+    assert.deepEqual(await Promise.all([...first, ...later]), [['A'], ['B', 'C'], ['D'], ['E']]);
+    assert.deepEqual(calls, [['a', 'b', 'c'], ['d', 'e']]);
+  });
+
+  test('rows refused as data are written caller by caller: only the caller whose rows they are fails', async () => {
+    const calls: string[][] = [];
+    const writes = new CoalescedWrites<string, string>(async (items) => {
+      calls.push(items);
+      if (items.includes('poison')) throw refused();
+      return items;
+    }, isRefused);
+    const results = await Promise.allSettled([writes.write(['a']), writes.write(['poison', 'b']), writes.write(['c'])]);
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(calls, [['a', 'poison', 'b', 'c'], ['a'], ['poison', 'b'], ['c']]);
+  });
+
+  test('any other failure (the database away) fails every caller of the write, and the next write is tried afresh', async () => {
+    let away = true;
+    const writes = new CoalescedWrites<string, string>(async (items) => {
+      if (away) throw new Error('connection refused');
+      return items;
+    }, isRefused);
+    const results = await Promise.allSettled([writes.write(['a']), writes.write(['b'])]);
+    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+    away = false;
+    assert.deepEqual(await writes.write(['a']), ['a']);
+  });
+
+  test('a write holds at most maxItems, never splitting a caller', async () => {
+    const calls: string[][] = [];
+    const writes = new CoalescedWrites<string, string>(async (items) => (calls.push(items), items), isRefused, 3);
+    await Promise.all([writes.write(['a', 'b']), writes.write(['c', 'd']), writes.write(['e']), writes.write(['f', 'g', 'h', 'i'])]);
+    assert.deepEqual(calls, [['a', 'b'], ['c', 'd', 'e'], ['f', 'g', 'h', 'i']]);
+  });
+});
