@@ -266,6 +266,8 @@ export async function accessRuns(label: string, target: Target, mqttUrl?: string
     clients.push(holder.client);
     const rebuilds: AccessFigures['rebuild'] = [];
     rebuilds.push({ keys: REVOCATION_KEYS, ms: await rebuild(server.url, revocationSite.group, 0) });
+    // The service pushes changes only to a gateway that holds a list: this one asks for its first, as a gateway does.
+    await holder.client.publishAsync(`${holder.base}access/sync`, JSON.stringify({ version: 0 }), { qos: 1 });
     await until(() => appliedFull, 60_000);
     if (!appliedFull) throw new Error('the revocation gateway never got its full list');
     await new Promise((resolve) => setTimeout(resolve, 500)); // its access/applied is recorded
@@ -310,6 +312,7 @@ export async function accessRuns(label: string, target: Target, mqttUrl?: string
       });
       clients.push(receiver.client);
       rebuilds.push({ keys: FULL_KEYS, ms: await rebuild(server.url, fullSite.group, 0) });
+      await receiver.client.publishAsync(`${receiver.base}access/sync`, JSON.stringify({ version: 0 }), { qos: 1 });
       await until(() => complete, 120_000);
       // Applied, and nothing else on its way (a push again of the same list while its access/applied was on its way).
       let heard = parts;

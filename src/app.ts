@@ -223,6 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     log: app.log,
     keysOfPerson: (scope, id) => keys.keysOfPerson(scope, id),
     revokeEverythingOf: (tx, id, now) => keys.revokeEverythingOf(tx, id, now),
+    personMoved: (tx, id, accountId) => keys.personMoved(tx, id, accountId),
     pages,
   });
   await people.start();

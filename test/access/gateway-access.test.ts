@@ -191,6 +191,34 @@ describe('online decisions', () => {
     assert.ok(card.id && later.id);
   });
 
+  test('what a key opens is decided anew at once when its groups change or its holder moves, online and on the list', async () => {
+    // The service remembers the keys presented online (credential-cache.ts): each change must make it forget.
+    const s = await site();
+    const east = await createDepartment(ctx.service, s.root, 'East');
+    await createSecurityGroup(ctx.service, east, 'staff'); // East's own staff: not the one the front door names
+    const people = await createApiKey(ctx.service, s.root, ['people:write']);
+    const card = await handOver(s.personId, { credential: 'uid:5eed5eed' });
+    const gw = await door(s.gateway);
+    await gw.start();
+    assert.equal((await gw.ask(s.front, 'uid:5eed5eed')).granted, true);
+
+    const narrowed = await ctx.service.request('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { security_groups: ['lab'] } });
+    assert.equal(narrowed.status, 200, narrowed.text);
+    assert.equal((await gw.ask(s.front, 'uid:5eed5eed')).reason, 'no_access', 'the group it left');
+    assert.equal((await gw.ask(s.lab, 'uid:5eed5eed')).granted, true, 'the group it joined');
+    assert.equal((await ctx.service.request('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { security_groups: ['staff'] } })).status, 200);
+    assert.equal((await gw.ask(s.front, 'uid:5eed5eed')).granted, true);
+
+    // Moved to East, the holder's `staff` is East's: the front door (the root's staff) no longer opens.
+    const seen = gw.lists.length;
+    const moved = await ctx.service.request('PUT', `/v1/people/${s.personId}`, { token: people.token, body: { location_id: east } });
+    assert.equal(moved.status, 200, moved.text);
+    const denied = await gw.ask(s.front, 'uid:5eed5eed');
+    assert.deepEqual([denied.granted, denied.reason, denied.key_id], [false, 'no_access', card.id]);
+    const change = await gw.next((l) => l.type === 'changes' && l.removed.includes(card.id), 'the key leaving the list', seen);
+    assert.equal(change.entries.some((entry) => entry.key_id === card.id), false);
+  });
+
   test('a request for a lock of another gateway is refused and not logged', async () => {
     const s = await site();
     await handOver(s.personId, { credential: 'uid:11223344' });

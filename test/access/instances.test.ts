@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
+import mqtt from 'mqtt';
 import { after, test } from 'node:test';
 import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
 import { backend } from '../helpers/database.ts';
@@ -100,4 +101,31 @@ test('a change made through either instance reaches the gateway; requests, syncs
   await waitFor(async () => (await online()) === 2, 'the decision logged');
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal(await online(), 2);
+
+  // Each instance remembers the keys presented online; a revocation through B must make A forget at once too.
+  // Asked by a client of the gateway's topics (the machine's Mosquitto takes anyone), every instance answering.
+  const third = await card(a, 'uid:d4d4d4d4');
+  const asker = await mqtt.connectAsync(externalUrl as string, { clientId: `asker-${randomUUID()}`, reconnectPeriod: 0 });
+  closers.push(() => asker.endAsync());
+  const base = `latchkey/v1/gateways/${gateway.body.id}/access`;
+  const answers = new Map<string, Array<{ granted: boolean }>>();
+  asker.on('message', (_topic, payload) => {
+    const answer = JSON.parse(payload.toString()) as { id: string; granted: boolean };
+    answers.set(answer.id, [...(answers.get(answer.id) ?? []), answer]);
+  });
+  await asker.subscribeAsync(`${base}/answer`, { qos: 1 });
+  /** Every instance's answer to one request (each instance that received it answers). */
+  const ask = async (): Promise<boolean[]> => {
+    const id = randomUUID();
+    await asker.publishAsync(`${base}/request`, JSON.stringify({ id, lock_id: lock, credential: 'uid:d4d4d4d4' }), { qos: 1 });
+    await waitFor(() => (answers.get(id)?.length ?? 0) >= 2, 'both instances answering');
+    return (answers.get(id) ?? []).map((answer) => answer.granted);
+  };
+  assert.deepEqual(await ask(), [true, true]);
+  assert.equal((await b.request('DELETE', `/v1/keys/${third}`, { token })).status, 204);
+  const revokedAt = Date.now();
+  let answered = await ask();
+  while (answered.includes(true) && Date.now() - revokedAt < 2000) answered = await ask();
+  assert.deepEqual(answered, [false, false]);
+  assert.ok(Date.now() - revokedAt < 1000, `denied by both instances ${Date.now() - revokedAt} ms after the revocation`);
 });

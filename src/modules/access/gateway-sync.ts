@@ -10,6 +10,7 @@ import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import type { GatewayEvent } from '../events/index.ts';
+import { CredentialCache } from './credential-cache.ts';
 import { parseCredential } from './credentials.ts';
 import { decide } from './decision.ts';
 import { ACCESS_LISTS_CHANNEL, type AccessLists } from './lists.ts';
@@ -19,7 +20,6 @@ import {
   entriesSince,
   fullList,
   gatewayAccount,
-  keyByCredential,
   laggingGateways,
   listState,
   loadAccountFacts,
@@ -51,11 +51,12 @@ const isVersion = (value: unknown): value is number => Number.isSafeInteger(valu
 export class GatewaySync {
   private io: GatewayIo | null = null;
   private readonly facts = new Map<number, { facts: Promise<AccountFacts>; at: number }>();
-  private readonly accounts = new Map<number, number>();
+  private readonly accounts = new Map<number, Promise<number | null>>();
   /** Changes this instance pushed already, by the id of their notification. */
   private readonly pushed = new LRUCache<string, true>({ max: 10_000 });
   /** Each gateway's list messages go out one batch after another, never interleaved. */
   private readonly sending = new Map<number, Promise<void>>();
+  private readonly keys: CredentialCache;
 
   constructor(
     private readonly db: Database,
@@ -63,13 +64,16 @@ export class GatewaySync {
     private readonly lists: AccessLists,
     private readonly log: FastifyBaseLogger,
     private readonly maxPacketBytes: number,
-  ) {}
+  ) {
+    this.keys = new CredentialCache(db);
+  }
 
   attach(io: GatewayIo): void {
     this.io = io;
   }
 
   async start(): Promise<void> {
+    await this.keys.start();
     await this.db.listen(CATALOG_CHANNEL, () => this.facts.clear());
     await this.db.listen(ACCESS_LISTS_CHANNEL, (payload) => {
       const [instance, change, ids] = payload.split('|');
@@ -138,7 +142,7 @@ export class GatewaySync {
   /** The one decision, on what the service holds now. */
   private async decideOnline(facts: AccountFacts, lockId: number, presented: string, at: Date): Promise<Decision> {
     const parsed = parseCredential(presented);
-    const row = 'credential' in parsed ? await keyByCredential(this.db, facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
+    const row = 'credential' in parsed ? await this.keys.find(facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
     const lock = facts.locks.get(lockId);
     if (!row || !lock) return decide(null, null, 'UTC', at);
     const access = lockAccess(keyGroupIds(facts, row.security_groups, row.person_path.map(Number)), lock);
@@ -227,13 +231,15 @@ export class GatewaySync {
     return this.io;
   }
 
-  private async accountOf(gatewayId: number): Promise<number | null> {
+  /** A gateway's account, read once (a gateway never changes account); the first swipes share the read. */
+  private accountOf(gatewayId: number): Promise<number | null> {
     const known = this.accounts.get(gatewayId);
-    if (known !== undefined) return known;
-    const account = await gatewayAccount(this.db, gatewayId);
-    if (!account) return null;
-    this.accounts.set(gatewayId, account.accountId); // a gateway never changes account
-    return account.accountId;
+    if (known) return known;
+    const account = gatewayAccount(this.db, gatewayId).then((row) => row?.accountId ?? null);
+    this.accounts.set(gatewayId, account);
+    // Not remembered when unknown (a gateway created since) or unread (the database was away).
+    account.then((id) => id === null && this.accounts.delete(gatewayId)).catch(() => this.accounts.delete(gatewayId));
+    return account;
   }
 
   private factsOf(accountId: number): Promise<AccountFacts> {

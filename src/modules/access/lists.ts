@@ -25,6 +25,8 @@ import {
 
 /** Heard by this instance once the transaction that changed lists commits: `{instance}|{change id}|{gateway ids}`. */
 export const ACCESS_LISTS_CHANNEL = 'access_lists_changed';
+/** Heard by every instance once a change to what an account's keys open commits: `{account id}` (credential-cache.ts). */
+export const ACCESS_KEYS_CHANNEL = 'access_keys_changed';
 
 /** Confirms keys whose change every gateway has applied (`sent` → `handed_over`, key.activated). */
 export type ConfirmKeys = (tx: Queryable, keyIds: number[]) => Promise<void>;
@@ -118,6 +120,7 @@ export class AccessLists {
       }
     }
     await this.confirm(tx, await keysNotPending(tx, awaiting));
+    await tx.notify(ACCESS_KEYS_CHANNEL, String(accountId));
     if (changedGateways.length > 0) await tx.notify(ACCESS_LISTS_CHANNEL, `${this.instance}|${randomUUID()}|${changedGateways.join(',')}`);
     return changedGateways;
   }

@@ -39,6 +39,11 @@ export class KeysArea {
    * A deleted person keeps no access: inside the deletion's transaction, every live key of theirs is
    * revoked (as DELETE /keys/{id} would) and every pending invitation cancelled.
    */
+  /** A person moved to another location: what their keys open is worked out again (gateway lists included). */
+  personMoved(tx: Transaction, personId: string, accountId: number): Promise<void> {
+    return this.keys.personMoved(tx, personId, accountId);
+  }
+
   async revokeEverythingOf(tx: Transaction, personId: string, now: Date): Promise<void> {
     await this.keys.revokeKeysOf(tx, personId, now);
     await this.invitations.cancelInvitationsOf(tx, personId, now);

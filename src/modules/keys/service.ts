@@ -140,6 +140,15 @@ export class KeysService {
     }
   }
 
+  /**
+   * Inside a person's move to another location: a key's security groups are read at its holder's location,
+   * so what their live keys open may change (gateway lists, online answers).
+   */
+  async personMoved(tx: Transaction, personId: string, accountId: number): Promise<void> {
+    const keyIds = (await liveKeysOfPerson(tx, personId)).map((row) => row.id);
+    if (keyIds.length > 0) await this.deps.access.refresh(tx, accountId, keyIds);
+  }
+
   /** The key expires at once and leaves every read; its removal from the locking system is queued. */
   private async revokeInTransaction(tx: Transaction, row: KeyRow, account: AccountRow, now: Date): Promise<void> {
     if (!(await markKeyRevoked(tx, row.id, now))) return; // revoked meanwhile: one event only

@@ -47,6 +47,8 @@ export interface PeopleDeps {
   keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
   /** Revokes the person's keys and cancels their invitations inside the deletion's transaction. */
   revokeEverythingOf: (tx: Transaction, personId: string, now: Date) => Promise<void>;
+  /** Inside the move's transaction: what the person's keys open is read at their location (security groups). */
+  personMoved: (tx: Transaction, personId: string, accountId: number) => Promise<void>;
   pages: PageCaches;
 }
 
@@ -187,6 +189,7 @@ export class PeopleService {
     const now = this.deps.clock.now();
     return this.db.transaction(async (tx) => {
       await updatePerson(tx, id, values, now);
+      if (values.location_id !== row.location_id) await this.deps.personMoved(tx, id, row.account_id);
       const person = toPerson((await findPerson(tx, null, id)) as PersonRow);
       await emitDomainEvent(tx, {
         type: 'person.updated',
