@@ -20,7 +20,7 @@ import { SandboxService } from './modules/sandbox/service.ts';
 import { sandboxRoutes } from './modules/sandbox/routes.ts';
 import { NO_BROKER_ACCOUNTS } from './modules/devices/broker-accounts.ts';
 import { brokerAuthRoutes } from './modules/devices/broker-auth-routes.ts';
-import { AccessLists, GatewaySync } from './modules/access/index.ts';
+import { AccessLists, GatewaySync, ListRebuilds } from './modules/access/index.ts';
 import { startDevices } from './modules/devices/index.ts';
 import { HolderService, holderAdminRoutes, holderRoutes } from './modules/holder/index.ts';
 import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
@@ -187,6 +187,9 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const gatewaySync = new GatewaySync(db, clock, accessLists, app.log, config.mqttMaxPacketBytes);
   await gatewaySync.start();
   jobs.register(gatewaySync.pushJob());
+  const listRebuilds = new ListRebuilds(db, accessLists, app.log);
+  await listRebuilds.start();
+  jobs.register(listRebuilds.job());
   const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, gatewaySync, metrics);
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import type { MqttClient } from 'mqtt';
 import { credentialDigest, gatewayAccessSecret } from '../../src/modules/access/credentials.ts';
 import { advanceClock, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
@@ -323,6 +324,39 @@ describe('access lists', () => {
     assert.equal(bad.status, 422);
     const badWindow = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows: [{ days: ['mon'], start: '09:00', end: '09:00' }] });
     assert.equal(badWindow.status, 422);
+  });
+
+  test('a group change rebuilds the lists after its answer; and key changes made meanwhile are not lost', async () => {
+    // The rebuild runs after the PATCH commits (rebuilds.ts), beside key changes that build their own entries.
+    const s = await site();
+    const group = await ctx.service.admin<{ data: Array<{ id: number; code: string }> }>('GET', `/admin/v1/security_groups?account_id=${s.account.id}`);
+    const staff = group.body.data.find((g) => g.code === 'staff') as { id: number };
+    const cards = [];
+    for (let i = 0; i < 6; i++) cards.push(await handOver(s.personId, { credential: `uid:ab0000${i}0` }));
+    const gw = await door(s.gateway);
+    await gw.start();
+    const windows = [{ days: ['sat', 'sun'], start: '10:00', end: '12:00' }];
+    const [patched, revoked, added] = await Promise.all([
+      ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows }),
+      ctx.service.request('DELETE', `/v1/keys/${cards[2]?.id}`, { token: s.token }),
+      handOver(s.personId, { credential: 'uid:ab000099' }),
+    ]);
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(revoked.status, 204, revoked.text);
+    // Once nothing is left to build, the gateway's copy (every message applied in order) is what the rules say now.
+    await waitFor(async () => (await ctx.database.db.query('SELECT 1 FROM access_rebuilds WHERE account_id = $1', [s.account.id])).length === 0, 'the rebuild done');
+    const copy = () => {
+      const held = new Map<number, ListMessage['entries'][number]>();
+      for (const list of gw.lists) {
+        if (list.type === 'full' && list.part === 1) held.clear();
+        for (const entry of list.entries) held.set(entry.key_id, entry);
+        for (const id of list.removed) held.delete(id);
+      }
+      return held;
+    };
+    const expected = [...cards.filter((_, i) => i !== 2).map((c) => c.id), added.id].sort((a, b) => a - b);
+    const windowed = (entry: ListMessage['entries'][number]) => isDeepStrictEqual(entry.locks, [{ lock_id: s.front, windows, time_zone: 'UTC' }]);
+    await waitFor(() => JSON.stringify([...copy().keys()].sort((a, b) => a - b)) === JSON.stringify(expected) && [...copy().values()].every(windowed), 'the copy in line');
   });
 
   test('the presence says when the copy is past its offline limit, and the operator sees it', async () => {

@@ -4,6 +4,7 @@ export { gatewayAccessSecret, newPhoneCredential, parseCredential } from './cred
 export { decide } from './decision.ts';
 export { GatewaySync, type GatewayIo } from './gateway-sync.ts';
 export { AccessLists, ACCESS_LISTS_CHANNEL, type ConfirmKeys } from './lists.ts';
+export { ListRebuilds } from './rebuilds.ts';
 export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';
 export { decideForKey, keyDoors, type HolderKey, type KeyDoor } from './doors.ts';

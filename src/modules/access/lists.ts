@@ -12,13 +12,16 @@ import { credentialDigest } from './credentials.ts';
 import { keyGroupIds, lockAccess, type AccountFacts, type LockFacts } from './resolve.ts';
 import {
   bumpListVersion,
+  claimRebuildPart,
   currentEntries,
   keysForLists,
   keysNotPending,
   loadAccountFacts,
   lockAccountGateways,
   markPending,
+  recordRebuildPart,
   replaceListSecret,
+  requestRebuild,
   writeEntries,
   type ListKeyRow,
 } from './store.ts';
@@ -27,6 +30,8 @@ import {
 export const ACCESS_LISTS_CHANNEL = 'access_lists_changed';
 /** Heard by every instance once a change to what an account's keys open commits: `{account id}` (credential-cache.ts). */
 export const ACCESS_KEYS_CHANNEL = 'access_keys_changed';
+/** Heard by every instance once a whole-account rebuild is asked for: `{account id}` (rebuilds.ts). */
+export const ACCESS_REBUILDS_CHANNEL = 'access_rebuilds_requested';
 
 /** Confirms keys whose change every gateway has applied (`sent` → `handed_over`, key.activated). */
 export type ConfirmKeys = (tx: Queryable, keyIds: number[]) => Promise<void>;
@@ -82,11 +87,35 @@ export class AccessLists {
   }
 
   /**
-   * Brings the account's gateway lists in line with its keys (`keyIds`; null: every key, as after a change
-   * to a security group, a lock or a time zone). `awaiting`: keys whose change waits for the gateways (they
-   * are confirmed here when no gateway holds a change of theirs). Returns the gateways whose list changed.
+   * Brings the account's gateway lists in line with its keys (`keyIds`), in this transaction. null: every key
+   * (a security group, a lock, a time zone or a gateway's secret changed): the rebuild is asked for here and
+   * made after the commit, part by part (rebuilds.ts), so a large account's change is not one long transaction.
+   * `awaiting`: keys whose change waits for the gateways (confirmed here when no gateway holds a change of
+   * theirs). Returns the gateways whose list changed.
    */
   async refresh(tx: Transaction, accountId: number, keyIds: number[] | null, awaiting: number[] = []): Promise<number[]> {
+    if (keyIds !== null) return this.build(tx, accountId, keyIds, awaiting);
+    await requestRebuild(tx, accountId, this.clock.now());
+    await tx.notify(ACCESS_REBUILDS_CHANNEL, String(accountId));
+    await tx.notify(ACCESS_KEYS_CHANNEL, String(accountId));
+    await this.confirm(tx, await keysNotPending(tx, awaiting));
+    return [];
+  }
+
+  /**
+   * The next part of the account's rebuild, in this transaction: `built` (more to come), `done`, or `busy`
+   * (nothing asked, or another instance is building a part right now).
+   */
+  async buildPart(tx: Transaction, accountId: number, size: number): Promise<'built' | 'done' | 'busy'> {
+    const part = await claimRebuildPart(tx, accountId, size);
+    if (!part) return 'busy';
+    if (part.keyIds.length > 0) await this.build(tx, accountId, part.keyIds, []);
+    const last = part.keyIds.length < size ? null : (part.keyIds.at(-1) as number);
+    await recordRebuildPart(tx, accountId, last);
+    return last === null ? 'done' : 'built';
+  }
+
+  private async build(tx: Transaction, accountId: number, keyIds: number[], awaiting: number[]): Promise<number[]> {
     const gateways = await lockAccountGateways(tx, accountId);
     const withSecret = gateways.filter((g) => g.access_secret_box !== null);
     const changedGateways: number[] = [];

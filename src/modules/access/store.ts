@@ -291,3 +291,43 @@ export async function claimSync(db: Queryable, gatewayId: number, version: numbe
   );
   return rows.length > 0;
 }
+
+// ---- whole-account rebuilds (rebuilds.ts) ------------------------------------------------------------------
+
+/** Asks for the account's lists to be built again from its first key (a request already waiting starts over). */
+export async function requestRebuild(tx: Queryable, accountId: number, now: Date): Promise<void> {
+  await tx.query(
+    `INSERT INTO access_rebuilds (account_id, requested_at, after_key_id) VALUES ($1, $2, 0)
+     ON CONFLICT (account_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, after_key_id = 0`,
+    [accountId, now],
+  );
+}
+
+export async function waitingRebuilds(db: Queryable): Promise<number[]> {
+  const rows = await db.query<{ account_id: number }>('SELECT account_id FROM access_rebuilds ORDER BY requested_at LIMIT 100');
+  return rows.map((row) => Number(row.account_id));
+}
+
+/**
+ * The next part of an account's rebuild, its row locked for the transaction: null when there is none or
+ * another transaction (instance) is building a part of it right now.
+ */
+export async function claimRebuildPart(tx: Queryable, accountId: number, size: number): Promise<{ keyIds: number[] } | null> {
+  const [row] = await tx.query<{ after_key_id: string }>(
+    'SELECT after_key_id FROM access_rebuilds WHERE account_id = $1 FOR UPDATE SKIP LOCKED',
+    [accountId],
+  );
+  if (!row) return null;
+  const keys = await tx.query<{ id: string }>('SELECT id FROM keys WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3', [
+    accountId,
+    row.after_key_id,
+    size,
+  ]);
+  return { keyIds: keys.map((key) => Number(key.id)) };
+}
+
+/** Records a part as built (`lastKeyId`), or ends the rebuild (null: every key was built). */
+export async function recordRebuildPart(tx: Queryable, accountId: number, lastKeyId: number | null): Promise<void> {
+  if (lastKeyId === null) await tx.query('DELETE FROM access_rebuilds WHERE account_id = $1', [accountId]);
+  else await tx.query('UPDATE access_rebuilds SET after_key_id = $2 WHERE account_id = $1', [accountId, lastKeyId]);
+}

@@ -140,6 +140,7 @@ export class GatewaysService {
         version: Number(row.access_list_version),
         applied_version: Number(row.access_applied_version),
         expired: row.access_list_expired,
+        rebuilding: row.list_rebuilding,
       },
     };
   }

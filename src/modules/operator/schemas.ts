@@ -174,6 +174,9 @@ export const GatewaySummary = named('GatewaySummary', Type.Object({
       version: Type.Integer({ description: 'the version of its list the service holds' }),
       applied_version: Type.Integer({ description: 'the version the gateway last said it applied' }),
       expired: Type.Boolean({ description: 'the gateway said its copy is past its offline limit (it grants nothing from it)' }),
+      rebuilding: Type.Boolean({
+        description: "the account's lists are being built again after a change to a security group, a lock, a time zone or a list secret (a few thousand keys per step, pushed as each step commits)",
+      }),
     },
     { description: "the gateway's copy of the access list (README \"How a door decides\")" },
   ),

@@ -30,6 +30,7 @@ export type GatewayRow = Pick<GatewaySummary, 'id' | 'name' | 'location_id' | 'o
   access_list_version: string;
   access_applied_version: string;
   access_list_expired: boolean;
+  list_rebuilding: boolean;
 };
 
 const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance', 'locking_system', 'offline_access_seconds'] as const;
@@ -37,7 +38,9 @@ const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance'
 const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, expires_at, created_at, revoked_at, created_by_user_id';
 
 const GATEWAY_SELECT = `SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at,
-         access_secret_box IS NOT NULL AS list_enabled, access_list_version, access_applied_version, access_list_expired FROM gateways`;
+         access_secret_box IS NOT NULL AS list_enabled, access_list_version, access_applied_version, access_list_expired,
+         EXISTS (SELECT 1 FROM access_rebuilds r JOIN locations l ON l.account_id = r.account_id WHERE l.id = gateways.location_id) AS list_rebuilding
+    FROM gateways`;
 
 // ---- accounts -----------------------------------------------------------------------------------
 
