@@ -5,6 +5,8 @@
 CREATE TABLE access_rebuilds (
   account_id bigint PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
   requested_at timestamptz NOT NULL,
+  -- Counts the requests: a part built under an earlier one does not move the current one on.
+  generation bigint NOT NULL DEFAULT 1,
   -- The keys up to this id are built under the current request.
   after_key_id bigint NOT NULL DEFAULT 0
 );

@@ -111,7 +111,7 @@ export class AccessLists {
     if (!part) return 'busy';
     if (part.keyIds.length > 0) await this.build(tx, accountId, part.keyIds, []);
     const last = part.keyIds.length < size ? null : (part.keyIds.at(-1) as number);
-    await recordRebuildPart(tx, accountId, last);
+    await recordRebuildPart(tx, accountId, part.generation, last);
     return last === null ? 'done' : 'built';
   }
 

@@ -1,7 +1,8 @@
 // Whole-account rebuilds of the gateways' lists (AccessLists.refresh with every key): asked for in the
 // change's transaction, made here after it commits, PART_KEYS keys per transaction. The instance that hears
-// the request (each one, at its commit or over LISTEN) starts at once; parts are claimed with SKIP LOCKED, so
-// instances never build the same part twice, and the job finishes what a stopped instance left.
+// the request (each one, at its commit or over LISTEN) starts at once; one part of an account is built at a
+// time (an advisory lock), so instances never build the same part twice, and the job finishes what a stopped
+// instance left. A change asking again meanwhile starts the rebuild over from the first key.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
@@ -49,7 +50,7 @@ export class ListRebuilds {
   private build(accountId: number): Promise<number> {
     const running = this.building.get(accountId);
     if (running) {
-      running.again = true; // asked again while building: built from the first key once more
+      running.again = true; // heard again while building: one more pass once this one ends
       return running.done.then(() => 0);
     }
     const state = { again: false, done: Promise.resolve() };

@@ -297,8 +297,8 @@ export async function claimSync(db: Queryable, gatewayId: number, version: numbe
 /** Asks for the account's lists to be built again from its first key (a request already waiting starts over). */
 export async function requestRebuild(tx: Queryable, accountId: number, now: Date): Promise<void> {
   await tx.query(
-    `INSERT INTO access_rebuilds (account_id, requested_at, after_key_id) VALUES ($1, $2, 0)
-     ON CONFLICT (account_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, after_key_id = 0`,
+    `INSERT INTO access_rebuilds (account_id, requested_at) VALUES ($1, $2)
+     ON CONFLICT (account_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, generation = access_rebuilds.generation + 1, after_key_id = 0`,
     [accountId, now],
   );
 }
@@ -308,26 +308,30 @@ export async function waitingRebuilds(db: Queryable): Promise<number[]> {
   return rows.map((row) => Number(row.account_id));
 }
 
+/** The advisory-lock space of rebuild parts: one part of an account at a time, across instances. */
+const REBUILD_LOCK = 727275;
+
 /**
- * The next part of an account's rebuild, its row locked for the transaction: null when there is none or
- * another transaction (instance) is building a part of it right now.
+ * The next part of an account's rebuild: null when none is asked for or another transaction (instance) is
+ * building a part of it right now. The request's row is not locked while the part is built (a change asking
+ * again must not wait for it, nor deadlock with it on the gateways' rows): recordRebuildPart moves it on only
+ * if no new request came meanwhile.
  */
-export async function claimRebuildPart(tx: Queryable, accountId: number, size: number): Promise<{ keyIds: number[] } | null> {
-  const [row] = await tx.query<{ after_key_id: string }>(
-    'SELECT after_key_id FROM access_rebuilds WHERE account_id = $1 FOR UPDATE SKIP LOCKED',
-    [accountId],
-  );
+export async function claimRebuildPart(tx: Queryable, accountId: number, size: number): Promise<{ generation: string; keyIds: number[] } | null> {
+  const [lock] = await tx.query<{ mine: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2::int) AS mine', [REBUILD_LOCK, accountId]);
+  if (!lock?.mine) return null;
+  const [row] = await tx.query<{ generation: string; after_key_id: string }>('SELECT generation, after_key_id FROM access_rebuilds WHERE account_id = $1', [accountId]);
   if (!row) return null;
   const keys = await tx.query<{ id: string }>('SELECT id FROM keys WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3', [
     accountId,
     row.after_key_id,
     size,
   ]);
-  return { keyIds: keys.map((key) => Number(key.id)) };
+  return { generation: row.generation, keyIds: keys.map((key) => Number(key.id)) };
 }
 
-/** Records a part as built (`lastKeyId`), or ends the rebuild (null: every key was built). */
-export async function recordRebuildPart(tx: Queryable, accountId: number, lastKeyId: number | null): Promise<void> {
-  if (lastKeyId === null) await tx.query('DELETE FROM access_rebuilds WHERE account_id = $1', [accountId]);
-  else await tx.query('UPDATE access_rebuilds SET after_key_id = $2 WHERE account_id = $1', [accountId, lastKeyId]);
+/** Records a part as built (`lastKeyId`), or ends the rebuild (null: every key was built), unless asked again meanwhile. */
+export async function recordRebuildPart(tx: Queryable, accountId: number, generation: string, lastKeyId: number | null): Promise<void> {
+  if (lastKeyId === null) await tx.query('DELETE FROM access_rebuilds WHERE account_id = $1 AND generation = $2', [accountId, generation]);
+  else await tx.query('UPDATE access_rebuilds SET after_key_id = $3 WHERE account_id = $1 AND generation = $2', [accountId, generation, lastKeyId]);
 }
