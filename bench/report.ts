@@ -6,6 +6,7 @@ import { ACCESS_NOTES, formatAccess, type AccessFigures } from './access.ts';
 import type { ConsoleFigures } from './console.ts';
 import { formatAccessLogScale, type AccessLogScaleFigures } from './access-log-scale.ts';
 import type { DeviceFigures } from './devices.ts';
+import { HOLDER_NOTES, formatHolder, type HolderFigures } from './holder.ts';
 import { startupSummary, type StartFigures } from './startup.ts';
 import type { ReadFigures } from './reads.ts';
 import type { WebhookFigures } from './webhooks.ts';
@@ -26,6 +27,8 @@ export interface Figures {
   /** Access decisions: PostgreSQL through the embedded broker, through Mosquitto, and embedded PGlite. */
   access: AccessFigures[];
   consoleCost: { embedded: ConsoleFigures; postgres: ConsoleFigures };
+  /** The key holder's taps (issue 23), on PostgreSQL. */
+  holder: HolderFigures[];
 }
 
 /** Writes bench/RESULTS.md and returns its text. */
@@ -39,7 +42,7 @@ const READS = [
 ] as const;
 
 /** Writes bench/RESULTS.md and returns its text. */
-export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost }: Figures): Promise<string> {
+export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder }: Figures): Promise<string> {
   const rows = [bare, barePage, ...[server, databasePath, embedded].flatMap((r) => READS.map(([, k]) => r[k]))];
   const { embedded: e, postgres: p } = consoleCost;
   const share = (m: Measured) => (m.rps / bare.rps).toFixed(2);
@@ -137,6 +140,12 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     'and p99 83 ms, 200/s queued to p50 3.1 s, and 1,000/s exhausted the connection pool and ended the service (a',
     'rejected promise in the broker callback, fixed in 893f864). An unknown or returned credential still reads every',
     'live key (~13 ms at 30,000): it needs an index on (account_id, credential_hash) WHERE revoked_at IS NULL.',
+    '',
+    "## The key holder's taps (issue 23)",
+    '',
+    HOLDER_NOTES,
+    '',
+    formatHolder(holder),
     '',
     '## Operator console: start-up and memory',
     '',

@@ -5,8 +5,8 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the PostgreSQL server,
 // BENCH_MQTT_URL the external broker of the second gateway run (by default a Mosquitto started here
 // with the shipped deploy/mosquitto/mosquitto.conf, through test/helpers/mosquitto.ts);
-// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, access or console runs only
-// that section (bench/reads.ts, webhooks.ts, devices.ts, access.ts, console.ts) and prints its figures.
+// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, access, console or holder runs
+// only that section (bench/reads.ts, webhooks.ts, devices.ts, access.ts, console.ts, holder.ts) and prints its figures.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.
 import { consoleRuns } from './console.ts';
 import { startupRuns, startupSummary } from './startup.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
+import { formatHolder, holderRuns } from './holder.ts';
 import { serviceRuns } from './reads.ts';
 import { writeReport } from './report.ts';
 import { webhookRuns } from './webhooks.ts';
@@ -106,6 +107,17 @@ async function main(): Promise<void> {
       console.log(await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop()));
       return;
     }
+    if (process.env.BENCH_ONLY === 'holder') {
+      // The key holder's taps on PostgreSQL; BENCH_HOLDER=embedded measures embedded PGlite instead, =both both.
+      const which = process.env.BENCH_HOLDER ?? 'postgres';
+      const runs = [
+        ...(which === 'postgres' || which === 'both' ? [await holderRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })] : []),
+        ...(which === 'embedded' || which === 'both' ? [await holderRuns('embedded PGlite', { DATA_DIR: path.join(dataDir, 'holder') })] : []),
+      ];
+      console.log(runs[0]?.machine);
+      console.log(formatHolder(runs));
+      return;
+    }
     if (process.env.BENCH_ONLY === 'access') {
       // BENCH_ACCESS=postgres, mosquitto or embedded measures one only.
       console.log(formatAccess(await accessSection(pgUrl.toString(), dataDir, process.env.BENCH_ACCESS)));
@@ -130,13 +142,15 @@ async function main(): Promise<void> {
     const viaMosquitto = await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop());
     console.log('access decisions …');
     const access = await accessSection(pgUrl.toString(), dataDir);
+    console.log("the key holder's taps …");
+    const holder = [await holderRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })];
     console.log('console start-up and memory …');
     const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
     console.log('bare Fastify …');
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost }));
+    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();

@@ -371,4 +371,34 @@ describe('the key holder’s page as served', () => {
     assert.equal(icon.headers.get('content-type'), 'image/svg+xml');
     assert.equal((await service.request('GET', '/my-key/assets/holder.js')).status, 200);
   });
+
+  test("the manifest's icons are served as their stated type and size (a PNG's IHDR), iOS's home-screen icon too", async () => {
+    // The bytes as sent (the test's request helper reads text).
+    const fetchBytes = async (url: string) => {
+      const answer = await service.latchkey.app.inject({ method: 'GET', url });
+      return { status: answer.statusCode, type: String(answer.headers['content-type']), body: answer.rawPayload };
+    };
+    /** Width and height from a PNG's header chunk, which must come first. */
+    const pngSize = (body: Buffer): string => {
+      assert.ok(body.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), 'a PNG signature');
+      assert.equal(body.toString('latin1', 12, 16), 'IHDR', 'the IHDR chunk first');
+      return `${body.readUInt32BE(16)}x${body.readUInt32BE(20)}`;
+    };
+    const manifest = await service.request<{ icons: Array<{ src: string; sizes: string; type: string }> }>('GET', '/my-key/manifest.webmanifest');
+    const pngs = manifest.body.icons.filter((icon) => icon.type === 'image/png');
+    assert.deepEqual(pngs.map((icon) => icon.sizes).sort(), ['192x192', '512x512'], 'the sizes an installable page needs');
+    for (const icon of manifest.body.icons) {
+      const served = await fetchBytes(icon.src);
+      assert.equal(served.status, 200, icon.src);
+      assert.equal(served.type, icon.type, icon.src);
+      if (icon.type === 'image/png') assert.equal(pngSize(served.body), icon.sizes, icon.src);
+    }
+    const page = await service.request('GET', '/my-key');
+    const touch = /<link rel="apple-touch-icon" href="([^"]+)">/.exec(page.text)?.[1];
+    assert.ok(touch, 'the page names an apple-touch-icon');
+    const served = await fetchBytes(touch);
+    assert.equal(served.status, 200);
+    assert.equal(served.type, 'image/png');
+    assert.equal(pngSize(served.body), '180x180');
+  });
 });

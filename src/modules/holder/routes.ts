@@ -9,7 +9,7 @@ import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
 import { KeyDeviceList } from './schemas.ts';
-import { holderAsset } from './assets.ts';
+import { HOLDER_PNG_ICONS, holderAsset } from './assets.ts';
 import type { HolderService } from './service.ts';
 
 export const HOLDER_CSP = [
@@ -60,6 +60,7 @@ function myKeyPage(brand: string, lang: 'de' | 'en'): string {
 <title>${escape(t.title)} · ${escape(brand)}</title>
 <link rel="manifest" href="/my-key/manifest.webmanifest">
 <link rel="icon" href="/my-key/assets/icon.svg" type="image/svg+xml">
+<link rel="apple-touch-icon" href="/my-key/assets/apple-touch-icon.png">
 <link rel="stylesheet" href="/my-key/assets/holder.css">
 <script type="module" src="/my-key/assets/holder.js"></script>
 </head>
@@ -98,6 +99,12 @@ export function holderRoutes(app: ApiInstance, holder: HolderService, brand: str
         theme_color: '#0b57d0',
         icons: [
           { src: '/my-key/assets/icon.svg', sizes: 'any', type: 'image/svg+xml', purpose: 'any' },
+          ...HOLDER_PNG_ICONS.filter((icon) => icon.manifest).map((icon) => ({
+            src: `/my-key/assets/${icon.file}`,
+            sizes: `${icon.size}x${icon.size}`,
+            type: 'image/png',
+            purpose: 'any',
+          })),
         ],
       }),
   );

@@ -122,6 +122,13 @@ export interface Key {
 export interface OperatorKey extends Key {
   credential: string | null;
 }
+/** A device (passkey) bound to a phone key on its setup page (`GET /admin/v1/keys/{id}/devices`). */
+export interface KeyDevice {
+  id: number;
+  registered_at: string;
+  /** Its last verified tap (Open or Show my doors); null: never used. */
+  last_used_at: string | null;
+}
 export interface Invitation {
   id: number;
   state: string;

@@ -1,10 +1,11 @@
 // People of an account (public API through the console's key): find, create, and one person's keys and
-// invitations: issue a phone key, resend, cancel, hand over a card or fob, return a key.
+// invitations: issue a phone key, resend, cancel, hand over a card or fob, return a key, and a phone key's
+// devices (its passkeys: registered when, last used), one removed.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, usePaged, useResource, useSubmit } from '../components.tsx';
 import { Link, navigate } from '../router.tsx';
-import type { Account, Invitation, Key, OperatorKey, Person, SecurityGroup } from '../types.ts';
+import type { Account, Invitation, Key, KeyDevice, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function PeopleSection({ account, personId }: { account: Account; personId?: string }) {
@@ -111,6 +112,7 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
   const credentials = useCredentials(keys.items);
   const [editing, setEditing] = useState<number | null>(null);
+  const [showingDevices, setShowingDevices] = useState<number | null>(null);
   const action = useSubmit();
   const refresh = () => {
     keys.reload();
@@ -205,6 +207,17 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                           Change credential<span class="visually-hidden"> of {k.name}</span>
                         </button>
                       )}
+                      {k.type === 'digital' && (
+                        <button
+                          type="button"
+                          class="secondary small"
+                          aria-expanded={showingDevices === k.id}
+                          onClick={() => setShowingDevices(showingDevices === k.id ? null : k.id)}
+                          data-testid={`key-devices-${k.id}`}
+                        >
+                          Devices<span class="visually-hidden"> of {k.name}</span>
+                        </button>
+                      )}
                       <button
                         type="button"
                         class="danger small"
@@ -244,6 +257,18 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
               keys.reload();
             }
             requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="edit-credential-${id}"]`)?.focus());
+          }}
+        />
+      )}
+      {showingDevices !== null && (
+        <KeyDevices
+          key={showingDevices}
+          account={account}
+          keyItem={keys.items.find((k) => k.id === showingDevices)}
+          onDone={() => {
+            const id = showingDevices;
+            setShowingDevices(null);
+            requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="key-devices-${id}"]`)?.focus());
           }}
         />
       )}
@@ -535,6 +560,88 @@ function EditCredential({ keyItem, current, onDone }: { keyItem: Key | undefined
           </button>
         </div>
       </form>
+    </section>
+  );
+}
+
+/**
+ * A phone key's devices (the passkeys bound on its setup page, `GET /admin/v1/keys/{id}/devices`): when each
+ * was registered and last used, read again on live changes (a tap is a door event); "Remove" asks first, then
+ * `DELETE /admin/v1/keys/{id}/devices/{device_id}`: that device opens nothing from its next tap.
+ */
+function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: Key | undefined; onDone: () => void }) {
+  const devices = useResource<{ data: KeyDevice[] }>(keyItem ? `/admin/v1/keys/${keyItem.id}/devices` : null, { topics: ['events'], liveAccount: account.id });
+  const form = useSubmit();
+  const [removed, setRemoved] = useState<string | null>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  if (!keyItem) return null;
+  const list = devices.data?.data ?? [];
+  const remove = (device: KeyDevice) => {
+    if (!window.confirm(`Remove device ${device.id} from the key ${keyItem.name}? It opens nothing from its next tap; another device needs a new setup link.`)) return;
+    setRemoved(null);
+    void form.run(async () => {
+      await api('DELETE', `/admin/v1/keys/${keyItem.id}/devices/${device.id}`);
+      setRemoved(`Device ${device.id} removed: it opens nothing any more.`);
+      devices.reload();
+      // Its button goes with it: keep the focus in the panel.
+      heading.current?.focus();
+    });
+  };
+  return (
+    <section aria-labelledby="key-devices-title" class="panel" data-testid="key-devices">
+      <h3 id="key-devices-title" tabIndex={-1} ref={heading}>
+        Devices of {keyItem.name}
+      </h3>
+      <p class="muted">A device is the phone a passkey binds the key to when its holder opens the setup link. Each tap is checked against it.</p>
+      {devices.error && <FormError error={devices.error} />}
+      {!devices.data && !devices.error && (
+        <p class="muted" aria-live="polite">
+          Loading…
+        </p>
+      )}
+      {devices.data && list.length === 0 && <p class="muted">No device: the key is not bound to a phone (yet, or any more).</p>}
+      {list.length > 0 && (
+        <Table label={`Devices of ${keyItem.name}`}>
+          <thead>
+            <tr>
+              <th scope="col">Device</th>
+              <th scope="col">Registered</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((device) => (
+              <tr key={device.id} data-testid={`device-row-${device.id}`}>
+                <td>Device {device.id}</td>
+                <td>
+                  <Time iso={device.registered_at} />
+                </td>
+                <td data-testid={`device-last-used-${device.id}`}>
+                  <Time iso={device.last_used_at} />
+                </td>
+                <td>
+                  <button type="button" class="danger small" disabled={form.busy} onClick={() => remove(device)} data-testid={`remove-device-${device.id}`}>
+                    Remove<span class="visually-hidden"> device {device.id} of {keyItem.name}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </Table>
+      )}
+      <FormError error={form.error} />
+      {removed && (
+        <p role="status" class="ok-text" data-testid="device-removed">
+          {removed}
+        </p>
+      )}
+      <div class="actions">
+        <button type="button" class="secondary" onClick={onDone} data-testid="close-devices">
+          Close
+        </button>
+      </div>
     </section>
   );
 }
