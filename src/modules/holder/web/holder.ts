@@ -2,6 +2,7 @@
 // asks for a fresh assertion for every action ("Show my doors", each "Open") and follows an Open's command
 // until the door confirms, fails or times out. No state is kept in the browser: the passkey is the key.
 import { startAuthentication, startRegistration } from '@simplewebauthn/browser';
+import { FOLLOW_ATTEMPTS, followDelayMs } from './follow-schedule.ts';
 
 const lang = document.documentElement.lang === 'de' ? 'de' : 'en';
 
@@ -147,7 +148,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string, classN
 }
 
 async function follow(commandId: string, outcome: HTMLElement): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let attempt = 1; attempt <= FOLLOW_ATTEMPTS; attempt++) {
     const response = await fetch(`/my-key/commands/${encodeURIComponent(commandId)}`, { headers: { accept: 'application/json' } });
     if (response.ok) {
       const command = (await response.json()) as { status: string };
@@ -156,7 +157,7 @@ async function follow(commandId: string, outcome: HTMLElement): Promise<void> {
         return say(done, outcome, command.status === 'confirmed' ? 'confirmed' : 'refused');
       }
     }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, followDelayMs(attempt)));
   }
 }
 
