@@ -12,13 +12,14 @@ import { credentialDigest } from './credentials.ts';
 import { keyGroupIds, lockAccess, type AccountFacts, type LockFacts } from './resolve.ts';
 import {
   bumpListVersion,
-  claimRebuildPart,
+  claimRebuild,
   currentEntries,
   keysForLists,
   keysNotPending,
   loadAccountFacts,
   lockAccountGateways,
   markPending,
+  nextKeyIds,
   recordRebuildPart,
   replaceListSecret,
   requestRebuild,
@@ -107,11 +108,15 @@ export class AccessLists {
    * (nothing asked, or another instance is building a part right now).
    */
   async buildPart(tx: Transaction, accountId: number, size: number): Promise<'built' | 'done' | 'busy'> {
-    const part = await claimRebuildPart(tx, accountId, size);
-    if (!part) return 'busy';
-    if (part.keyIds.length > 0) await this.build(tx, accountId, part.keyIds, []);
-    const last = part.keyIds.length < size ? null : (part.keyIds.at(-1) as number);
-    await recordRebuildPart(tx, accountId, part.generation, last);
+    const rebuild = await claimRebuild(tx, accountId);
+    if (!rebuild) return 'busy';
+    // The gateways' rows first, as every key change takes them: a key change still open finishes before the
+    // part reads its keys and the rules, so no key is built from rules read before this rebuild was asked for.
+    await lockAccountGateways(tx, accountId);
+    const keyIds = await nextKeyIds(tx, accountId, rebuild.afterKeyId, size);
+    if (keyIds.length > 0) await this.build(tx, accountId, keyIds, []);
+    const last = keyIds.length < size ? null : (keyIds.at(-1) as number);
+    await recordRebuildPart(tx, accountId, rebuild.generation, last);
     return last === null ? 'done' : 'built';
   }
 

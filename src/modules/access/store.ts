@@ -312,22 +312,22 @@ export async function waitingRebuilds(db: Queryable): Promise<number[]> {
 const REBUILD_LOCK = 727275;
 
 /**
- * The next part of an account's rebuild: null when none is asked for or another transaction (instance) is
- * building a part of it right now. The request's row is not locked while the part is built (a change asking
- * again must not wait for it, nor deadlock with it on the gateways' rows): recordRebuildPart moves it on only
- * if no new request came meanwhile.
+ * The account's rebuild, if one is asked for and no other transaction (instance) is building a part of it right
+ * now: its generation and the last key built. The request's row is not locked while the part is built (a change
+ * asking again must not wait for it, nor deadlock with it on the gateways' rows): recordRebuildPart moves it on
+ * only if no new request came meanwhile.
  */
-export async function claimRebuildPart(tx: Queryable, accountId: number, size: number): Promise<{ generation: string; keyIds: number[] } | null> {
+export async function claimRebuild(tx: Queryable, accountId: number): Promise<{ generation: string; afterKeyId: string } | null> {
   const [lock] = await tx.query<{ mine: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2::int) AS mine', [REBUILD_LOCK, accountId]);
   if (!lock?.mine) return null;
   const [row] = await tx.query<{ generation: string; after_key_id: string }>('SELECT generation, after_key_id FROM access_rebuilds WHERE account_id = $1', [accountId]);
-  if (!row) return null;
-  const keys = await tx.query<{ id: string }>('SELECT id FROM keys WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3', [
-    accountId,
-    row.after_key_id,
-    size,
-  ]);
-  return { generation: row.generation, keyIds: keys.map((key) => Number(key.id)) };
+  return row ? { generation: row.generation, afterKeyId: row.after_key_id } : null;
+}
+
+/** The ids of the account's next `size` keys after `afterKeyId`, whatever their state. */
+export async function nextKeyIds(tx: Queryable, accountId: number, afterKeyId: string, size: number): Promise<number[]> {
+  const keys = await tx.query<{ id: string }>('SELECT id FROM keys WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3', [accountId, afterKeyId, size]);
+  return keys.map((key) => Number(key.id));
 }
 
 /** Records a part as built (`lastKeyId`), or ends the rebuild (null: every key was built), unless asked again meanwhile. */
