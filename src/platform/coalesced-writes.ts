@@ -1,7 +1,7 @@
-// Group commit: writes asked for while an earlier one runs are made together, in one write, as soon as it
-// ends. A lone write starts after the current turn of the event loop (no timer); under load the number of
-// statements stays near one per database round trip instead of one per caller. Each caller gets its own part
-// of the result.
+// Group commit: writes asked for while earlier ones run are made together, in one write, as soon as one ends
+// (at most maxWrites at once). A lone write starts after the current turn of the event loop (no timer); under
+// load the number of statements stays near one per database round trip instead of one per caller. Each caller
+// gets its own part of the result.
 
 interface Waiting<T, R> {
   items: readonly T[];
@@ -11,7 +11,8 @@ interface Waiting<T, R> {
 
 export class CoalescedWrites<T, R> {
   private waiting: Array<Waiting<T, R>> = [];
-  private running = false;
+  private active = 0;
+  private scheduled = false;
 
   /**
    * `writeAll` writes items in the order given and returns one result per item. `ownFault(error)`: the error
@@ -21,33 +22,46 @@ export class CoalescedWrites<T, R> {
   constructor(
     private readonly writeAll: (items: T[]) => Promise<R[]>,
     private readonly ownFault: (error: unknown) => boolean,
-    /** At most this many items in one write; a caller's items are never split. */
-    private readonly maxItems = 5000,
+    private readonly options: {
+      /** Writes at once at most: PostgreSQL commits several in parallel on several cores (1: one at a time). */
+      maxWrites?: number;
+      /** At most this many items in one write; a caller's items are never split. */
+      maxItems?: number;
+    } = {},
   ) {}
 
   /** Writes `items`, with whatever else is waiting; resolves with their results once written. */
   write(items: readonly T[]): Promise<R[]> {
     return new Promise<R[]>((resolve, reject) => {
       this.waiting.push({ items, resolve, reject });
-      if (this.running) return;
-      this.running = true;
-      // After the I/O of this turn of the event loop: what the other connections brought joins this write.
-      // (PGlite runs its statements synchronously on this thread: started at once, a write would be alone.)
-      setImmediate(() => void this.drain());
+      this.schedule();
     });
   }
 
-  private async drain(): Promise<void> {
-    while (this.waiting.length > 0) {
+  /**
+   * Starts a write after the I/O of this turn of the event loop, so that what the other connections brought
+   * joins it (PGlite runs its statements synchronously on this thread: started at once, a write would be alone).
+   */
+  private schedule(): void {
+    if (this.scheduled || this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;
+      const maxItems = this.options.maxItems ?? 5000;
       let count = 0;
       let take = 0;
-      while (take < this.waiting.length && (take === 0 || count + (this.waiting[take] as Waiting<T, R>).items.length <= this.maxItems)) {
+      while (take < this.waiting.length && (take === 0 || count + (this.waiting[take] as Waiting<T, R>).items.length <= maxItems)) {
         count += (this.waiting[take] as Waiting<T, R>).items.length;
         take++;
       }
-      await this.run(this.waiting.splice(0, take));
-    }
-    this.running = false;
+      this.active++;
+      void this.run(this.waiting.splice(0, take)).finally(() => {
+        this.active--;
+        this.schedule();
+      });
+      this.schedule(); // more than one write's worth waiting, and a write free
+    });
   }
 
   private async run(group: Array<Waiting<T, R>>): Promise<void> {

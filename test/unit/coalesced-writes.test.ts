@@ -57,9 +57,32 @@ describe('coalesced writes', () => {
     assert.deepEqual(await writes.write(['a']), ['a']);
   });
 
+  test('with maxWrites, that many writes run at once, each with what waited when it started', async () => {
+    const calls: string[][] = [];
+    const gates = [deferred(), deferred()];
+    const writes = new CoalescedWrites<string, string>(async (items) => {
+      const gate = gates[calls.push(items) - 1];
+      if (gate) await gate.promise;
+      return items;
+    }, isRefused, { maxWrites: 2 });
+    const first = writes.write(['a']);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = [writes.write(['b']), writes.write(['c'])];
+    await new Promise((resolve) => setImmediate(resolve));
+    const third = writes.write(['d']);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(calls, [['a'], ['b', 'c']], 'two at once; the third waits for a free write');
+    gates[0]?.resolve();
+    assert.deepEqual(await first, ['a']);
+    for (let turn = 0; turn < 3 && calls.length < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(calls, [['a'], ['b', 'c'], ['d']], 'started once a write was free');
+    gates[1]?.resolve();
+    assert.deepEqual(await Promise.all([...second, third]), [['b'], ['c'], ['d']]);
+  });
+
   test('a write holds at most maxItems, never splitting a caller', async () => {
     const calls: string[][] = [];
-    const writes = new CoalescedWrites<string, string>(async (items) => (calls.push(items), items), isRefused, 3);
+    const writes = new CoalescedWrites<string, string>(async (items) => (calls.push(items), items), isRefused, { maxItems: 3 });
     await Promise.all([writes.write(['a', 'b']), writes.write(['c', 'd']), writes.write(['e']), writes.write(['f', 'g', 'h', 'i'])]);
     assert.deepEqual(calls, [['a', 'b'], ['c', 'd', 'e'], ['f', 'g', 'h', 'i']]);
   });

@@ -24,6 +24,9 @@ export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from '.
 export { MQTT_TOPIC_PREFIX } from './topics.ts';
 export type { KeyHolder, UnlockService } from './unlock.ts';
 
+/** Writes of door events at once on PostgreSQL (a few of the pool's connections; the cores commit them in parallel). */
+const EVENT_WRITES_AT_ONCE = 3;
+
 export interface Devices {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */
   gatewayUrl: string;
@@ -71,8 +74,11 @@ export async function startDevices(
     metrics,
   });
   // Each gateway's batches in its own order (the pipeline); the batches of several gateways whose turn comes
-  // while a write runs go to the database together, in one write (many gateways, one door each, stay cheap).
-  const eventWrites = new CoalescedWrites((items: Array<{ gatewayId: number; event: GatewayEvent }>) => accessLog.ingestAcross(items), refusedAsData);
+  // while writes run go to the database together (many gateways, one door each, stay cheap). PostgreSQL commits
+  // a few writes in parallel on its cores; PGlite runs one statement at a time, so one write gathers the most.
+  const eventWrites = new CoalescedWrites((items: Array<{ gatewayId: number; event: GatewayEvent }>) => accessLog.ingestAcross(items), refusedAsData, {
+    maxWrites: db.engine === 'postgres' ? EVENT_WRITES_AT_ONCE : 1,
+  });
   const pipeline = new GatewayMessagePipeline(
     {
       events: async (gatewayId, events) => {
