@@ -7,12 +7,14 @@ import type { SecretBox } from '../../platform/secret-box.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { ConsoleSession } from './sessions.ts';
-import { findSessionKey, forgetSessionKey, insertSessionKey } from './store.ts';
+import { allowSessionKeyLock, findSessionKey, forgetSessionKey, insertSessionKey } from './store.ts';
 
 export const CONSOLE_API_PREFIX = '/console/api';
 /** The header naming the account a public API call acts in. */
 export const ACCOUNT_HEADER = 'latchkey-account';
 export const CONSOLE_KEY_NAME = 'Operator console';
+/** A remote unlock through the public API: the session's key needs the lock on its allowlist first. */
+const UNLOCK_PATH = /^\/v1\/locks\/([1-9][0-9]{0,15})\/unlock(?:\?|$)/;
 
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'idempotency-key'];
 const FORWARDED_ANSWER_HEADERS = ['content-type', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-request-id', 'allow'];
@@ -44,6 +46,8 @@ export class ConsoleProxy {
     private readonly app: FastifyInstance,
     private readonly db: Database,
     private readonly box: SecretBox,
+    /** Drops this instance's cached API keys at once (the NOTIFY reaches the others). */
+    private readonly invalidateKeys: () => void = () => undefined,
   ) {}
 
   async operator(session: ConsoleSession, request: FastifyRequest, path: string): Promise<ProxiedAnswer> {
@@ -55,6 +59,8 @@ export class ConsoleProxy {
     for (let attempt = 0; ; attempt++) {
       const key = await this.accountKey(session, accountId);
       if ('status' in key) return key;
+      const unlock = request.method === 'POST' ? UNLOCK_PATH.exec(path) : null;
+      if (unlock && (await this.db.transaction((tx) => allowSessionKeyLock(tx, key.id, accountId, Number(unlock[1]))))) this.invalidateKeys();
       const answer = await this.forward(request, path, key.token);
       if (answer.status !== 401 || attempt > 0) return answer;
       await forgetSessionKey(this.db, session.tokenHash, accountId);
@@ -90,9 +96,9 @@ export class ConsoleProxy {
   }
 
   /** The session's key in the account: stored, or made now (the account's answer when it does not exist). */
-  private async accountKey(session: ConsoleSession, accountId: number): Promise<{ token: string } | ProxiedAnswer> {
+  private async accountKey(session: ConsoleSession, accountId: number): Promise<{ id: number; token: string } | ProxiedAnswer> {
     const stored = await findSessionKey(this.db, session.tokenHash, accountId);
-    if (stored) return { token: this.box.open(stored.token_sealed) };
+    if (stored) return { id: stored.api_key_id, token: this.box.open(stored.token_sealed) };
 
     const account = await this.call(session, 'GET', `/admin/v1/accounts/${accountId}`);
     if (account.status !== 200) return account;
@@ -106,7 +112,7 @@ export class ConsoleProxy {
     if (made.status !== 201) return made;
     const key = JSON.parse(made.body) as { id: number; token: string };
     if (await insertSessionKey(this.db, session.tokenHash, accountId, { api_key_id: key.id, token_sealed: this.box.seal(key.token) })) {
-      return { token: key.token };
+      return { id: key.id, token: key.token };
     }
     // Another request of this session stored its key first: use that one, revoke this one.
     await this.call(session, 'DELETE', `/admin/v1/api_keys/${key.id}`);

@@ -2,11 +2,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, usePaged, useSubmit } from '../components.tsx';
-import { SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
+import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
-
-/** The name the console's server part gives the keys it makes for its sessions (docs/console.md). */
-const CONSOLE_KEY_NAME = 'Operator console';
 
 export function ApiKeysSection({ account }: { account: Account }) {
   const keys = usePaged<ApiKey>('/admin/v1/api_keys', { query: { account_id: account.id } });

@@ -1,0 +1,148 @@
+// An operator's day in the console (issue 27), in a real browser (Debian's Chromium, as in browser.test.ts):
+// a remote unlock from the locks page with its command's state live (refused with no gateway connected,
+// confirmed by a simulated gateway, timed out when the gateway never answers). Contract: docs/console.md.
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { after, test, type TestContext } from 'node:test';
+import type { Page } from 'playwright-core';
+import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
+import { recordRequests, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
+import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
+import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
+
+after(async () => {
+  await stopSimulator();
+});
+const browser = useBrowser();
+// The jobs run: the unlock time-out job ends an unanswered command after UNLOCK_TIMEOUT_SECONDS.
+const ctx = useTestService(async (service) => {
+  service.latchkey.jobs.start();
+  const account = await createAccount(service, { name: 'Day site' });
+  const gateway = await createGateway(service, account.rootLocationId);
+  const lock = await createLock(service, account.rootLocationId, { name: 'Front door', gateway_id: gateway.id });
+  const reader = await createApiKey(service, account.rootLocationId, ['events:read'], { name: 'Reader' });
+  site = { account: account.id, root: account.rootLocationId, gateway, lock, reader: reader.token };
+}, { UNLOCK_TIMEOUT_SECONDS: '2' });
+
+let site: { account: number; root: number; gateway: GatewayCredentials; lock: number; reader: string } | undefined;
+
+interface Watched {
+  page: Page;
+  requests: Requests;
+  problems: string[];
+}
+
+async function openSignedIn(path: string): Promise<Watched> {
+  const page = await browser.page();
+  const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
+  const response = await page.request.post(`${ctx.service.url}/console/session`, { data: { token: ADMIN_TOKEN } });
+  assert.equal(response.status(), 200, await response.text());
+  await page.goto(`${ctx.service.url}${path}`);
+  await page.getByTestId('sign-out').waitFor();
+  await page.getByRole('heading', { level: 1 }).first().waitFor();
+  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
+  return watched;
+}
+
+function assertClean(watched: Watched): void {
+  assert.deepEqual(watched.requests.offOrigin(ctx.service.url), [], 'every request goes to this service');
+  assert.deepEqual(watched.problems, [], 'no uncaught error, CSP refusal or console error');
+}
+
+function needsSite(t: TestContext): NonNullable<typeof site> | undefined {
+  if (!site) t.skip('needs the account the setup makes');
+  return site;
+}
+
+let simulator: { input: PassThrough; done: Promise<void>; log: string[] } | undefined;
+
+async function startSimulator(gateway: GatewayCredentials, answer: 'ok' | 'none'): Promise<void> {
+  const input = new PassThrough();
+  const log: string[] = [];
+  const done = simulateGateway({
+    url: gateway.mqtt.url.replace('localhost', '127.0.0.1'),
+    id: String(gateway.id),
+    password: gateway.mqtt.password,
+    prefix: gateway.mqtt.topic_prefix,
+    answer,
+    error: 'device_error',
+    locks: [],
+    key: null,
+    randomPerMinute: 0,
+    input,
+    log: (line) => log.push(line),
+  });
+  simulator = { input, done, log };
+  await waitFor(() => log.some((line) => line.includes('online at')), 'the simulated gateway is online');
+}
+
+async function stopSimulator(): Promise<void> {
+  if (!simulator) return;
+  simulator.input.write('quit\n');
+  await within(simulator.done, 5000, 'the simulated gateway stops').catch(() => undefined);
+  simulator = undefined;
+}
+
+interface PublicEvent {
+  type: string;
+  source: string;
+  api_key: { id: number; name: string; prefix: string } | null;
+}
+
+async function accessLog(token: string): Promise<PublicEvent[]> {
+  const answer = await ctx.service.request<{ data: PublicEvent[] }>('GET', '/v1/events?limit=200', { token });
+  assert.equal(answer.status, 200, answer.text);
+  return answer.body.data;
+}
+
+/** Clicks Open on the lock's row and waits for its command to reach `state` (data-state of the status). */
+async function openAndWait(page: Page, lock: number, state: string): Promise<string> {
+  await page.getByTestId(`open-lock-${lock}`).click();
+  const status = page.getByTestId(`unlock-status-${lock}`);
+  await page.locator(`[data-testid="unlock-status-${lock}"][data-state="${state}"]`).waitFor({ timeout: 15_000 });
+  return (await status.textContent()) ?? '';
+}
+
+test('remote unlock with no gateway connected: refused with the service\'s words, nothing left in flight', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const watched = await openSignedIn(`/console/accounts/${s.account}/locks`);
+  const { page } = watched;
+  await page.getByTestId(`lock-row-${s.lock}`).filter({ hasText: /offline/ }).waitFor();
+  const text = await openAndWait(page, s.lock, 'refused');
+  assert.match(text, /has not been heard from recently/);
+  assert.match(text, /You asked from this console session, as its API key "Operator console"/);
+  assert.ok(await page.getByTestId(`open-lock-${s.lock}`).isEnabled(), 'Open can be tried again');
+  assertClean(watched);
+});
+
+test('remote unlock through a simulated gateway: published, then confirmed; the access log names the console', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  await startSimulator(s.gateway, 'ok');
+  const watched = await openSignedIn(`/console/accounts/${s.account}/locks`);
+  const { page } = watched;
+  await page.getByTestId(`lock-row-${s.lock}`).filter({ hasText: /online/ }).waitFor();
+  const text = await openAndWait(page, s.lock, 'confirmed');
+  assert.match(text, /Opened: the door confirmed/);
+  assert.match(text, /Operator console/);
+  await waitFor(async () => (await accessLog(s.reader)).some((e) => e.type === 'access.granted'), 'the grant is in the access log');
+  const granted = (await accessLog(s.reader)).find((e) => e.type === 'access.granted');
+  assert.equal(granted?.source, 'api');
+  assert.equal(granted?.api_key?.name, 'Operator console');
+  assertClean(watched);
+});
+
+test('remote unlock the gateway never answers: timed out, said in words', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  await stopSimulator();
+  await startSimulator(s.gateway, 'none');
+  const watched = await openSignedIn(`/console/accounts/${s.account}/locks`);
+  const { page } = watched;
+  await page.getByTestId(`lock-row-${s.lock}`).filter({ hasText: /online/ }).waitFor();
+  const text = await openAndWait(page, s.lock, 'timed_out');
+  assert.match(text, /Timed out: the door did not answer within 2 s/);
+  assertClean(watched);
+});
