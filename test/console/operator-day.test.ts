@@ -1,6 +1,8 @@
 // An operator's day in the console (issue 27), in a real browser (Debian's Chromium, as in browser.test.ts):
 // a remote unlock from the locks page with its command's state live (refused with no gateway connected,
-// confirmed by a simulated gateway, timed out when the gateway never answers). Contract: docs/console.md.
+// confirmed by a simulated gateway, timed out when the gateway never answers); the access log naming who acted
+// (the console operator, an API key, a key holder at the door, "unknown" only for nobody). Contract:
+// docs/console.md.
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
@@ -22,10 +24,15 @@ const ctx = useTestService(async (service) => {
   const gateway = await createGateway(service, account.rootLocationId);
   const lock = await createLock(service, account.rootLocationId, { name: 'Front door', gateway_id: gateway.id });
   const reader = await createApiKey(service, account.rootLocationId, ['events:read'], { name: 'Reader' });
-  site = { account: account.id, root: account.rootLocationId, gateway, lock, reader: reader.token };
+  const desk = await createApiKey(service, account.rootLocationId, ['locks:control'], { name: 'Front desk', lock_allowlist: [lock] });
+  const person = await service.admin<{ id: string }>('POST', '/admin/v1/people', { location_id: account.rootLocationId, name: 'Lin Yu', email: 'lin@example.com' });
+  assert.equal(person.status, 201, person.text);
+  const card = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge 1' });
+  assert.equal(card.status, 201, card.text);
+  site = { account: account.id, root: account.rootLocationId, gateway, lock, reader: reader.token, desk: desk.token, card: card.body.id };
 }, { UNLOCK_TIMEOUT_SECONDS: '2' });
 
-let site: { account: number; root: number; gateway: GatewayCredentials; lock: number; reader: string } | undefined;
+let site: { account: number; root: number; gateway: GatewayCredentials; lock: number; reader: string; desk: string; card: number } | undefined;
 
 interface Watched {
   page: Page;
@@ -85,7 +92,10 @@ async function stopSimulator(): Promise<void> {
 }
 
 interface PublicEvent {
+  id: number;
   type: string;
+  reason: string | null;
+  key: { id: number } | null;
   source: string;
   api_key: { id: number; name: string; prefix: string } | null;
 }
@@ -131,6 +141,36 @@ test('remote unlock through a simulated gateway: published, then confirmed; the 
   const granted = (await accessLog(s.reader)).find((e) => e.type === 'access.granted');
   assert.equal(granted?.source, 'api');
   assert.equal(granted?.api_key?.name, 'Operator console');
+  assertClean(watched);
+});
+
+test('the access log names who acted: console operator, API key, key holder at the door; unknown only for nobody', async (t) => {
+  const s = needsSite(t);
+  if (!s || !simulator) return t.skip('needs the simulated gateway of the step before');
+  // A remote unlock by the customer's own key, a door grant with the card, and one with no key at all.
+  const byDesk = await ctx.service.request<{ id: string }>('POST', `/v1/locks/${s.lock}/unlock`, { token: s.desk });
+  assert.equal(byDesk.status, 202, byDesk.text);
+  await waitFor(async () => (await accessLog(s.reader)).filter((e) => e.type === 'access.granted' && e.source === 'api').length === 2, 'the desk unlock confirmed');
+  simulator.input.write(`grant ${s.lock} ${s.card}\n`);
+  await waitFor(async () => (await accessLog(s.reader)).some((e) => e.source === 'gateway' && e.key?.id === s.card), 'the card grant in the log');
+  simulator.input.write(`grant ${s.lock}\n`);
+  await waitFor(async () => (await accessLog(s.reader)).some((e) => e.source === 'gateway' && e.key === null), 'the keyless grant in the log');
+  const log = await accessLog(s.reader);
+  const byConsole = log.find((e) => e.source === 'api' && e.api_key?.name === 'Operator console');
+  const byKey = log.find((e) => e.source === 'api' && e.api_key?.name === 'Front desk');
+  const byCard = log.find((e) => e.source === 'gateway' && e.key?.id === s.card);
+  const byNobody = log.find((e) => e.source === 'gateway' && e.key === null);
+  assert.ok(byConsole && byKey && byCard && byNobody, JSON.stringify(log));
+
+  const watched = await openSignedIn(`/console/accounts/${s.account}/events`);
+  const { page } = watched;
+  const actor = async (id: number) => ((await page.getByTestId(`event-actor-${id}`).textContent()) ?? '').replace(/\s+/g, ' ').trim();
+  await page.getByTestId(`event-row-${byNobody.id}`).waitFor();
+  assert.match(await actor(byConsole.id), /^Console operator \(API key lk_[A-Za-z0-9_-]{8}\)$/);
+  assert.match(await actor(byKey.id), /^API key Front desk \(lk_[A-Za-z0-9_-]{8}\)$/);
+  assert.equal(await actor(byCard.id), 'Lin Yu, key Badge 1');
+  assert.equal(await actor(byNobody.id), 'unknown');
+  assert.equal(await page.getByTestId(`event-actor-${byCard.id}`).getByRole('link', { name: 'Lin Yu' }).count(), 1, 'the person links to their page');
   assertClean(watched);
 });
 

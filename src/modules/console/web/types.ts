@@ -154,10 +154,12 @@ export interface AccessEvent {
   occurred_at: string;
   result: string;
   reason: string | null;
+  /** `gateway` (at the door), `api` (a remote unlock by an API key), `key_holder` (from the phone). */
   source: string;
   lock: { id: number; name: string; place: string };
   location: LocationRef;
-  person: { id: string; name: string; email: string } | null;
+  api_key: { id: number; name: string; prefix: string } | null;
+  person: { id: string; name: string; email: string | null } | null;
   key: { id: number; name: string } | null;
 }
 export interface Webhook {
