@@ -174,6 +174,26 @@ test('the access log names who acted: console operator, API key, key holder at t
   assertClean(watched);
 });
 
+test('the access log\'s Since is empty, as its hint says, and the log is read from the start', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const page = await browser.page();
+  const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
+  const response = await page.request.post(`${ctx.service.url}/console/session`, { data: { token: ADMIN_TOKEN } });
+  assert.equal(response.status(), 200, await response.text());
+  const firstRead = page.waitForRequest((request) => new URL(request.url()).pathname === '/console/api/v1/events');
+  await page.goto(`${ctx.service.url}/console/accounts/${s.account}/events`);
+  const url = new URL((await firstRead).url());
+  assert.equal(url.searchParams.get('since'), null, `no since in ${url.search}`);
+  const since = page.getByTestId('events-since');
+  await since.waitFor();
+  assert.equal(await since.inputValue(), '');
+  const hint = await since.getAttribute('aria-describedby');
+  assert.ok(hint);
+  assert.equal(await page.locator(`[id="${hint.split(' ')[0]}"]`).textContent(), 'Empty: from the start');
+  assertClean(watched);
+});
+
 test('remote unlock the gateway never answers: timed out, said in words', async (t) => {
   const s = needsSite(t);
   if (!s) return;

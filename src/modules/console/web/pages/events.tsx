@@ -12,14 +12,10 @@ const PAGE = 100;
 /** Pages read in one go when opening or catching up; beyond, the operator asks for more. */
 const PAGES_AT_ONCE = 3;
 
-function localInput(date: Date): string {
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
-}
-
 export function EventsSection({ account }: { account: Account }) {
   const { query } = useLocation();
-  const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * 3600 * 1000)));
+  // Empty, as its hint says: the log from the start (the API's default), newest rows on top once read to the end.
+  const [since, setSince] = useState('');
   const [lockId, setLockId] = useState(query.get('lock_id') ?? '');
   const [personId, setPersonId] = useState(query.get('person_id') ?? '');
   const [types, setTypes] = useState<string[]>([]);
