@@ -2,7 +2,7 @@
 // a remote unlock from the locks page with its command's state live (refused with no gateway connected,
 // confirmed by a simulated gateway, timed out when the gateway never answers); the access log naming who acted
 // (the console operator, an API key, a key holder at the door, "unknown" only for nobody). Contract:
-// docs/console.md.
+// docs/console.md. Also: the access log's Since empty as its hint says, and revoked API keys hidden unless asked.
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
@@ -204,5 +204,27 @@ test('remote unlock the gateway never answers: timed out, said in words', async 
   await page.getByTestId(`lock-row-${s.lock}`).filter({ hasText: /online/ }).waitFor();
   const text = await openAndWait(page, s.lock, 'timed_out');
   assert.match(text, /Timed out: the door did not answer within 2 s/);
+  assertClean(watched);
+});
+
+test('the API-key list hides revoked keys unless asked: a toggle, off by default', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const old = await createApiKey(ctx.service, s.root, ['events:read'], { name: 'Old kiosk' });
+  const revoked = await ctx.service.admin('DELETE', `/admin/v1/api_keys/${old.id}`);
+  assert.equal(revoked.status, 204, revoked.text);
+  const watched = await openSignedIn(`/console/accounts/${s.account}/api-keys`);
+  const { page } = watched;
+  const rows = page.locator('[data-testid^="api-key-row-"]');
+  await rows.filter({ hasText: 'Front desk' }).waitFor();
+  assert.equal(await page.getByTestId(`api-key-row-${old.id}`).count(), 0, 'the revoked key is hidden');
+  assert.match((await page.getByTestId('revoked-hidden').textContent()) ?? '', /^\d+ revoked keys? hidden\.$/);
+  const toggle = page.getByRole('checkbox', { name: 'Show revoked keys' });
+  assert.equal(await toggle.isChecked(), false);
+  await toggle.check();
+  await page.getByTestId(`api-key-row-${old.id}`).filter({ hasText: 'revoked' }).waitFor();
+  assert.equal(await page.getByTestId('revoked-hidden').count(), 0);
+  await toggle.uncheck();
+  await page.getByTestId(`api-key-row-${old.id}`).waitFor({ state: 'detached' });
   assertClean(watched);
 });

@@ -42,6 +42,13 @@ export function targetOf(url: string, accountHeader: string | string[] | undefin
 }
 
 export class ConsoleProxy {
+  /**
+   * The key being made per session and account: a page's first load asks several lists at once, and each
+   * found no key stored yet, so each made one (two keys 80 ms apart, the loser revoked 6 ms later, both in the
+   * account's key list). The requests after the first wait for its key instead.
+   */
+  private readonly making = new Map<string, Promise<{ id: number; token: string } | ProxiedAnswer>>();
+
   constructor(
     private readonly app: FastifyInstance,
     private readonly db: Database,
@@ -63,7 +70,7 @@ export class ConsoleProxy {
       if (unlock && (await this.db.transaction((tx) => allowSessionKeyLock(tx, key.id, accountId, Number(unlock[1]))))) this.invalidateKeys();
       const answer = await this.forward(request, path, key.token);
       if (answer.status !== 401 || attempt > 0) return answer;
-      await forgetSessionKey(this.db, session.tokenHash, accountId);
+      await forgetSessionKey(this.db, session.tokenHash, accountId, key.id);
     }
   }
 
@@ -95,8 +102,20 @@ export class ConsoleProxy {
     return { status: response.statusCode, headers: pickHeaders(response.headers), body: response.body };
   }
 
-  /** The session's key in the account: stored, or made now (the account's answer when it does not exist). */
+  /** The session's key in the account: stored, or made now, once (the account's answer when it does not exist). */
   private async accountKey(session: ConsoleSession, accountId: number): Promise<{ id: number; token: string } | ProxiedAnswer> {
+    const stored = await findSessionKey(this.db, session.tokenHash, accountId);
+    if (stored) return { id: stored.api_key_id, token: this.box.open(stored.token_sealed) };
+    const slot = `${session.tokenHash}:${accountId}`;
+    const running = this.making.get(slot);
+    if (running) return running;
+    const made = this.makeAccountKey(session, accountId).finally(() => this.making.delete(slot));
+    this.making.set(slot, made);
+    return made;
+  }
+
+  private async makeAccountKey(session: ConsoleSession, accountId: number): Promise<{ id: number; token: string } | ProxiedAnswer> {
+    // Stored meanwhile by a request that made it between this one's read and its turn here.
     const stored = await findSessionKey(this.db, session.tokenHash, accountId);
     if (stored) return { id: stored.api_key_id, token: this.box.open(stored.token_sealed) };
 
@@ -114,9 +133,10 @@ export class ConsoleProxy {
     if (await insertSessionKey(this.db, session.tokenHash, accountId, { api_key_id: key.id, token_sealed: this.box.seal(key.token) })) {
       return { id: key.id, token: key.token };
     }
-    // Another request of this session stored its key first: use that one, revoke this one.
+    // Another instance serving this session stored its key first: use that one, revoke this one.
     await this.call(session, 'DELETE', `/admin/v1/api_keys/${key.id}`);
-    return this.accountKey(session, accountId);
+    const winner = await findSessionKey(this.db, session.tokenHash, accountId);
+    return winner ? { id: winner.api_key_id, token: this.box.open(winner.token_sealed) } : this.makeAccountKey(session, accountId);
   }
 }
 

@@ -82,9 +82,12 @@ export async function insertSessionKey(db: Queryable, tokenHash: string, account
   return rows.length > 0;
 }
 
-/** After the public API refused the stored key (revoked by an operator): the next call makes a new one. */
-export async function forgetSessionKey(db: Queryable, tokenHash: string, accountId: number): Promise<void> {
-  await db.query('DELETE FROM console_session_keys WHERE session_hash = $1 AND account_id = $2', [tokenHash, accountId]);
+/**
+ * After the public API refused the stored key (revoked by an operator): the next call makes a new one. Only
+ * that key's row: another request refused with it may already have stored the new one, which must stay.
+ */
+export async function forgetSessionKey(db: Queryable, tokenHash: string, accountId: number, apiKeyId: number): Promise<void> {
+  await db.query('DELETE FROM console_session_keys WHERE session_hash = $1 AND account_id = $2 AND api_key_id = $3', [tokenHash, accountId, apiKeyId]);
 }
 
 /**

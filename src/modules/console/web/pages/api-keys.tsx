@@ -17,6 +17,11 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const [expires, setExpires] = useState('');
   const form = useSubmit();
   const revoke = useSubmit();
+  // Revoked keys stay in the list for the record (the console's own, one per session, pile up there): hidden
+  // unless asked for.
+  const [showRevoked, setShowRevoked] = useState(false);
+  const shown = showRevoked ? keys.items : keys.items.filter((k) => !k.revoked_at);
+  const hidden = keys.items.length - shown.length;
   return (
     <section aria-labelledby="api-keys-title">
       <h2 id="api-keys-title" tabIndex={-1}>
@@ -29,7 +34,16 @@ export function ApiKeysSection({ account }: { account: Account }) {
       )}
       <FormError error={revoke.error} />
       <ListState list={keys} empty="No API keys yet." />
-      {keys.items.length > 0 && (
+      <label class="check" for="show-revoked-api-keys">
+        <input type="checkbox" id="show-revoked-api-keys" checked={showRevoked} onChange={(e) => setShowRevoked((e.currentTarget as HTMLInputElement).checked)} data-testid="show-revoked-api-keys" />
+        Show revoked keys
+      </label>
+      {hidden > 0 && (
+        <p class="muted" data-testid="revoked-hidden">
+          {hidden === 1 ? '1 revoked key hidden.' : `${hidden} revoked keys hidden.`}
+        </p>
+      )}
+      {shown.length > 0 && (
         <Table label="API keys">
           <thead>
             <tr>
@@ -43,7 +57,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
             </tr>
           </thead>
           <tbody>
-            {keys.items.map((k) => (
+            {shown.map((k) => (
               <tr key={k.id} data-testid={`api-key-row-${k.id}`}>
                 <td>
                   {k.name}
