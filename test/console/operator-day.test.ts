@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
-import { recordRequests, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
+import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
@@ -40,8 +40,8 @@ interface Watched {
   problems: string[];
 }
 
-async function openSignedIn(path: string): Promise<Watched> {
-  const page = await browser.page();
+async function openSignedIn(path: string, options: Parameters<typeof browser.page>[0] = {}): Promise<Watched> {
+  const page = await browser.page(options);
   const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
   const response = await page.request.post(`${ctx.service.url}/console/session`, { data: { token: ADMIN_TOKEN } });
   assert.equal(response.status(), 200, await response.text());
@@ -227,4 +227,31 @@ test('the API-key list hides revoked keys unless asked: a toggle, off by default
   await toggle.uncheck();
   await page.getByTestId(`api-key-row-${old.id}`).waitFor({ state: 'detached' });
   assertClean(watched);
+});
+
+test('the pages changed here: no serious or critical axe violation at 1,440 and 360 px, no sideways scrolling at 360 px', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const failures: string[] = [];
+  for (const viewport of [DESKTOP, PHONE]) {
+    // axe-core is injected as an inline script, which the console's CSP refuses: these contexts bypass it.
+    const { page } = await openSignedIn(`/console/accounts/${s.account}/locks`, { viewport, bypassCSP: true });
+    const check = async (name: string) => {
+      await page.getByText('Loading…').first().waitFor({ state: 'detached' });
+      const violations = await axeCheck(page);
+      if (violations.length > 0) failures.push(`${name} at ${viewport.width} px:\n${describeViolations(violations)}`);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      if (width > viewport.width) failures.push(`${name} at ${viewport.width} px: the page is ${width} px wide`);
+    };
+    await page.getByTestId(`open-lock-${s.lock}`).click();
+    await page.locator(`[data-testid="unlock-status-${s.lock}"]:not([data-state="idle"]):not([data-state="asking"])`).waitFor();
+    await check('locks, an unlock under way');
+    await page.goto(`${ctx.service.url}/console/accounts/${s.account}/events`);
+    await page.locator('[data-testid^="event-actor-"]').first().waitFor();
+    await check('access log with who acted');
+    await page.goto(`${ctx.service.url}/console/accounts/${s.account}/api-keys`);
+    await page.getByRole('checkbox', { name: 'Show revoked keys' }).check();
+    await check('API keys, revoked shown');
+  }
+  assert.deepEqual(failures, [], failures.join('\n\n'));
 });
