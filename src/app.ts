@@ -270,7 +270,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   );
   if (config.consoleEnabled) {
     const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
-    const consoleProxy = new ConsoleProxy(app, db, secrets);
+    const consoleProxy = new ConsoleProxy(app, db, secrets, () => authenticator.invalidate());
     // At start too: the sessions of an operator token that has just been changed end now, with their keys.
     await consoleSessions.purge();
     jobs.register(consoleSessions.purgeJob());

@@ -76,6 +76,17 @@ describe('unlock --wait', () => {
       ['access.granted', 'api', s.lockId],
       ['access.granted', 'api', s.lockId],
     ]);
+    // Who opened, in words: the API key by name and prefix (issue 27, item 6), in tail's lines and list's table.
+    const lines = await s.run(['events', 'tail', '--since', '10m']);
+    assert.equal(lines.code, 0, lines.stderr);
+    const tailed = lines.stdout.trim().split('\n');
+    assert.equal(tailed.length, 2);
+    for (const line of tailed) assert.match(line, /access\.granted {2}success {2}Gate \(\d+\) {2}API key test key \(lk_[A-Za-z0-9_-]{8}\)$/);
+    const listed = await s.run(['events', 'list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const [header, ...rows] = listed.stdout.trimEnd().split('\n');
+    assert.match(header ?? '', /\bWHO\s+SOURCE$/);
+    for (const row of rows) assert.match(row, /API key test key \(lk_[A-Za-z0-9_-]{8}\)\s+api$/);
     assert.equal((await gateway.stop()).code, 0);
   });
 

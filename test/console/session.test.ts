@@ -169,6 +169,28 @@ describe('the forwarder', () => {
     const again = await browser.call('GET', '/console/api/v1/people', asAccount);
     assert.equal(again.status, 200, 'a revoked key is replaced, the browser is not signed out');
   });
+
+  // Issue 27, item 7: a page's first load asks several lists at once; each found no key and made one.
+  test('calls made at once on a page\'s first load make one key, not one each (none made and revoked)', async () => {
+    const account = await createAccount(ctx.service);
+    const browser = await signIn();
+    const asAccount = { headers: { 'latchkey-account': String(account.id) } };
+    const answers = await Promise.all(['/v1/locks', '/v1/security_groups', '/v1/people', '/v1/keys', '/v1/locks?limit=200'].map((path) => browser.call('GET', `/console/api${path}`, asAccount)));
+    assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200]);
+    const keys = await ctx.service.admin<Page<{ name: string; revoked_at: string | null }>>('GET', `/admin/v1/api_keys?account_id=${account.id}`);
+    assert.deepEqual(keys.body.data.map((k) => [k.name, k.revoked_at]), [['Operator console', null]], 'one key, never a second one revoked');
+
+    // Revoked behind the session's back while calls are in flight: one replacement, kept for the next calls.
+    await ctx.service.admin('DELETE', `/admin/v1/api_keys/${(await ctx.service.admin<Page<{ id: number }>>('GET', `/admin/v1/api_keys?account_id=${account.id}`)).body.data[0]?.id}`);
+    const again = await Promise.all([1, 2, 3, 4].map(() => browser.call('GET', '/console/api/v1/locks', asAccount)));
+    assert.deepEqual(again.map((a) => a.status), [200, 200, 200, 200]);
+    const after = await ctx.service.admin<Page<{ revoked_at: string | null }>>('GET', `/admin/v1/api_keys?account_id=${account.id}`);
+    assert.equal(after.body.data.length, 2, 'the revoked key and one replacement');
+    assert.equal(after.body.data.filter((k) => k.revoked_at === null).length, 1);
+    await browser.call('GET', '/console/api/v1/locks', asAccount);
+    const last = await ctx.service.admin<Page<unknown>>('GET', `/admin/v1/api_keys?account_id=${account.id}`);
+    assert.equal(last.body.data.length, 2, 'the replacement is the one stored: no third key');
+  });
 });
 
 describe('signing out and expiry', () => {

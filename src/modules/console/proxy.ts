@@ -7,12 +7,14 @@ import type { SecretBox } from '../../platform/secret-box.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { ConsoleSession } from './sessions.ts';
-import { findSessionKey, forgetSessionKey, insertSessionKey } from './store.ts';
+import { allowSessionKeyLock, findSessionKey, forgetSessionKey, insertSessionKey } from './store.ts';
 
 export const CONSOLE_API_PREFIX = '/console/api';
 /** The header naming the account a public API call acts in. */
 export const ACCOUNT_HEADER = 'latchkey-account';
 export const CONSOLE_KEY_NAME = 'Operator console';
+/** A remote unlock through the public API: the session's key needs the lock on its allowlist first. */
+const UNLOCK_PATH = /^\/v1\/locks\/([1-9][0-9]{0,15})\/unlock(?:\?|$)/;
 
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'idempotency-key'];
 const FORWARDED_ANSWER_HEADERS = ['content-type', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-request-id', 'allow'];
@@ -40,10 +42,19 @@ export function targetOf(url: string, accountHeader: string | string[] | undefin
 }
 
 export class ConsoleProxy {
+  /**
+   * The key being made per session and account: a page's first load asks several lists at once, and each
+   * found no key stored yet, so each made one (two keys 80 ms apart, the loser revoked 6 ms later, both in the
+   * account's key list). The requests after the first wait for its key instead.
+   */
+  private readonly making = new Map<string, Promise<{ id: number; token: string } | ProxiedAnswer>>();
+
   constructor(
     private readonly app: FastifyInstance,
     private readonly db: Database,
     private readonly box: SecretBox,
+    /** Drops this instance's cached API keys at once (the NOTIFY reaches the others). */
+    private readonly invalidateKeys: () => void = () => undefined,
   ) {}
 
   async operator(session: ConsoleSession, request: FastifyRequest, path: string): Promise<ProxiedAnswer> {
@@ -55,9 +66,11 @@ export class ConsoleProxy {
     for (let attempt = 0; ; attempt++) {
       const key = await this.accountKey(session, accountId);
       if ('status' in key) return key;
+      const unlock = request.method === 'POST' ? UNLOCK_PATH.exec(path) : null;
+      if (unlock && (await this.db.transaction((tx) => allowSessionKeyLock(tx, key.id, accountId, Number(unlock[1]))))) this.invalidateKeys();
       const answer = await this.forward(request, path, key.token);
       if (answer.status !== 401 || attempt > 0) return answer;
-      await forgetSessionKey(this.db, session.tokenHash, accountId);
+      await forgetSessionKey(this.db, session.tokenHash, accountId, key.id);
     }
   }
 
@@ -89,10 +102,22 @@ export class ConsoleProxy {
     return { status: response.statusCode, headers: pickHeaders(response.headers), body: response.body };
   }
 
-  /** The session's key in the account: stored, or made now (the account's answer when it does not exist). */
-  private async accountKey(session: ConsoleSession, accountId: number): Promise<{ token: string } | ProxiedAnswer> {
+  /** The session's key in the account: stored, or made now, once (the account's answer when it does not exist). */
+  private async accountKey(session: ConsoleSession, accountId: number): Promise<{ id: number; token: string } | ProxiedAnswer> {
     const stored = await findSessionKey(this.db, session.tokenHash, accountId);
-    if (stored) return { token: this.box.open(stored.token_sealed) };
+    if (stored) return { id: stored.api_key_id, token: this.box.open(stored.token_sealed) };
+    const slot = `${session.tokenHash}:${accountId}`;
+    const running = this.making.get(slot);
+    if (running) return running;
+    const made = this.makeAccountKey(session, accountId).finally(() => this.making.delete(slot));
+    this.making.set(slot, made);
+    return made;
+  }
+
+  private async makeAccountKey(session: ConsoleSession, accountId: number): Promise<{ id: number; token: string } | ProxiedAnswer> {
+    // Stored meanwhile by a request that made it between this one's read and its turn here.
+    const stored = await findSessionKey(this.db, session.tokenHash, accountId);
+    if (stored) return { id: stored.api_key_id, token: this.box.open(stored.token_sealed) };
 
     const account = await this.call(session, 'GET', `/admin/v1/accounts/${accountId}`);
     if (account.status !== 200) return account;
@@ -106,11 +131,12 @@ export class ConsoleProxy {
     if (made.status !== 201) return made;
     const key = JSON.parse(made.body) as { id: number; token: string };
     if (await insertSessionKey(this.db, session.tokenHash, accountId, { api_key_id: key.id, token_sealed: this.box.seal(key.token) })) {
-      return { token: key.token };
+      return { id: key.id, token: key.token };
     }
-    // Another request of this session stored its key first: use that one, revoke this one.
+    // Another instance serving this session stored its key first: use that one, revoke this one.
     await this.call(session, 'DELETE', `/admin/v1/api_keys/${key.id}`);
-    return this.accountKey(session, accountId);
+    const winner = await findSessionKey(this.db, session.tokenHash, accountId);
+    return winner ? { id: winner.api_key_id, token: this.box.open(winner.token_sealed) } : this.makeAccountKey(session, accountId);
   }
 }
 

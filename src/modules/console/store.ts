@@ -82,7 +82,29 @@ export async function insertSessionKey(db: Queryable, tokenHash: string, account
   return rows.length > 0;
 }
 
-/** After the public API refused the stored key (revoked by an operator): the next call makes a new one. */
-export async function forgetSessionKey(db: Queryable, tokenHash: string, accountId: number): Promise<void> {
-  await db.query('DELETE FROM console_session_keys WHERE session_hash = $1 AND account_id = $2', [tokenHash, accountId]);
+/**
+ * After the public API refused the stored key (revoked by an operator): the next call makes a new one. Only
+ * that key's row: another request refused with it may already have stored the new one, which must stay.
+ */
+export async function forgetSessionKey(db: Queryable, tokenHash: string, accountId: number, apiKeyId: number): Promise<void> {
+  await db.query('DELETE FROM console_session_keys WHERE session_hash = $1 AND account_id = $2 AND api_key_id = $3', [tokenHash, accountId, apiKeyId]);
+}
+
+/**
+ * Puts a lock of the account on the allowlist of the session's key, so that the console can open it (POST
+ * /v1/locks/{id}/unlock needs the lock on the calling key's allowlist). Only a lock of the key's account, on a
+ * key that is not revoked; nothing when it is there already. True when the allowlist changed: every instance
+ * drops its cached keys on the NOTIFY, as for any change of a key.
+ */
+export async function allowSessionKeyLock(tx: Transaction, apiKeyId: number, accountId: number, lockId: number): Promise<boolean> {
+  const rows = await tx.query(
+    `UPDATE api_keys SET lock_allowlist = array_append(lock_allowlist, $3::bigint)
+      WHERE id = $1 AND revoked_at IS NULL AND NOT ($3::bigint = ANY(lock_allowlist))
+        AND EXISTS (SELECT 1 FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $3 AND l.account_id = $2)
+      RETURNING id`,
+    [apiKeyId, accountId, lockId],
+  );
+  if (rows.length === 0) return false;
+  await tx.notify(AUTH_CHANNEL);
+  return true;
 }

@@ -6,6 +6,24 @@ import { action, defined, printPage, readPages, withListFlags, type ListFlags } 
 import { ref, text, type Column } from '../output.ts';
 import { durationMs, list, positiveInteger, sinceTime } from '../parse.ts';
 
+/** The name the operator console gives the API key of each of its sessions (docs/console.md). */
+const CONSOLE_KEY_NAME = 'Operator console';
+
+/**
+ * Who acted, in words: the API key (the console operator when it is a console session's key), or the key
+ * holder (person and key) at the door or from the phone; "unknown" only when the entry names nobody (a
+ * credential no key presents, say).
+ */
+export function actorOf(event: Pick<Event, 'source' | 'api_key' | 'person' | 'key'>): string {
+  if (event.api_key) {
+    const { name, prefix } = event.api_key;
+    return name === CONSOLE_KEY_NAME ? `console operator (API key ${prefix})` : `API key ${name} (${prefix})`;
+  }
+  const holder = [event.person?.name, event.key ? `key ${ref(event.key)}` : undefined].filter((part) => part !== undefined).join(', ');
+  if (!holder) return 'unknown';
+  return event.source === 'key_holder' ? `${holder}, from the phone` : holder;
+}
+
 const EVENT_COLUMNS: ReadonlyArray<Column<Event>> = [
   ['id', (e) => e.id],
   ['occurred at', (e) => e.occurred_at],
@@ -13,8 +31,7 @@ const EVENT_COLUMNS: ReadonlyArray<Column<Event>> = [
   ['result', (e) => e.result],
   ['reason', (e) => e.reason],
   ['lock', (e) => ref(e.lock)],
-  ['person', (e) => e.person?.name],
-  ['key', (e) => (e.key ? ref(e.key) : null)],
+  ['who', (e) => actorOf(e)],
   ['source', (e) => e.source],
 ];
 
@@ -45,8 +62,7 @@ function query(o: FilterFlags): EventQuery {
 /** One event per line: columns for people, one JSON object per line (NDJSON) with --json. */
 function printLine(ctx: Context, event: Event): void {
   if (ctx.json) return ctx.io.out(JSON.stringify(event));
-  const who = event.person ? `${event.person.name}${event.key ? ` key ${event.key.id}` : ''}` : '';
-  ctx.io.out([event.occurred_at, event.type, event.result, ref(event.lock), who, event.reason ? `(${event.reason})` : ''].map(text).filter((c) => c !== '' && c !== '-').join('  '));
+  ctx.io.out([event.occurred_at, event.type, event.result, ref(event.lock), actorOf(event), event.reason ? `(${event.reason})` : ''].map(text).filter((c) => c !== '' && c !== '-').join('  '));
 }
 
 export function registerEvents(program: Command, io: Io): void {

@@ -43,6 +43,20 @@ export interface Lock {
   location: LocationRef;
   gateway_id?: number | null;
 }
+/** The name the console's server part gives the keys it makes for its sessions (docs/console.md). */
+export const CONSOLE_KEY_NAME = 'Operator console';
+
+/** A remote unlock and how far it got (`POST /v1/locks/{id}/unlock`, `GET /v1/locks/{id}/commands/{command_id}`). */
+export interface LockCommand {
+  id: string;
+  lock_id: number;
+  status: 'published' | 'confirmed' | 'timed_out' | 'failed';
+  requested_at: string;
+  published_at: string | null;
+  confirmed_at: string | null;
+  timeout_seconds: number;
+  error: { code: string; message: string } | null;
+}
 export interface SecurityGroup {
   id: number;
   code: string;
@@ -147,10 +161,12 @@ export interface AccessEvent {
   occurred_at: string;
   result: string;
   reason: string | null;
+  /** `gateway` (at the door), `api` (a remote unlock by an API key), `key_holder` (from the phone). */
   source: string;
   lock: { id: number; name: string; place: string };
   location: LocationRef;
-  person: { id: string; name: string; email: string } | null;
+  api_key: { id: number; name: string; prefix: string } | null;
+  person: { id: string; name: string; email: string | null } | null;
   key: { id: number; name: string } | null;
 }
 export interface Webhook {

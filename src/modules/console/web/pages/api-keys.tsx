@@ -2,11 +2,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, usePaged, useSubmit } from '../components.tsx';
-import { SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
+import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
-
-/** The name the console's server part gives the keys it makes for its sessions (docs/console.md). */
-const CONSOLE_KEY_NAME = 'Operator console';
 
 export function ApiKeysSection({ account }: { account: Account }) {
   const keys = usePaged<ApiKey>('/admin/v1/api_keys', { query: { account_id: account.id } });
@@ -20,6 +17,11 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const [expires, setExpires] = useState('');
   const form = useSubmit();
   const revoke = useSubmit();
+  // Revoked keys stay in the list for the record (the console's own, one per session, pile up there): hidden
+  // unless asked for.
+  const [showRevoked, setShowRevoked] = useState(false);
+  const shown = showRevoked ? keys.items : keys.items.filter((k) => !k.revoked_at);
+  const hidden = keys.items.length - shown.length;
   return (
     <section aria-labelledby="api-keys-title">
       <h2 id="api-keys-title" tabIndex={-1}>
@@ -32,7 +34,16 @@ export function ApiKeysSection({ account }: { account: Account }) {
       )}
       <FormError error={revoke.error} />
       <ListState list={keys} empty="No API keys yet." />
-      {keys.items.length > 0 && (
+      <label class="check" for="show-revoked-api-keys">
+        <input type="checkbox" id="show-revoked-api-keys" checked={showRevoked} onChange={(e) => setShowRevoked((e.currentTarget as HTMLInputElement).checked)} data-testid="show-revoked-api-keys" />
+        Show revoked keys
+      </label>
+      {hidden > 0 && (
+        <p class="muted" data-testid="revoked-hidden">
+          {hidden === 1 ? '1 revoked key hidden.' : `${hidden} revoked keys hidden.`}
+        </p>
+      )}
+      {shown.length > 0 && (
         <Table label="API keys">
           <thead>
             <tr>
@@ -46,7 +57,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
             </tr>
           </thead>
           <tbody>
-            {keys.items.map((k) => (
+            {shown.map((k) => (
               <tr key={k.id} data-testid={`api-key-row-${k.id}`}>
                 <td>
                   {k.name}

@@ -6,20 +6,16 @@ import { RequestError, get, type Page } from '../api.ts';
 import { Checkboxes, FormError, Table, TextField, Time, isoFromLocal } from '../components.tsx';
 import { useLive } from '../live.ts';
 import { Link, useLocation } from '../router.tsx';
-import { EVENT_TYPES, type AccessEvent, type Account } from '../types.ts';
+import { CONSOLE_KEY_NAME, EVENT_TYPES, type AccessEvent, type Account } from '../types.ts';
 
 const PAGE = 100;
 /** Pages read in one go when opening or catching up; beyond, the operator asks for more. */
 const PAGES_AT_ONCE = 3;
 
-function localInput(date: Date): string {
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
-}
-
 export function EventsSection({ account }: { account: Account }) {
   const { query } = useLocation();
-  const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * 3600 * 1000)));
+  // Empty, as its hint says: the log from the start (the API's default), newest rows on top once read to the end.
+  const [since, setSince] = useState('');
   const [lockId, setLockId] = useState(query.get('lock_id') ?? '');
   const [personId, setPersonId] = useState(query.get('person_id') ?? '');
   const [types, setTypes] = useState<string[]>([]);
@@ -119,8 +115,7 @@ export function EventsSection({ account }: { account: Account }) {
               <th scope="col">Type</th>
               <th scope="col">Result</th>
               <th scope="col">Lock</th>
-              <th scope="col">Person</th>
-              <th scope="col">Key</th>
+              <th scope="col">Who</th>
               <th scope="col">Reason</th>
             </tr>
           </thead>
@@ -142,14 +137,9 @@ export function EventsSection({ account }: { account: Account }) {
                     (locks)
                   </Link>
                 </td>
-                <td>
-                  {ev.person ? (
-                    <Link href={`/console/accounts/${account.id}/people/${ev.person.id}`}>{ev.person.name}</Link>
-                  ) : (
-                    <span class="muted">unknown</span>
-                  )}
+                <td data-testid={`event-actor-${ev.id}`}>
+                  <Actor account={account} event={ev} />
                 </td>
-                <td>{ev.key?.name ?? <span class="muted">—</span>}</td>
                 <td>{ev.reason ?? ''}</td>
               </tr>
             ))}
@@ -168,6 +158,34 @@ export function EventsSection({ account }: { account: Account }) {
         }}
       />
     </section>
+  );
+}
+
+/**
+ * Who acted: an API key (the console operator when it is a console session's key), or the key holder, person
+ * and key, at the door or from the phone; "unknown" only when the entry names nobody.
+ */
+function Actor({ account, event }: { account: Account; event: AccessEvent }) {
+  if (event.api_key) {
+    const { name, prefix } = event.api_key;
+    return (
+      <>
+        {name === CONSOLE_KEY_NAME ? 'Console operator' : `API key ${name}`}{' '}
+        <span class="muted">
+          ({name === CONSOLE_KEY_NAME ? 'API key ' : ''}
+          <code>{prefix}</code>)
+        </span>
+      </>
+    );
+  }
+  if (!event.person && !event.key) return <span class="muted">unknown</span>;
+  return (
+    <>
+      {event.person && <Link href={`/console/accounts/${account.id}/people/${event.person.id}`}>{event.person.name}</Link>}
+      {event.person && event.key && ', '}
+      {event.key && `key ${event.key.name}`}
+      {event.source === 'key_holder' && <span class="muted"> (from the phone)</span>}
+    </>
   );
 }
 

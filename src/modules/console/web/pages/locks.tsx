@@ -1,8 +1,9 @@
 // Locks of an account: the public list (online live), create and change through the operator API.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, usePaged, useSubmit } from '../components.tsx';
-import type { Account, Gateway, Lock, SecurityGroup } from '../types.ts';
+import { RequestError, api, get } from '../api.ts';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, Time, usePaged, useSubmit } from '../components.tsx';
+import { useLive } from '../live.ts';
+import { CONSOLE_KEY_NAME, type Account, type Gateway, type Lock, type LockCommand, type SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function LocksSection({ account }: { account: Account }) {
@@ -25,6 +26,7 @@ export function LocksSection({ account }: { account: Account }) {
               <th scope="col">State</th>
               <th scope="col">Security groups</th>
               <th scope="col">ID</th>
+              <th scope="col">Open</th>
               <th scope="col">Change</th>
             </tr>
           </thead>
@@ -39,6 +41,9 @@ export function LocksSection({ account }: { account: Account }) {
                 </td>
                 <td>{lock.security_groups.join(', ') || <span class="muted">none</span>}</td>
                 <td>{lock.id}</td>
+                <td>
+                  <OpenLock account={account} lock={lock} />
+                </td>
                 <td>
                   <button type="button" class="secondary small" aria-expanded={editing === lock.id} onClick={() => setEditing(editing === lock.id ? null : lock.id)} data-testid={`edit-lock-${lock.id}`}>
                     Change<span class="visually-hidden"> {lock.name}</span>
@@ -71,6 +76,92 @@ export function LocksSection({ account }: { account: Account }) {
 }
 
 type Option = { value: string; label: string };
+
+/** How often a command still `published` is read again (a live `events` change reads it at once). */
+const COMMAND_POLL_MS = 1000;
+
+type Unlock =
+  | { state: 'idle' }
+  | { state: 'asking'; askedAt: string }
+  | { state: 'command'; askedAt: string; command: LockCommand }
+  | { state: 'refused'; askedAt: string; error: RequestError };
+
+/** Words for a command's state; the error's own words when it failed. */
+function commandWords(command: LockCommand): string {
+  switch (command.status) {
+    case 'published':
+      return 'Sent to the gateway; waiting for the door to confirm…';
+    case 'confirmed':
+      return 'Opened: the door confirmed.';
+    case 'timed_out':
+      return `Timed out: the door did not answer within ${command.timeout_seconds} s.`;
+    case 'failed':
+      return `Failed: ${command.error?.message ?? 'the device refused.'}`;
+  }
+}
+
+/**
+ * "Open" on a remote lock: POST /v1/locks/{id}/unlock with the session's own API key (the console's server
+ * part puts the lock on that key's allowlist first), then the command read until it is confirmed, failed or
+ * timed out. The access log names the session's key ("Operator console") as who opened.
+ */
+function OpenLock({ account, lock }: { account: Account; lock: Lock }) {
+  const [unlock, setUnlock] = useState<Unlock>({ state: 'idle' });
+  const pending = unlock.state === 'command' && unlock.command.status === 'published' ? unlock.command : null;
+  const refresh = async (command: LockCommand) => {
+    try {
+      const now = await get<LockCommand>(`/v1/locks/${lock.id}/commands/${command.id}`, { account: account.id });
+      setUnlock((old) => (old.state === 'command' && old.command.id === now.id ? { ...old, command: now } : old));
+    } catch {
+      // The next read tries again; a signed-out session leaves the page anyway.
+    }
+  };
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setInterval(() => void refresh(pending), COMMAND_POLL_MS);
+    return () => clearInterval(timer);
+  }, [pending?.id]);
+  useLive(['events'], account.id, () => pending && void refresh(pending), 50);
+  if (lock.online === null) return <span class="muted">not remote</span>;
+  const busy = unlock.state === 'asking' || pending !== null;
+  return (
+    <div class="open-lock">
+      <button
+        type="button"
+        class="small"
+        disabled={busy}
+        data-testid={`open-lock-${lock.id}`}
+        onClick={() => {
+          const askedAt = new Date().toISOString();
+          setUnlock({ state: 'asking', askedAt });
+          api<LockCommand>('POST', `/v1/locks/${lock.id}/unlock`, { account: account.id })
+            .then((command) => setUnlock({ state: 'command', askedAt, command }))
+            .catch((caught: unknown) =>
+              setUnlock({ state: 'refused', askedAt, error: caught instanceof RequestError ? caught : new RequestError(0, 'client', String(caught)) }),
+            );
+        }}
+      >
+        Open<span class="visually-hidden"> {lock.name}</span>
+      </button>
+      <div role="status" aria-live="polite" data-testid={`unlock-status-${lock.id}`} data-state={unlock.state === 'command' ? unlock.command.status : unlock.state}>
+        {unlock.state === 'asking' && <span class="muted">Asking…</span>}
+        {unlock.state === 'refused' && <span class="badge bad">refused</span>}
+        {unlock.state === 'refused' && <span> {unlock.error.message}</span>}
+        {unlock.state === 'command' && (
+          <>
+            <span class={unlock.command.status === 'confirmed' ? 'badge ok' : unlock.command.status === 'published' ? 'badge' : 'badge bad'}>{unlock.command.status.replace('_', ' ')}</span>{' '}
+            {commandWords(unlock.command)}
+          </>
+        )}
+        {unlock.state !== 'idle' && (
+          <div class="muted" data-testid={`unlock-actor-${lock.id}`}>
+            You asked from this console session, as its API key "{CONSOLE_KEY_NAME}", at <Time iso={unlock.askedAt} />.
+          </div>
+        )}
+      </div>
+    </div>
+  );
+}
 
 function GatewaySelect({ gateways, value, onValue, error, keep }: { gateways: Gateway[]; value: string; onValue: (v: string) => void; error: ReturnType<typeof useSubmit>['error']; keep?: boolean }) {
   return (
