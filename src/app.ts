@@ -33,6 +33,7 @@ import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { WebhooksService } from './modules/webhooks/service.ts';
 import { installAccessControl } from './platform/access.ts';
 import { loadAdminToken } from './platform/admin-token.ts';
+import { VERSION } from './version.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
 import { trustProxyOption } from './platform/client-ip.ts';
@@ -102,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const { config } = deps;
   // Every app counts in a registry of its own; every failed statement is counted (README: Operations).
   const metrics = new Metrics();
+  metrics.buildInfo(VERSION);
   const db = reportingFailures(deps.db, (unavailable) => metrics.queryFailed(unavailable));
   const sandboxClock = config.sandbox ? new SandboxClock() : null;
   const clock = deps.clock ?? sandboxClock ?? systemClock;
@@ -216,7 +218,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
-  registerApiDocs(app, config.brandName);
+  registerApiDocs(app, config.brandName, { consoleEnabled: config.consoleEnabled });
   const probeLimits = new RateLimits(clock, null, config.redisKeyPrefix, metrics);
   healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkState(), jobs: () => jobs.started }, probeLimits);
 

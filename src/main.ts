@@ -1,14 +1,13 @@
 // Start-up: config -> database -> app -> listen; graceful shutdown on SIGTERM/SIGINT. Every line it writes
 // is a log line (platform/logger.ts): what the service uses, progress, and a failure naming its part.
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { FASTIFY_LISTEN_TEXT, createLogger, startupLogger } from './platform/logger.ts';
 import { logFailedStart, logWhatIsUsed, parts, secretsOf, startPart } from './platform/startup.ts';
+import { VERSION } from './version.ts';
 
-const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 async function main(): Promise<void> {
   let config: Config;
