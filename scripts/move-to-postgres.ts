@@ -1,9 +1,10 @@
 // npm run move-to-postgres -- [--data-dir ./data] [--to postgres://…]: moves an embedded data directory into an
 // empty PostgreSQL database (README: "From embedded to PostgreSQL"). Stop the service first: the embedded
-// database is one process's. Defaults: DATA_DIR and DATABASE_URL from the environment.
+// database is one process's (a live directory is refused at once, naming the process that holds it). Defaults: DATA_DIR and DATABASE_URL from the environment.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { openPglite } from '../src/platform/db/pglite.ts';
+import { DataDirectoryInUse } from '../src/platform/db/data-dir-lock.ts';
+import { openPglite, type PgliteDatabase } from '../src/platform/db/pglite.ts';
 import { openPostgres } from '../src/platform/db/postgres.ts';
 import { transferDatabase, TransferRefused } from '../src/platform/db/transfer.ts';
 import { shownUrl } from '../src/platform/logging.ts';
@@ -22,7 +23,15 @@ async function main(): Promise<number> {
     return 2;
   }
   console.log(`moving the embedded database in ${dataDir} into ${shownUrl(to)}`);
-  const source = await openPglite({ dataDir: `${dataDir}/pg` });
+  let source: PgliteDatabase;
+  try {
+    source = await openPglite({ dataDir: `${dataDir}/pg` });
+  } catch (error) {
+    // The service (or another command) still runs on the directory: one line naming it, nothing moved.
+    if (!(error instanceof DataDirectoryInUse)) throw error;
+    console.error(`Nothing was moved: ${error.message}.`);
+    return 1;
+  }
   const target = await openPostgres({ connectionString: to, maxConnections: 2 });
   try {
     const result = await transferDatabase(source, target, ({ table, rows }) => console.log(`  ${table}: ${rows} rows`));

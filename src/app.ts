@@ -32,7 +32,8 @@ import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { WebhooksService } from './modules/webhooks/service.ts';
 import { installAccessControl } from './platform/access.ts';
-import { ensureAdminToken } from './platform/admin-token.ts';
+import { loadAdminToken } from './platform/admin-token.ts';
+import { VERSION } from './version.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
 import { trustProxyOption } from './platform/client-ip.ts';
@@ -85,8 +86,11 @@ export interface Latchkey {
   metrics: Metrics;
   /** The metrics listener's URL (http://host:port/metrics), when METRICS_PORT is set. */
   metricsUrl: string | null;
-  /** Set only when this start generated the operator token; main.ts prints it once. */
-  generatedAdminToken: string | null;
+  /**
+   * Once the service listens: keeps the operator token this start generated (none was kept before and ADMIN_TOKEN
+   * is unset) and returns it, for main.ts to print once; null otherwise.
+   */
+  keepGeneratedAdminToken(): Promise<string | null>;
   /** Stops jobs, flushes the request log and closes the app and the Redis client; the database stays open. */
   close(): Promise<void>;
 }
@@ -99,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const { config } = deps;
   // Every app counts in a registry of its own; every failed statement is counted (README: Operations).
   const metrics = new Metrics();
+  metrics.buildInfo(VERSION);
   const db = reportingFailures(deps.db, (unavailable) => metrics.queryFailed(unavailable));
   const sandboxClock = config.sandbox ? new SandboxClock() : null;
   const clock = deps.clock ?? sandboxClock ?? systemClock;
@@ -142,7 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       });
     });
   }
-  const admin = await ensureAdminToken(db, config.adminToken);
+  const admin = await loadAdminToken(db, config.adminToken);
 
   const authenticator = new ApiKeyAuthenticator(db, clock);
   await authenticator.start();
@@ -205,7 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     authenticator,
     limits,
     perMinute: config.apiRateLimitPerMinute,
-    adminTokenHash: () => admin.hash,
+    adminTokenHash: () => admin.hash(),
   });
   requestLog.install(app);
   idempotency.install(app);
@@ -213,7 +218,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   const finishRoutes = trackRoutes(app);
   await registerOpenApiDocuments(app, { publicUrl: config.publicUrl, version: API_VERSION, brandName: config.brandName });
-  registerApiDocs(app, config.brandName);
+  registerApiDocs(app, config.brandName, { consoleEnabled: config.consoleEnabled });
   const probeLimits = new RateLimits(clock, null, config.redisKeyPrefix, metrics);
   healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkState(), jobs: () => jobs.started }, probeLimits);
 
@@ -269,7 +274,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     }),
   );
   if (config.consoleEnabled) {
-    const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash);
+    const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash());
     const consoleProxy = new ConsoleProxy(app, db, secrets, () => authenticator.invalidate());
     // At start too: the sessions of an operator token that has just been changed end now, with their keys.
     await consoleSessions.purge();
@@ -331,7 +336,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     mqttUrl: devices.embeddedUrl,
     metrics,
     metricsUrl,
-    generatedAdminToken: admin.generated,
+    keepGeneratedAdminToken: () => admin.keepGenerated(),
     async close() {
       await app.close();
       if (metricsListener) {

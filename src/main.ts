@@ -1,14 +1,13 @@
 // Start-up: config -> database -> app -> listen; graceful shutdown on SIGTERM/SIGINT. Every line it writes
 // is a log line (platform/logger.ts): what the service uses, progress, and a failure naming its part.
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { FASTIFY_LISTEN_TEXT, createLogger, startupLogger } from './platform/logger.ts';
 import { logFailedStart, logWhatIsUsed, parts, secretsOf, startPart } from './platform/startup.ts';
+import { VERSION } from './version.ts';
 
-const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 async function main(): Promise<void> {
   let config: Config;
@@ -41,13 +40,12 @@ async function start(config: Config, log: Logger): Promise<void> {
   const latchkey = await buildApp({ config, db, logger: log });
   const { app } = latchkey;
 
-  if (latchkey.generatedAdminToken) {
-    // Written once, on the start that generated it; only its hash is kept.
-    startup.info(`admin token (shown once, keep it): ${latchkey.generatedAdminToken}`);
-  }
-
   // Fastify's own "Server listening at" lines (one per interface) are dropped by the logger: one line below.
   await startPart(parts.http(config), () => app.listen({ port: config.port, host: config.host, listenTextResolver: () => FASTIFY_LISTEN_TEXT }));
+  // A generated operator token is kept only now that the service listens, and written once; only its hash is
+  // kept. A start that failed before this point (a busy port) has kept nothing: the next start makes another.
+  const generatedToken = await latchkey.keepGeneratedAdminToken();
+  if (generatedToken) startup.info(`admin token (shown once, keep it): ${generatedToken}`);
   latchkey.jobs.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

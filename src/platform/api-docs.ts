@@ -108,9 +108,62 @@ ${form}
 `;
 }
 
-/** GET /docs, GET /admin/docs and their assets. */
-export function registerApiDocs(app: FastifyInstance, brandName: string): void {
+/**
+ * Whether an Accept header asks for HTML before JSON: a browser's (`text/html,…,*\/*;q=0.8`) does; a client's
+ * that names JSON first, or names neither (`*\/*`, curl's), keeps the JSON answers.
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  let html = 0;
+  let json = 0;
+  for (const part of (accept ?? '').split(',')) {
+    const [range = '', ...params] = part.trim().toLowerCase().split(';');
+    const q = Number(params.map((p) => p.trim()).find((p) => p.startsWith('q='))?.slice(2) ?? '1');
+    const weight = Number.isFinite(q) ? q : 0;
+    const type = range.trim();
+    if (type === 'text/html' || type === 'application/xhtml+xml') html = Math.max(html, weight);
+    if (type === 'application/json' || type === 'application/*') json = Math.max(json, weight);
+  }
+  return html > 0 && html > json;
+}
+
+/** GET / for a browser: where to go (the console, the API references); no script, no style. */
+function homePage(brandName: string, consoleEnabled: boolean): string {
+  const links = [
+    ...(consoleEnabled ? [['/console', 'Operator console']] : []),
+    ['/docs', 'Public API reference'],
+    ['/admin/docs', 'Operator API reference'],
+  ]
+    .map(([href, text]) => `<li><a href="${href}">${text}</a></li>`)
+    .join('\n');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(brandName)}</title>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(brandName)}</h1>
+<p>This is an API service. Go on to:</p>
+<ul>
+${links}
+</ul>
+</main>
+</body>
+</html>
+`;
+}
+
+/** GET / (a page for browsers, the JSON 404 for every other client), GET /docs, GET /admin/docs and their assets. */
+export function registerApiDocs(app: FastifyInstance, brandName: string, options: { consoleEnabled: boolean } = { consoleEnabled: true }): void {
   const open = { config: { access: { kind: 'open' as const } } };
+  const home = homePage(brandName, options.consoleEnabled);
+  app.get('/', { ...open, schema: { hide: true } }, async (request, reply) => {
+    reply.header('vary', 'Accept');
+    if (!prefersHtml(request.headers.accept)) throw errors.notFound('route');
+    return securityHeaders(reply).header('content-type', 'text/html; charset=utf-8').send(home);
+  });
   const pages = [
     { url: '/docs', html: page(`${brandName} public API reference`, '/v1/openapi.json', false) },
     { url: '/admin/docs', html: page(`${brandName} operator API reference`, '/admin/v1/openapi.json', true) },

@@ -30,7 +30,9 @@ function toApiError(error: FastifyError): ApiError | null {
     const message =
       error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
         ? 'The request body is not valid JSON.'
-        : error.message;
+        : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? 'Unsupported Media Type: the request body must be JSON, sent with Content-Type: application/json.'
+          : error.message;
     return errors.badRequest(status, message);
   }
   return null;
@@ -69,6 +71,9 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 function installJsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // Fastify also reads text/plain by default, as a string, which then failed the body's schema with a 422. Every
+  // body of the API is JSON: any other type answers 415 invalid_request (README: API notes).
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     let text: string;
     try {

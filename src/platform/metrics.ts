@@ -216,6 +216,16 @@ export class Metrics implements RateLimitMetrics, WebhookMetrics, DoorEventMetri
     });
   }
 
+  /** `latchkey_build_info{version,node} 1`: which build each instance runs (join on it, or count versions in a roll-out). */
+  buildInfo(version: string, node: string = process.version): void {
+    new Gauge({
+      name: 'latchkey_build_info',
+      help: 'The running build: always 1, labelled with the service version and the Node.js version.',
+      labelNames: ['version', 'node'] as const,
+      registers: [this.registry],
+    }).set({ version, node }, 1);
+  }
+
   /** The process's own metrics (CPU, memory, event-loop lag, handles, GC), under their standard names. */
   collectProcessMetrics(): void {
     collectDefaultMetrics({ register: this.registry });

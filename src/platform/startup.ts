@@ -3,6 +3,7 @@
 // scrubbed of every secret the configuration holds.
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { DataDirectoryInUse } from './db/data-dir-lock.ts';
 import { loggableError, shownUrl } from './logging.ts';
 
 /** A part of the service (database, broker, listener) that could not start, named with its setting. */
@@ -135,6 +136,12 @@ function scrub<T>(value: T, secrets: readonly string[]): T {
 export function logFailedStart(log: Logger, error: unknown, secrets: readonly string[], what = 'Latchkey failed to start'): void {
   const named = error instanceof StartupFailure ? { part: error.part, setting: error.setting } : {};
   const message = error instanceof Error ? error.message : String(error);
+  // A data directory held by another process: the line names the holder, and a stack would add nothing.
+  const inUse = error instanceof DataDirectoryInUse ? error : error instanceof Error && error.cause instanceof DataDirectoryInUse ? error.cause : null;
+  if (inUse) {
+    log.fatal({ ...named, holder: inUse.holder, lockFile: inUse.lockFile }, `${what}: ${scrub(message, secrets)}`);
+    return;
+  }
   // The error is serialised (and scrubbed) here already: the logger's own err serializer would see a plain object.
   const raw = log.child({}, { serializers: { err: (e: unknown) => e } });
   raw.fatal(scrub({ ...named, err: loggableError(error) }, secrets), `${what}: ${scrub(message, secrets)}`);

@@ -1,5 +1,6 @@
-// The gateway simulator (npm run gateway) against a bare broker that records what it publishes: its
-// presence is retained and announced on every connection, reconnections included.
+// The gateway simulator (npm run gateway, which is `latchkey gateway simulate`) against a bare broker that records
+// what it publishes: its presence is retained and announced on every connection, reconnections included; a wrong
+// password is one line and a non-zero exit.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -22,8 +23,10 @@ test('the simulator retains its presence and announces itself on every connect, 
   });
 
   const dataFile = path.join(tmpdir(), `latchkey-gateway-7-${process.pid}.json`);
-  const simulator = spawn(process.execPath, ['--import', 'tsx', 'scripts/gateway.ts', '--url', `mqtt://127.0.0.1:${port}`, '--id', '7', '--password', 'secret', '--data', dataFile], {
+  // `latchkey gateway simulate`'s flags, the password from the environment.
+  const simulator = spawn(process.execPath, ['--import', 'tsx', 'scripts/gateway.ts', '--mqtt-url', `mqtt://127.0.0.1:${port}`, '--id', '7', '--data', dataFile], {
     stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, LATCHKEY_GATEWAY_PASSWORD: 'secret' },
   });
   let output = '';
   simulator.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -44,6 +47,43 @@ test('the simulator retains its presence and announces itself on every connect, 
   } finally {
     simulator.kill('SIGTERM');
     await exited;
+    await new Promise<void>((resolve) => broker.close(() => resolve()));
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+/** Runs `npm run gateway` with these arguments to its end. */
+async function runGateway(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/gateway.ts', ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, output };
+}
+
+test('npm run gateway with a wrong password prints one line naming what to check, no stack trace, and exits non-zero', async () => {
+  const broker = await Aedes.createBroker();
+  broker.authenticate = (_client, _username, _password, done) => done(Object.assign(new Error('bad credentials'), { returnCode: 4 as const }), false);
+  const server = createServer(broker.handle);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  try {
+    const url = `mqtt://127.0.0.1:${port}`;
+    const refused = await runGateway(['--id', '7', '--mqtt-url', url, '--data', path.join(tmpdir(), `latchkey-gateway-refused-${process.pid}.json`)], {
+      LATCHKEY_GATEWAY_PASSWORD: 'wrong-password-value',
+    });
+    assert.notEqual(refused.code, 0);
+    const lines = refused.output.split('\n').filter((line) => line.trim() !== '');
+    assert.equal(lines.length, 1, JSON.stringify(refused.output));
+    assert.match(lines[0] as string, new RegExp(`^error: gateway 7 could not connect to ${url} \\(.+\\): check --id and the password \\(--password or LATCHKEY_GATEWAY_PASSWORD\\)$`));
+    assert.doesNotMatch(refused.output, /wrong-password-value/);
+
+    // The old flag for the broker is named, not silently taken as the service's URL.
+    const oldFlag = await runGateway(['--id', '7', '--url', url], { LATCHKEY_GATEWAY_PASSWORD: 'x' });
+    assert.equal(oldFlag.code, 2);
+    assert.match(oldFlag.output, /give the broker with --mqtt-url/);
+  } finally {
     await new Promise<void>((resolve) => broker.close(() => resolve()));
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }

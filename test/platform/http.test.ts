@@ -7,12 +7,14 @@ import { ADMIN_TOKEN, startService, type TestService, useTestService } from '../
 import type { ErrorBody } from '../helpers/types.ts';
 
 let token: string;
+let writer: string;
 let lockId: number;
 
 const ctx = useTestService(async (service) => {
   const account = await createAccount(service);
   lockId = await createLock(service, account.rootLocationId);
   token = (await createApiKey(service, account.rootLocationId, ['catalog:read'])).token;
+  writer = (await createApiKey(service, account.rootLocationId, ['people:write'])).token;
 });
 
 describe('every response', () => {
@@ -104,6 +106,29 @@ describe('absurd numbers', () => {
   });
 });
 
+describe('GET /', () => {
+  const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+  test('a browser gets a small page pointing to the console and the API references, under a strict CSP', async () => {
+    const res = await ctx.service.request('GET', '/', { headers: { accept: browser } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+    assert.match(res.headers.get('vary') ?? '', /Accept/i);
+    for (const href of ['/console', '/docs', '/admin/docs']) assert.ok(res.text.includes(`href="${href}"`), href);
+    assert.doesNotMatch(res.text, /<script/);
+  });
+
+  test('a client that asks for JSON, or for anything, keeps the JSON 404', async () => {
+    for (const accept of ['application/json', '*/*', 'application/json, text/html;q=0.5']) {
+      const res = await ctx.service.request<ErrorBody>('GET', '/', { headers: { accept } });
+      assert.equal(res.status, 404, accept);
+      assert.equal(res.body.error.code, 'not_found');
+      assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    }
+  });
+});
+
 describe('body validation (operator API, same rules as the public API)', () => {
   test('each unknown field gets its own unknown_field detail', async () => {
     const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/accounts', { name: 'X', colour: 'red', size: 3 });
@@ -151,6 +176,19 @@ describe('body validation (operator API, same rules as the public API)', () => {
     const res = await ctx.service.request<ErrorBody>('POST', '/admin/v1/accounts', { token: ADMIN_TOKEN, body: '{"name": ' });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'invalid_request');
+  });
+
+  test('a text/plain body, JSON inside or not, answers 415 invalid_request, public and operator API alike', async () => {
+    for (const [path, auth, body] of [
+      ['/admin/v1/accounts', ADMIN_TOKEN, '{"name": "Acme"}'],
+      ['/v1/people', writer, 'name=Ada'],
+    ] as const) {
+      const res = await ctx.service.request<ErrorBody>('POST', path, { token: auth, body, headers: { 'content-type': 'text/plain' } });
+      assert.equal(res.status, 415, `${path}: ${res.text}`);
+      assert.deepEqual(Object.keys(res.body.error).sort(), ['code', 'message']);
+      assert.equal(res.body.error.code, 'invalid_request');
+      assert.match(res.body.error.message, /application\/json/);
+    }
   });
 
   test('a body over 1 MiB answers 413 in the envelope', async () => {

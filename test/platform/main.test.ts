@@ -181,3 +181,80 @@ test('a port in use names the HTTP listener and its variables', async () => {
     taken.close();
   }
 });
+
+/** A port something else listens on, until `release`. */
+async function busyPort(): Promise<{ port: number; release: () => void }> {
+  const { createServer } = await import('node:net');
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const address = taken.address();
+  return { port: typeof address === 'object' && address ? address.port : 0, release: () => taken.close() };
+}
+
+const TOKEN_LINE = /admin token \(shown once, keep it\): ([^\s"]+)/;
+
+async function status(url: string, token: string): Promise<number> {
+  return (await fetch(`${url}/admin/v1/accounts?limit=1`, { headers: { authorization: `Bearer ${token}` } })).status;
+}
+
+test('a first start that fails on a busy port keeps no operator token: the next start that listens prints one that works', async () => {
+  const env = await storageEnv();
+  const busy = await busyPort();
+  try {
+    const failed = await runToExit({ ...env, PORT: String(busy.port) });
+    assert.equal(failed.code, 1, failed.output);
+    assert.doesNotMatch(failed.output, /admin token/, 'no token printed by a start that does not listen');
+  } finally {
+    busy.release();
+  }
+  const started = await startServiceProcess({ ...env, LOG_LEVEL: 'info' });
+  try {
+    const token = TOKEN_LINE.exec(started.output())?.[1];
+    assert.ok(token, `the start that listens prints the token:\n${started.output()}`);
+    assert.equal(await status(started.url, token), 200);
+    // Printed before the listening line, after the listener is up.
+    const messages = logLines(started.output()).map((l) => l.msg);
+    assert.ok(messages.findIndex((m) => m.startsWith('admin token')) < messages.findIndex((m) => m.startsWith('listening on')));
+  } finally {
+    started.child.kill('SIGTERM');
+    await started.exited;
+  }
+});
+
+test('npm run operator-token -- --reset replaces a lost operator token; the old one stops working', async () => {
+  const env = await storageEnv();
+  const first = await startServiceProcess({ ...env, LOG_LEVEL: 'info' });
+  const lost = TOKEN_LINE.exec(first.output())?.[1];
+  first.child.kill('SIGTERM');
+  assert.equal(await first.exited, 0);
+  assert.ok(lost);
+
+  const run = async (args: string[]) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/operator-token.ts', ...args], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    return { code, output };
+  };
+  const without = await run([]);
+  assert.equal(without.code, 2);
+  assert.match(without.output, /--reset/);
+  const reset = await run(['--reset']);
+  assert.equal(reset.code, 0, reset.output);
+  const fresh = /\(shown once, keep it\): (lk_admin_\S+)/.exec(reset.output)?.[1];
+  assert.ok(fresh, reset.output);
+
+  const second = await startServiceProcess(env);
+  try {
+    assert.equal(await status(second.url, fresh), 200);
+    assert.equal(await status(second.url, lost), 401);
+    assert.doesNotMatch(second.output(), /admin token/);
+  } finally {
+    second.child.kill('SIGTERM');
+    await second.exited;
+  }
+});

@@ -70,6 +70,12 @@ describe('the listener', () => {
     assert.equal(other.status, 404);
   });
 
+  test('latchkey_build_info{version,node} is 1, labelled with package.json\'s version and the Node.js version', async () => {
+    const { version } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
+    const info = (await scrape()).filter((s) => s.name === 'latchkey_build_info');
+    assert.deepEqual(info, [{ name: 'latchkey_build_info', labels: { version, node: process.version }, value: 1 }]);
+  });
+
   test('the sample Grafana dashboard queries only metrics the service exports', async () => {
     const dashboard = await readFile('deploy/grafana/latchkey.json', 'utf8');
     JSON.parse(dashboard);

@@ -15,6 +15,11 @@ import { createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { useTestService } from '../helpers/service.ts';
 import type { ErrorBody } from '../helpers/types.ts';
 
+/** The hint every refusal of a local host ends with (README: Configuration, WEBHOOK_ALLOW_HOSTS). */
+const allowHint = (host: string) =>
+  ` To deliver to a local receiver, start the service with WEBHOOK_ALLOW_HOSTS=${host} (host names, comma-separated) and serve ` +
+  'the receiver over https; for a self-signed certificate, also start the service with NODE_EXTRA_CA_CERTS set to that certificate file.';
+
 /** Names under .invalid never resolve (RFC 6761). */
 const UNRESOLVABLE = 'hooks.latchkey-test.invalid';
 
@@ -174,9 +179,34 @@ describe('a host name that resolves', () => {
     for (const host of ['sneaky.example.com', 'compat.example.com', 'loopback.example.com']) {
       assert.deepEqual(
         await vetWebhookUrl(`https://${host}/hook`, [], { servers: dns.servers }),
-        { ok: false, reason: 'url resolves to an address that is not public.' },
+        { ok: false, reason: `url resolves to an address that is not public.${allowHint(host)}` },
         host,
       );
     }
+  });
+});
+
+describe('a local receiver refused', () => {
+  test('the 422 says how to allow it: WEBHOOK_ALLOW_HOSTS for its host, https, NODE_EXTRA_CA_CERTS for a self-signed certificate', async () => {
+    for (const [url, host, first] of [
+      ['http://127.0.0.1:3000/hook', '127.0.0.1', 'url must use https.'],
+      ['http://localhost:3000/hook', 'localhost', 'url must use https.'],
+      ['https://localhost:8443/hook', 'localhost', 'url must point to a public host.'],
+      ['https://192.168.1.20/hook', '192.168.1.20', 'url must point to a public host.'],
+      ['https://[::1]:8443/hook', '::1', 'url must point to a public host.'],
+      ['https://devbox/hook', 'devbox', 'url must point to a public host.'],
+    ] as const) {
+      const res = await subscribe(url);
+      // The spec's envelope and codes, unchanged: only the detail's words name the way.
+      assert.equal(res.status, 422, url);
+      assert.equal(res.body.error.code, 'validation_failed');
+      assert.deepEqual(res.body.error.details, [{ field: 'url', code: 'invalid', message: `${first}${allowHint(host)}` }], url);
+    }
+  });
+
+  test('an http URL to a public host is told to use https, nothing about local receivers', async () => {
+    assert.deepEqual(await vetWebhookUrl('http://example.com/hook', []), { ok: false, reason: 'url must use https.' });
+    // A host already allowed still needs https, and is told so with the same hint.
+    assert.deepEqual(await vetWebhookUrl('http://localhost/hook', ['localhost']), { ok: false, reason: `url must use https.${allowHint('localhost')}` });
   });
 });

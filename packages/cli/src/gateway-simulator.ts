@@ -94,7 +94,12 @@ export async function simulateGateway(options: SimulatorOptions): Promise<void> 
       }).catch((error: Error) => log(`presence not sent: ${error.message}`, { type: 'presence_failed', message: error.message }));
     });
     link.on('offline', () => log('connection lost; reconnecting', { type: 'connection_lost' }));
-    link.on('error', (error) => log(`mqtt: ${error.message}`, { type: 'mqtt_error', message: error.message }));
+    // Before the first connection, an error is the refusal below: the caller says it once.
+    let joined = false;
+    link.once('connect', () => (joined = true));
+    link.on('error', (error) => {
+      if (joined) log(`mqtt: ${error.message}`, { type: 'mqtt_error', message: error.message });
+    });
     link.on('message', (topic, payload) => void onMessage(link, topic, payload));
     await new Promise<void>((resolve, reject) => {
       link.once('connect', () => resolve());

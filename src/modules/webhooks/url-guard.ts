@@ -61,6 +61,23 @@ export async function resolveHost(host: string, options: LookupOptions = {}): Pr
 
 const FORBIDDEN_SUFFIXES = ['.local', '.internal', '.localhost'];
 
+/** A host only this network knows: loopback, private and other non-public addresses, `localhost`, `.local` names. */
+function looksLocal(host: string): boolean {
+  if (ipaddr.isValid(host)) return !isPublicAddress(host);
+  return host === 'localhost' || FORBIDDEN_SUFFIXES.some((suffix) => host.endsWith(suffix)) || !host.includes('.');
+}
+
+/**
+ * How an operator lets the service deliver to a local receiver (a developer's machine, a test): the host in
+ * WEBHOOK_ALLOW_HOSTS, over https, its certificate trusted (NODE_EXTRA_CA_CERTS) when it is self-signed.
+ */
+function allowLocally(host: string): string {
+  return (
+    ` To deliver to a local receiver, start the service with WEBHOOK_ALLOW_HOSTS=${host} (host names, comma-separated) and serve ` +
+    'the receiver over https; for a self-signed certificate, also start the service with NODE_EXTRA_CA_CERTS set to that certificate file.'
+  );
+}
+
 export interface UrlVerdict {
   ok: boolean;
   reason?: string;
@@ -78,14 +95,17 @@ export async function vetWebhookUrl(raw: string, allowHosts: readonly string[], 
   } catch {
     return { ok: false, reason: 'url is not a valid URL.' };
   }
-  if (url.protocol !== 'https:') return { ok: false, reason: 'url must use https.' };
-  if (url.username || url.password) return { ok: false, reason: 'url must not carry credentials.' };
   const host = url.hostname.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
-  if (allowHosts.includes(host)) return { ok: true };
-  if (ipaddr.isValid(host)) return isPublicAddress(host) ? { ok: true } : { ok: false, reason: 'url must point to a public host.' };
-  if (host === 'localhost' || FORBIDDEN_SUFFIXES.some((suffix) => host.endsWith(suffix)) || !host.includes('.')) {
-    return { ok: false, reason: 'url must point to a public host.' };
+  if (url.protocol !== 'https:') {
+    // The spec's rule stands for every host; a local one (or one already allowed) is told how to get there.
+    const local = allowHosts.includes(host) || looksLocal(host);
+    return { ok: false, reason: `url must use https.${local ? allowLocally(host) : ''}` };
   }
+  if (url.username || url.password) return { ok: false, reason: 'url must not carry credentials.' };
+  if (allowHosts.includes(host)) return { ok: true };
+  const notPublic = { ok: false, reason: `url must point to a public host.${allowLocally(host)}` };
+  if (ipaddr.isValid(host)) return isPublicAddress(host) ? { ok: true } : notPublic;
+  if (looksLocal(host)) return notPublic;
   // The spec asks for a URL that resolves to a public host: a name must resolve now, within the deadline,
   // and only to public addresses. Every delivery resolves and vets it again.
   const resolution = await resolveHost(host, lookup);
@@ -98,6 +118,8 @@ export async function vetWebhookUrl(raw: string, allowHosts: readonly string[], 
           : `url's host name could not be resolved within ${(lookup.deadlineMs ?? CREATE_LOOKUP_DEADLINE_MS) / 1000} seconds.`,
     };
   }
-  if (resolution.addresses.some((address) => !isPublicAddress(address))) return { ok: false, reason: 'url resolves to an address that is not public.' };
+  if (resolution.addresses.some((address) => !isPublicAddress(address))) {
+    return { ok: false, reason: `url resolves to an address that is not public.${allowLocally(host)}` };
+  }
   return { ok: true };
 }

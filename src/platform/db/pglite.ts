@@ -3,6 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, readdirSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
 import { sqlText, type Database, type Row, type Sql, type Transaction } from './database.ts';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { databaseError } from './errors.ts';
 import { initdbTemplate, unpackInitdbTemplate } from './pglite-template.ts';
 
@@ -30,6 +31,17 @@ export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = {
 
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
   const dataDir = options.dataDir === 'memory' ? 'memory://' : options.dataDir;
+  // One process at a time on a directory (data-dir-lock.ts): a second opener stops here, naming the holder.
+  const lock = options.dataDir === 'memory' ? null : lockDataDir(options.dataDir);
+  try {
+    return await openLocked(options, dataDir, lock);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
+}
+
+async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDirLock | null): Promise<PgliteDatabase> {
   // A new cluster starts from the committed initdb output when there is one for this PGlite (seconds faster).
   let loadDataDir = options.loadDataDir ?? null;
   if (!loadDataDir && options.dataDir === 'memory') loadDataDir = await initdbTemplate();
@@ -42,7 +54,7 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     ...(loadDataDir ? { loadDataDir } : {}),
   });
   await pg.waitReady;
-  return new PgliteDatabase(pg);
+  return new PgliteDatabase(pg, lock);
 }
 
 function isEmptyDir(dir: string): boolean {
@@ -60,7 +72,10 @@ export class PgliteDatabase implements Database {
   // such a query fails at once with a message instead of hanging.
   private readonly insideTransaction = new AsyncLocalStorage<boolean>();
 
-  constructor(readonly pg: PGlite) {}
+  constructor(
+    readonly pg: PGlite,
+    private readonly lock: DataDirLock | null = null,
+  ) {}
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
     if (this.insideTransaction.getStore()) {
@@ -127,6 +142,10 @@ export class PgliteDatabase implements Database {
   }
 
   async close(): Promise<void> {
-    if (!this.pg.closed) await this.pg.close();
+    try {
+      if (!this.pg.closed) await this.pg.close();
+    } finally {
+      this.lock?.release();
+    }
   }
 }

@@ -6,6 +6,7 @@ import { UsageError } from '../failures.ts';
 import { STDIN_HELP } from '../gateway-help.ts';
 import { action } from '../kit.ts';
 import { integerList, positiveInteger, wholeNumber } from '../parse.ts';
+import type { SimulatorOptions } from '../gateway-simulator.ts';
 
 interface SimulateFlags {
   id: number;
@@ -38,13 +39,18 @@ export function registerGateway(program: Command, io: Io): void {
     .option('--random <n>', 'random door events a minute', wholeNumber, 0)
     .option('--data <file>', 'where the access list is kept between runs (default: data/gateway-<id>-access.json)')
     .option('--offline', 'start with the link cut: decide from the copy only')
+    .hook('preAction', (command) => {
+      // `npm run gateway -- --url mqtt://…` was the broker once; here --url is the service's (a global flag).
+      const url = command.optsWithGlobals<{ url?: string }>().url;
+      if (url && /^mqtts?:\/\//.test(url)) throw new UsageError(`--url is the service's URL; give the broker with --mqtt-url ${url}`);
+    })
     .action(
       action<SimulateFlags>(io, async (ctx, o) => {
         const password = o.password ?? ctx.io.env.LATCHKEY_GATEWAY_PASSWORD;
         if (!password) throw new UsageError('no gateway password: pass --password or set LATCHKEY_GATEWAY_PASSWORD.');
         // Loaded here, not with the CLI: only this command needs the simulator and the decision code.
         const { simulateGateway } = await import('../gateway-simulator.ts');
-        await simulateGateway({
+        await runSimulator(simulateGateway, {
           url: o.mqttUrl,
           id: String(o.id),
           password,
@@ -61,4 +67,25 @@ export function registerGateway(program: Command, io: Io): void {
         });
       }),
     );
+}
+
+/** The broker refused the gateway's credentials (MQTT 3.1.1 return codes 4, 5; MQTT 5 reason codes 134, 135). */
+const REFUSED = /not authori[sz]ed|bad user ?name or password/i;
+
+/** A gateway that cannot connect is one line naming what to check, never the password or a stack trace. */
+export class GatewayRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GatewayRefused';
+  }
+}
+
+async function runSimulator(simulate: (options: SimulatorOptions) => Promise<void>, options: SimulatorOptions): Promise<void> {
+  try {
+    await simulate(options);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const hint = REFUSED.test(message) ? ': check --id and the password (--password or LATCHKEY_GATEWAY_PASSWORD)' : '';
+    throw new GatewayRefused(`gateway ${options.id} could not connect to ${options.url} (${message})${hint}`.split(options.password).join('[redacted]'));
+  }
 }
