@@ -40,7 +40,7 @@ describe('listing gateways', () => {
       online: false,
       last_seen_at: null,
       created_at: page.body.data[0]?.created_at,
-      access_list: { enabled: true, version: 1, applied_version: 0, expired: false },
+      access_list: { enabled: true, version: 1, applied_version: 0, expired: false, rebuilding: false },
     });
     for (const secret of [first.mqtt.password, second.mqtt.password, hashToken(first.mqtt.password)]) assert.ok(!page.text.includes(secret));
 
