@@ -4,9 +4,10 @@
 // stop, taken over when its process is dead. Real processes throughout; the embedded database only.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { after, describe, test } from 'node:test';
+import { DataDirectoryInUse, lockDataDir } from '../../src/platform/db/data-dir-lock.ts';
 import { backend } from '../helpers/database.ts';
 import { processStorage, startArguments, startServiceProcess } from '../helpers/process.ts';
 
@@ -98,5 +99,19 @@ describe('one process at a time on an embedded data directory', { skip }, () => 
     assert.equal(migrate.code, 0, migrate.output);
     assert.match(migrate.output, /nothing to migrate/);
     assert.equal(existsSync(`${dir}/pg.lock`), false, 'taken over, then removed at close');
+  });
+
+  test("a lock naming this process's own pid, left by an earlier process (a container's pid 1 after a crash), is taken over", async () => {
+    const storage = await processStorage('same-pid');
+    cleanups.push(storage.cleanup);
+    const dir = storage.env.DATA_DIR as string;
+    mkdirSync(dir, { recursive: true });
+    const lockFile = `${dir}/pg.lock`;
+    writeFileSync(lockFile, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date(0).toISOString(), command: 'latchkey.mjs' }));
+    const lock = lockDataDir(`${dir}/pg`);
+    assert.equal((JSON.parse(readFileSync(lockFile, 'utf8')) as { since: string }).since === new Date(0).toISOString(), false, 'the lock is this one now');
+    assert.throws(() => lockDataDir(`${dir}/pg`), DataDirectoryInUse, 'held by this process: a second open is refused');
+    lock.release();
+    assert.equal(existsSync(lockFile), false);
   });
 });

@@ -109,7 +109,9 @@ export function lockDataDir(dir: string): DataDirLock {
     if (holder && (holder.host !== mine.host || (holder.pid !== process.pid && alive(holder.pid)))) {
       throw new DataDirectoryInUse(dir, holder, file);
     }
-    if (holder?.pid === process.pid) throw new DataDirectoryInUse(dir, holder, file); // opened twice in one process
+    // This pid on this host: opened twice in this process, or left by an earlier process that had the same pid
+    // (a container's process is pid 1 on every start, and a crash leaves its lock): only the first is in use.
+    if (holder?.pid === process.pid && heldHere.has(file)) throw new DataDirectoryInUse(dir, holder, file);
     if (!holder && youngerThan(file, 2000)) {
       // Being written by the process that has just created it: look again in a moment.
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
@@ -122,7 +124,7 @@ export function lockDataDir(dir: string): DataDirLock {
       renameSync(file, aside);
       const moved = readHolder(aside);
       // The rename may have caught a lock taken over a moment ago by another process: give it back.
-      if (moved && moved.host === mine.host && moved.pid !== process.pid && alive(moved.pid)) {
+      if (moved && moved.host === mine.host && (moved.pid === process.pid ? heldHere.has(file) : alive(moved.pid))) {
         linkSync(aside, file);
         unlinkSync(aside);
         throw new DataDirectoryInUse(dir, moved, file);
@@ -136,11 +138,16 @@ export function lockDataDir(dir: string): DataDirLock {
   throw new Error(`could not take the lock ${file}: it keeps changing hands`);
 }
 
+/** The lock files this process holds (a lock naming this pid and not in here is an earlier process's). */
+const heldHere = new Set<string>();
+
 function held(file: string, mine: LockHolder): DataDirLock {
+  heldHere.add(file);
   let released = false;
   const release = () => {
     if (released) return;
     released = true;
+    heldHere.delete(file);
     process.off('exit', release);
     try {
       const holder = readHolder(file);
