@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Locator, Page } from 'playwright-core';
-import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
+import { DESKTOP, PHONE, assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
 import { waitFor } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
@@ -17,29 +17,9 @@ const ctx = useTestService();
 /** The account the steps work in, made through the operator API by the first step. */
 let site: { account: number; root: number; department: number; person: string } | undefined;
 
-interface Watched {
-  page: Page;
-  requests: Requests;
-  problems: string[];
-}
-
-/** A signed-in page at `path` (under /console), its requests and problems recorded. */
-async function openSignedIn(path: string, options: BrowserContextOptions = {}): Promise<Watched> {
-  const page = await browser.page(options);
-  const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
-  const response = await page.request.post(`${ctx.service.url}/console/session`, { data: { token: ADMIN_TOKEN } });
-  assert.equal(response.status(), 200, await response.text());
-  await page.goto(`${ctx.service.url}${path}`);
-  await page.getByTestId('sign-out').waitFor();
-  await page.getByRole('heading', { level: 1 }).first().waitFor();
-  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
-  return watched;
-}
-
-function assertClean(watched: Watched): void {
-  assert.deepEqual(watched.requests.offOrigin(ctx.service.url), [], 'every request goes to this service');
-  assert.deepEqual(watched.problems, [], 'no uncaught error, CSP refusal or console error');
-}
+type Watched = WatchedPage;
+const openSignedIn = (path: string, options: BrowserContextOptions = {}): Promise<Watched> => openConsoleSignedIn(browser, ctx.service.url, ADMIN_TOKEN, path, options);
+const assertClean = (watched: Watched): void => assertCleanPage(watched, ctx.service.url);
 
 function needsSite(t: TestContext): typeof site {
   if (!site) t.skip('needs the account the first step makes');

@@ -6,8 +6,8 @@
 // with a tap. axe-core and the 360 px reflow check run with the panel open. Contract: docs/console.md.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import type { BrowserContextOptions, Page } from 'playwright-core';
-import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
+import type { BrowserContextOptions } from 'playwright-core';
+import { DESKTOP, PHONE, assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
 import { waitFor } from '../helpers/gateways.ts';
 import { issueKey, keysTenant, latestLink, linkPath, type KeysTenant } from '../helpers/keys.ts';
 import { SoftwarePasskey } from '../helpers/passkey.ts';
@@ -30,28 +30,9 @@ interface Phone {
 
 let site: { tenant: KeysTenant; used: Phone; unused: Phone } | undefined;
 
-interface Watched {
-  page: Page;
-  requests: Requests;
-  problems: string[];
-}
-
-async function openSignedIn(path: string, options: BrowserContextOptions = {}): Promise<Watched> {
-  const page = await browser.page(options);
-  const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
-  const response = await page.request.post(`${ctx.service.url}/console/session`, { data: { token: ADMIN_TOKEN } });
-  assert.equal(response.status(), 200, await response.text());
-  await page.goto(`${ctx.service.url}${path}`);
-  await page.getByTestId('sign-out').waitFor();
-  await page.getByRole('heading', { level: 1 }).first().waitFor();
-  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
-  return watched;
-}
-
-function assertClean(watched: Watched): void {
-  assert.deepEqual(watched.requests.offOrigin(ctx.service.url), [], 'every request goes to this service');
-  assert.deepEqual(watched.problems, [], 'no uncaught error, CSP refusal or console error');
-}
+type Watched = WatchedPage;
+const openSignedIn = (path: string, options: BrowserContextOptions = {}): Promise<Watched> => openConsoleSignedIn(browser, ctx.service.url, ADMIN_TOKEN, path, options);
+const assertClean = (watched: Watched): void => assertCleanPage(watched, ctx.service.url);
 
 function needsSite(t: TestContext): typeof site {
   if (!site) t.skip('needs the keys and devices the first step makes');

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
-import type { Page } from 'playwright-core';
+import type { BrowserContextOptions, Page } from 'playwright-core';
 import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
-import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
+import { DESKTOP, PHONE, assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, recordRequests, useBrowser, watchProblems, type WatchedPage } from '../helpers/browser.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
@@ -34,28 +34,9 @@ const ctx = useTestService(async (service) => {
 
 let site: { account: number; root: number; gateway: GatewayCredentials; lock: number; reader: string; desk: string; card: number } | undefined;
 
-interface Watched {
-  page: Page;
-  requests: Requests;
-  problems: string[];
-}
-
-async function openSignedIn(path: string, options: Parameters<typeof browser.page>[0] = {}): Promise<Watched> {
-  const page = await browser.page(options);
-  const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
-  const response = await page.request.post(`${ctx.service.url}/console/session`, { data: { token: ADMIN_TOKEN } });
-  assert.equal(response.status(), 200, await response.text());
-  await page.goto(`${ctx.service.url}${path}`);
-  await page.getByTestId('sign-out').waitFor();
-  await page.getByRole('heading', { level: 1 }).first().waitFor();
-  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
-  return watched;
-}
-
-function assertClean(watched: Watched): void {
-  assert.deepEqual(watched.requests.offOrigin(ctx.service.url), [], 'every request goes to this service');
-  assert.deepEqual(watched.problems, [], 'no uncaught error, CSP refusal or console error');
-}
+type Watched = WatchedPage;
+const openSignedIn = (path: string, options: BrowserContextOptions = {}): Promise<Watched> => openConsoleSignedIn(browser, ctx.service.url, ADMIN_TOKEN, path, options);
+const assertClean = (watched: Watched): void => assertCleanPage(watched, ctx.service.url);
 
 function needsSite(t: TestContext): NonNullable<typeof site> | undefined {
   if (!site) t.skip('needs the account the setup makes');

@@ -173,3 +173,29 @@ export async function screenshot(page: Page, name: string, options: { fullPage?:
   await page.screenshot({ path: file, fullPage: options.fullPage ?? true, animations: 'disabled', caret: 'hide' });
   return file;
 }
+
+/** A page with what it asked for and what went wrong on it recorded. */
+export interface WatchedPage {
+  page: Page;
+  requests: Requests;
+  problems: string[];
+}
+
+/** A console page at `path` (under /console), signed in with `token`, loaded, its requests and problems recorded. */
+export async function openConsoleSignedIn(harness: BrowserHarness, serviceUrl: string, token: string, path: string, options: BrowserContextOptions = {}): Promise<WatchedPage> {
+  const page = await harness.page(options);
+  const watched = { page, requests: recordRequests(page), problems: watchProblems(page) };
+  const response = await page.request.post(`${serviceUrl}/console/session`, { data: { token } });
+  assert.equal(response.status(), 200, await response.text());
+  await page.goto(`${serviceUrl}${path}`);
+  await page.getByTestId('sign-out').waitFor();
+  await page.getByRole('heading', { level: 1 }).first().waitFor();
+  await page.getByText('Loading…').first().waitFor({ state: 'detached' });
+  return watched;
+}
+
+/** Nothing left this service, and nothing failed on the page (no uncaught error, CSP refusal or console error). */
+export function assertCleanPage(watched: WatchedPage, serviceUrl: string): void {
+  assert.deepEqual(watched.requests.offOrigin(serviceUrl), [], 'every request goes to this service');
+  assert.deepEqual(watched.problems, [], 'no uncaught error, CSP refusal or console error');
+}
