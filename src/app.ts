@@ -10,6 +10,7 @@ import { activationRoutes } from './modules/keys/activation-routes.ts';
 import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
 import { KeysArea, invitationMessageSent } from './modules/keys/index.ts';
 import { LockingSystems, lockingSystemTasksJob } from './modules/locking-system/index.ts';
+import { controllerRoutes, startControllers } from './modules/controllers/index.ts';
 import { MessageQueue } from './modules/notifications/index.ts';
 import { notifierFor } from './modules/notifications/notifier.ts';
 import { outboxSandboxRoutes } from './modules/notifications/sandbox-routes.ts';
@@ -180,7 +181,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   });
   accessLists.onConfirm((tx, keyIds) => keys.confirmApplied(tx, keyIds));
   await keys.start();
-  jobs.register(lockingSystemTasksJob(db, clock, lockingSystems));
+  const lockingSystemTasks = lockingSystemTasksJob(db, clock, lockingSystems);
+  jobs.register(lockingSystemTasks);
   const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log, metrics);
   await dispatcher.start();
   const accessLogReader = new AccessLogReader(db, pages);
@@ -196,6 +198,22 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await listRebuilds.start();
   jobs.register(listRebuilds.job());
   const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, gatewaySync, metrics);
+  // UHPPOTE boards as a locking system (README "Real controllers"): they take remote unlocks from devices.unlock.
+  const controllers = await startControllers({
+    config,
+    db,
+    clock,
+    jobs,
+    secrets,
+    access: accessLists,
+    accessLog,
+    lockingSystems,
+    presence: devices.presence,
+    unlock: devices.unlock,
+    log: app.log,
+    confirmKeys: (keyIds) => keys.confirmLockingSystemWrites(keyIds),
+    runTasksNow: () => lockingSystemTasks.run(),
+  });
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
 
@@ -273,6 +291,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
       access: accessLists,
     }),
   );
+  controllerRoutes(app, controllers.service);
   if (config.consoleEnabled) {
     const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash());
     const consoleProxy = new ConsoleProxy(app, db, secrets, () => authenticator.invalidate());
@@ -347,6 +366,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
         });
       }
       await jobs.stop();
+      await controllers.close();
       await devices.close();
       await dynsec?.close();
       await requestLog.close();

@@ -68,6 +68,13 @@ export interface Config {
   requestTimeoutSeconds: number;
   /** Seconds before an unanswered unlock command becomes `timed_out`. */
   unlockTimeoutSeconds: number;
+  /** UHPPOTE controllers (README "Real controllers"): where the service listens for their events (null: polled only). */
+  controllerListen: { host: string; port: number } | null;
+  /** The address:port controllers are told to send their events to (null: the listener's, when it is a concrete address). */
+  controllerEventAddress: { host: string; port: number } | null;
+  controllerPollSeconds: number;
+  controllerReconcileMinutes: number;
+  controllerTimeoutMs: number;
   /** Requests a minute per API key (and per IP without a bearer token). The spec fixes 600. */
   apiRateLimitPerMinute: number;
   /** The Prometheus listener's port (GET /metrics), apart from the API's; null: no listener (the default). */
@@ -177,6 +184,16 @@ function trustProxy(env: Env): TrustProxy {
   return entries.map((entry) => (PROXY_RANGE_NAMES.has(entry.toLowerCase()) ? entry.toLowerCase() : entry));
 }
 
+/** `host:port` (IPv4 or a name; port 0..65535), or null when unset. */
+function hostPort(env: Env, name: string): { host: string; port: number } | null {
+  const raw = text(env, name);
+  if (raw === null) return null;
+  const match = /^([^:\s]+):(\d{1,5})$/.exec(raw);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65535) throw new ConfigError(name, `expected host:port (for example 0.0.0.0:60001), got "${raw}"`);
+  return { host: match[1] as string, port };
+}
+
 function isCidr(entry: string): boolean {
   try {
     ipaddr.parseCIDR(entry);
@@ -257,6 +274,11 @@ export function loadConfig(env: Env = process.env): Config {
     apiRateLimitPerMinute: integer(env, 'API_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     unlockTimeoutSeconds: integer(env, 'UNLOCK_TIMEOUT_SECONDS', 30, 1, 3600),
     requestTimeoutSeconds: integer(env, 'REQUEST_TIMEOUT_SECONDS', 30, 1, 300),
+    controllerListen: hostPort(env, 'CONTROLLER_LISTEN'),
+    controllerEventAddress: hostPort(env, 'CONTROLLER_EVENT_ADDRESS'),
+    controllerPollSeconds: integer(env, 'CONTROLLER_POLL_SECONDS', 10, 1, 3600),
+    controllerReconcileMinutes: integer(env, 'CONTROLLER_RECONCILE_MINUTES', 60, 1, 10_080),
+    controllerTimeoutMs: integer(env, 'CONTROLLER_TIMEOUT_MS', 1000, 50, 30_000),
     metricsPort: metricsPort(env, port),
     metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
   };

@@ -158,6 +158,7 @@ export const errors = {
   // 502, 503
   publishFailed: () => build(502, 'publish_failed', 'The command could not be handed to the device.'),
   revocationDisabled: () => build(503, 'not_available', 'Key revocation is not enabled on this server.'),
+  controllerUnreachable: () => build(503, 'not_available', 'The controller did not answer; check its address and network, then try again.'),
   shuttingDown: () => build(503, 'not_available', 'The service is shutting down; retry the request.'),
   /** Server PostgreSQL is away or did not answer in time (README: Faults); the spec's one 503 code. */
   databaseUnavailable: () =>

@@ -3,8 +3,10 @@
 export { gatewayAccessSecret, newPhoneCredential, parseCredential } from './credentials.ts';
 export { decide } from './decision.ts';
 export { GatewaySync, type GatewayIo } from './gateway-sync.ts';
-export { AccessLists, ACCESS_LISTS_CHANNEL, type ConfirmKeys } from './lists.ts';
+export { AccessLists, ACCESS_LISTS_CHANNEL, type ConfirmKeys, type KeysChanged } from './lists.ts';
 export { ListRebuilds } from './rebuilds.ts';
 export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';
 export { decideForKey, keyDoors, type HolderKey, type KeyDoor } from './doors.ts';
+export { readKeyGrants, type KeyGrant, type KeyProposal } from './grants.ts';
+export { WEEKDAYS, type Weekday } from './types.ts';

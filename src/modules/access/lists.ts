@@ -34,6 +34,12 @@ export const ACCESS_KEYS_CHANNEL = 'access_keys_changed';
 /** Heard by every instance once a whole-account rebuild is asked for: `{account id}` (rebuilds.ts). */
 export const ACCESS_REBUILDS_CHANNEL = 'access_rebuilds_requested';
 
+/**
+ * Told inside the change's transaction that what keys open changed (null: every key of the account), as the
+ * gateways' lists are: an external locking system queues its writes here (src/modules/controllers).
+ */
+export type KeysChanged = (tx: Transaction, accountId: number, keyIds: number[] | null) => Promise<void>;
+
 /** Confirms keys whose change every gateway has applied (`sent` → `handed_over`, key.activated). */
 export type ConfirmKeys = (tx: Queryable, keyIds: number[]) => Promise<void>;
 
@@ -57,6 +63,13 @@ export class AccessLists {
     private confirmKeys: ConfirmKeys = async () => undefined,
   ) {
     this.lookupKey = secrets.derive('latchkey credential lookup v1');
+  }
+
+  private readonly keysChanged: KeysChanged[] = [];
+
+  /** Another module that must follow every change to what keys open (in the change's transaction). */
+  onKeysChanged(listener: KeysChanged): void {
+    this.keysChanged.push(listener);
   }
 
   /** Wired by the composition root (the keys module confirms; it also calls refresh). */
@@ -95,6 +108,7 @@ export class AccessLists {
    * theirs). Returns the gateways whose list changed.
    */
   async refresh(tx: Transaction, accountId: number, keyIds: number[] | null, awaiting: number[] = []): Promise<number[]> {
+    for (const listener of this.keysChanged) await listener(tx, accountId, keyIds);
     if (keyIds !== null) return this.build(tx, accountId, keyIds, awaiting);
     await requestRebuild(tx, accountId, this.clock.now());
     await tx.notify(ACCESS_REBUILDS_CHANNEL, String(accountId));

@@ -22,7 +22,7 @@ import { serviceTopic } from './topics.ts';
 // The devices module's surface for the rest of the service.
 export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 export { MQTT_TOPIC_PREFIX } from './topics.ts';
-export type { KeyHolder, UnlockService } from './unlock.ts';
+export type { KeyHolder, UnlockHandOff, UnlockService } from './unlock.ts';
 
 /** Writes of door events at once on PostgreSQL (a few of the pool's connections; the cores commit them in parallel). */
 const EVENT_WRITES_AT_ONCE = 3;
@@ -33,6 +33,8 @@ export interface Devices {
   /** The embedded broker's URL, when it runs. */
   embeddedUrl: string | null;
   unlock: UnlockService;
+  /** Gateway presence, for gateways whose contact is not an MQTT connection (UHPPOTE controllers' polls). */
+  presence: Pick<PresenceService, 'heard' | 'connected' | 'lost'>;
   /**
    * A gateway's password was rotated or it was deleted: its connection to the embedded broker drops (with
    * MQTT_URL, the broker's accounts see to that), and it reads offline until it says `{"online": true}` again
@@ -161,6 +163,7 @@ export async function startDevices(
     gatewayUrl,
     embeddedUrl: broker ? gatewayUrl : null,
     unlock,
+    presence,
     disconnectGateway: (gatewayId) => {
       broker?.disconnectGateway(gatewayId);
       presence.lost(gatewayId);

@@ -39,7 +39,7 @@ export function toCommand(row: CommandRow): LockCommand {
 const CREATE_COMMAND = {
   name: 'lockCommands.create',
   text: `WITH target AS (
-    SELECT k.id, k.gateway_id, l.account_id, g.online
+    SELECT k.id, k.gateway_id, l.account_id, g.online, g.kind
       FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
      WHERE k.id = $3 AND l.path @> ARRAY[$7]::bigint[]
   ), created AS (
@@ -48,11 +48,11 @@ const CREATE_COMMAND = {
      WHERE target.gateway_id IS NOT NULL AND target.online
     ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *
   )
-  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, created.* FROM target LEFT JOIN created ON true`,
+  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, target.kind AS gateway_kind, created.* FROM target LEFT JOIN created ON true`,
 };
 
 /** What CREATE_COMMAND found: the lock's gateway and whether it is online, and the command if one was created. */
-export type CommandAttempt = Partial<CommandRow> & { lock_gateway_id: number | null; gateway_online: boolean | null };
+export type CommandAttempt = Partial<CommandRow> & { lock_gateway_id: number | null; gateway_online: boolean | null; gateway_kind: 'mqtt' | 'uhppote' | null };
 
 /**
  * One statement finds the lock in the caller's scope and, when its gateway is online, creates the command
@@ -124,7 +124,7 @@ type OutcomeContext = AccessLogLock & {
 const CREATE_KEY_COMMAND = {
   name: 'lockCommands.createForKey',
   text: `WITH target AS (
-    SELECT k.id, k.gateway_id, l.account_id, g.online
+    SELECT k.id, k.gateway_id, l.account_id, g.online, g.kind
       FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
      WHERE k.id = $3 AND l.account_id = (SELECT account_id FROM keys WHERE id = $2)
   ), created AS (
@@ -133,7 +133,7 @@ const CREATE_KEY_COMMAND = {
      WHERE target.gateway_id IS NOT NULL AND target.online
     ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *
   )
-  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, created.* FROM target LEFT JOIN created ON true`,
+  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, target.kind AS gateway_kind, created.* FROM target LEFT JOIN created ON true`,
 };
 
 /** CREATE_COMMAND for a key holder's unlock: the lock in the key's account, the command naming the key. */
@@ -201,7 +201,8 @@ export async function setSandboxPublishMode(db: Queryable, mode: 'accept' | 'fai
 
 /** Gateways the store holds online, by id. */
 export async function onlineGatewayIds(db: Queryable): Promise<number[]> {
-  return (await db.query<{ id: number }>('SELECT id FROM gateways WHERE online ORDER BY id')).map((r) => Number(r.id));
+  // MQTT gateways only: a UHPPOTE controller's presence comes from its polls, not from broker connections.
+  return (await db.query<{ id: number }>("SELECT id FROM gateways WHERE online AND kind = 'mqtt' ORDER BY id")).map((r) => Number(r.id));
 }
 
 /** How many gateways the store holds online (latchkey_gateways_connected with MQTT_URL). */

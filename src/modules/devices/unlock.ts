@@ -51,6 +51,12 @@ export interface KeyHolder {
   person: { id: string; name: string; email: string | null };
 }
 
+/**
+ * A gateway of another kind (a UHPPOTE controller) that opens its doors itself: takes the command, and reports
+ * its end through UnlockService.result as a gateway would.
+ */
+export type UnlockHandOff = (gatewayId: number, command: { id: string; lockId: number }) => void;
+
 /** Tries of one unlock while the lock's in-flight command finishes under it (see unlock). */
 const MAX_UNLOCK_ATTEMPTS = 3;
 /** Expired commands the time-out job ends per run. */
@@ -58,6 +64,12 @@ const TIMEOUTS_PER_RUN = 100;
 
 export class UnlockService {
   private readonly metrics: UnlockMetrics;
+  private handOff: UnlockHandOff | null = null;
+
+  /** Where commands for gateways of kind 'uhppote' go instead of the broker (the controllers module). */
+  handOffTo(handOff: UnlockHandOff): void {
+    this.handOff = handOff;
+  }
 
   constructor(private readonly deps: UnlockDeps) {
     this.metrics = deps.metrics ?? NO_METRICS;
@@ -93,6 +105,10 @@ export class UnlockService {
       return this.unlock(caller, lockId, tries + 1);
     }
     const created = attempt as CommandRow;
+    if (attempt.gateway_kind === 'uhppote' && this.handOff) {
+      this.handOff(gatewayId, { id, lockId });
+      return toCommand(created);
+    }
     try {
       if (this.deps.sandbox && (await sandboxPublishMode(this.db)) === 'fail') throw new Error('the broker refused the publish (sandbox)');
       await this.deps.publish(commandsTopic(gatewayId), {
@@ -236,6 +252,10 @@ export class UnlockService {
       if (inFlight) return toCommand(inFlight);
       if (tries >= MAX_UNLOCK_ATTEMPTS - 1) throw errors.rateLimited(1);
       return this.unlockForKey(holder, lockId, null, tries + 1);
+    }
+    if (attempt.gateway_kind === 'uhppote' && this.handOff) {
+      this.handOff(gatewayId, { id, lockId });
+      return toCommand(attempt as CommandRow);
     }
     try {
       if (this.deps.sandbox && (await sandboxPublishMode(this.db)) === 'fail') throw new Error('the broker refused the publish (sandbox)');

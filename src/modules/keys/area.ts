@@ -25,6 +25,11 @@ export class KeysArea {
     await this.keys.start();
   }
 
+  /** An external locking system (a UHPPOTE board) confirmed these keys' held changes. */
+  confirmLockingSystemWrites(keyIds: number[]): Promise<number> {
+    return this.keys.confirmLockingSystemWrites(keyIds);
+  }
+
   /** The access lists' confirmation: keys whose change every gateway applied become `handed_over`. */
   confirmApplied(tx: Queryable, keyIds: number[]): Promise<void> {
     return this.keys.confirmApplied(tx, keyIds);

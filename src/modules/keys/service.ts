@@ -12,6 +12,7 @@ import type { EmbeddedKey, Key, KeyListQuery, KeyUpdate } from './schemas.ts';
 import {
   confirmAppliedKeys,
   confirmHeldKeys,
+  confirmLockingSystemKeys,
   findKey,
   keysOfPerson,
   listKeys,
@@ -109,7 +110,11 @@ export class KeysService {
 
     const account = await accountOf(this.db, row.account_id);
     // Written to the locking system first; a refusal changes nothing.
-    const outcome = await lockingSystemOf(this.deps.lockingSystems, account).write('key.update', String(id));
+    const outcome = await lockingSystemOf(this.deps.lockingSystems, account).write('key.update', String(id), {
+      securityGroups: groups,
+      startsAt: startsAt ?? row.starts_at,
+      expiresAt,
+    });
     // Without an external one, Latchkey's gateways are the locking system: a key that presents a credential
     // waits (`sent`) until every gateway holding it has applied the change (confirmed in refresh when none does).
     const waitsForGateways = accessChanged && account.locking_system === null && row.credential_box !== null;
@@ -163,6 +168,17 @@ export class KeysService {
   async confirmApplied(tx: Queryable, keyIds: number[]): Promise<void> {
     const now = this.now();
     for (const id of await confirmAppliedKeys(tx, keyIds, now)) await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
+  }
+
+  /** An external locking system confirmed these keys' held changes (`sent` → `handed_over`, key.activated). */
+  async confirmLockingSystemWrites(keyIds: number[]): Promise<number> {
+    if (keyIds.length === 0) return 0;
+    const now = this.now();
+    return this.db.transaction(async (tx) => {
+      const ids = await confirmLockingSystemKeys(tx, keyIds, now);
+      for (const id of ids) await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
+      return ids.length;
+    });
   }
 
   /** Sandbox: confirms every held key change of an account (`sent` to `handed_over`, key.activated). */

@@ -175,6 +175,18 @@ export async function confirmHeldKeys(db: Queryable, accountId: number, now: Dat
   return rows.map((row) => row.id);
 }
 
+/** Keys whose held change an external locking system has now confirmed: `sent` → `handed_over`. */
+export async function confirmLockingSystemKeys(db: Queryable, keyIds: number[], now: Date): Promise<number[]> {
+  const rows = await db.query<{ id: number }>(
+    `UPDATE keys k SET state = 'handed_over', updated_at = $2
+       FROM accounts a
+      WHERE k.id = ANY($1::bigint[]) AND a.id = k.account_id AND a.locking_system IS NOT NULL AND k.state = 'sent' AND k.revoked_at IS NULL
+      RETURNING k.id`,
+    [keyIds, now],
+  );
+  return rows.map((row) => Number(row.id));
+}
+
 /** What the keys area needs of an account. */
 export interface AccountRow {
   id: number;

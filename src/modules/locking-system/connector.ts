@@ -1,6 +1,7 @@
 // The locking-system port. When an account syncs with an external locking system, person (and later key)
 // changes are written there first; a refusal answers 409 lockingsystem_rejected and nothing is saved.
-// Adapters: none (locking_system null) and the built-in sandbox simulator.
+// Adapters: none (locking_system null), the built-in sandbox simulator, and those other modules register
+// (UHPPOTE controllers: src/modules/controllers).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
@@ -18,10 +19,28 @@ export type LockingSystemOperation =
 /** `applied`: done (a key change is confirmed at once); `held`: accepted, confirmed later. */
 export type WriteOutcome = 'applied' | 'held';
 
-export interface LockingSystem {
-  /** Writes one change; throws errors.lockingSystemRejected() when the system refuses it. */
-  write(operation: LockingSystemOperation, entityId: string): Promise<WriteOutcome>;
+/** A key change not yet saved, as the locking system must be told it (written first). */
+export interface KeyChange {
+  securityGroups: string[];
+  startsAt: Date;
+  expiresAt: Date | null;
 }
+
+export interface LockingSystem {
+  /**
+   * Writes one change; throws errors.lockingSystemRejected() when the system refuses it. `change`: what a key
+   * becomes, for a key.update written before it is saved.
+   */
+  write(operation: LockingSystemOperation, entityId: string, change?: KeyChange): Promise<WriteOutcome>;
+  /**
+   * A queued write (tasks.ts), after the change committed: brings the system in line with what Latchkey holds
+   * now; throws to be tried again later. Without it, the task writes again.
+   */
+  finish?(operation: LockingSystemOperation, entityId: string): Promise<void>;
+}
+
+/** Builds the locking system of an account, for a kind other modules provide. */
+export type LockingSystemFactory = (accountId: number) => LockingSystem;
 
 
 const noLockingSystem: LockingSystem = { write: async () => 'applied' };
@@ -53,14 +72,22 @@ export async function configureSandbox(db: Database, accountId: number, settings
 }
 
 export class LockingSystems {
+  private readonly kinds = new Map<string, LockingSystemFactory>();
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
   ) {}
 
+  /** A kind of locking system another module provides (`uhppote`). */
+  register(kind: string, factory: LockingSystemFactory): void {
+    this.kinds.set(kind, factory);
+  }
+
   /** The locking system an account syncs with (accounts.locking_system). */
   forAccount(account: { id: number; lockingSystem: string | null }): LockingSystem {
     if (account.lockingSystem === 'sandbox') return new SandboxLockingSystem(this.db, this.clock, account.id);
-    return noLockingSystem;
+    const factory = account.lockingSystem === null ? undefined : this.kinds.get(account.lockingSystem);
+    return factory ? factory(account.id) : noLockingSystem;
   }
 }

@@ -41,7 +41,8 @@ export function lockingSystemTasksJob(db: Database, clock: Clock, lockingSystems
         try {
           const account = await findAccountLockingSystem(db, task.account_id);
           if (!account) throw new Error(`account ${task.account_id} not found`);
-          await lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system }).write(task.operation, task.entity_id);
+          const system = lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system });
+          await (system.finish ? system.finish(task.operation, task.entity_id) : system.write(task.operation, task.entity_id));
           await markTaskDone(db, task.id);
         } catch (error) {
           const next = queue.next(task.attempts);

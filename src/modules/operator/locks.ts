@@ -12,6 +12,7 @@ import {
   accountExists,
   findSecurityGroup,
   gatewayInAccount,
+  touchesController,
   insertLock,
   insertSecurityGroup,
   listAccountSecurityGroups,
@@ -19,6 +20,9 @@ import {
   updateLock,
   updateSecurityGroup,
 } from './store.ts';
+
+/** A lock joins or leaves a UHPPOTE controller as one of its doors (which door it is matters to the board). */
+const CONTROLLER_DOORS = 'Locks join and leave a UHPPOTE controller as its doors: PATCH /admin/v1/controllers/{id} with door_locks.';
 
 export class LocksService {
   constructor(private readonly deps: Pick<OperatorDeps, 'db' | 'clock' | 'access'>) {}
@@ -59,6 +63,8 @@ export class LocksService {
     const gatewayId = body.gateway_id ?? null;
     if (gatewayId !== null && !(await gatewayInAccount(db, gatewayId, location.account_id))) {
       details.push({ field: 'gateway_id', code: 'invalid', message: `No gateway ${gatewayId} in this account.` });
+    } else if (gatewayId !== null && (await touchesController(db, null, gatewayId))) {
+      details.push({ field: 'gateway_id', code: 'invalid', message: CONTROLLER_DOORS });
     }
     const codes = body.security_groups ?? [];
     details.push(...(await unknownSecurityGroups(db, location.id, codes)));
@@ -96,6 +102,8 @@ export class LocksService {
     const details: ErrorDetail[] = [];
     if (body.gateway_id != null && !(await gatewayInAccount(db, body.gateway_id, location.account_id))) {
       details.push({ field: 'gateway_id', code: 'invalid', message: `No gateway ${body.gateway_id} in this account.` });
+    } else if (body.gateway_id !== undefined && (await touchesController(db, id, body.gateway_id))) {
+      details.push({ field: 'gateway_id', code: 'invalid', message: CONTROLLER_DOORS });
     }
     if (body.security_groups) details.push(...(await unknownSecurityGroups(db, location.id, body.security_groups)));
     if (details.length > 0) throw errors.validation(details);

@@ -17,9 +17,9 @@ export const AccountFields = {
     default: null,
     description: 'invitations the account may send; null = unlimited',
   }),
-  locking_system: Type.Union([Type.Literal('sandbox'), Type.Null()], {
+  locking_system: Type.Union([Type.Literal('sandbox'), Type.Literal('uhppote'), Type.Null()], {
     default: null,
-    description: 'null = no sync; "sandbox" = the built-in simulator',
+    description: 'null = no sync; "sandbox" = the built-in simulator; "uhppote" = UHPPOTE controllers (README "Real controllers")',
   }),
   offline_access_seconds: Type.Integer({
     minimum: 60,

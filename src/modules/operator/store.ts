@@ -328,6 +328,16 @@ export async function deleteGateway(tx: Queryable, id: number): Promise<void> {
   await tx.query('DELETE FROM gateways WHERE id = $1', [id]);
 }
 
+/** Whether a lock joining or leaving `gatewayId` (or leaving the gateway `lockId` is on) would touch a UHPPOTE controller. */
+export async function touchesController(db: Queryable, lockId: number | null, gatewayId: number | null): Promise<boolean> {
+  const rows = await db.query(
+    `SELECT 1 FROM gateways g WHERE g.kind = 'uhppote'
+        AND (g.id = $2 OR g.id = (SELECT gateway_id FROM locks WHERE id = $1))`,
+    [lockId, gatewayId],
+  );
+  return rows.length > 0;
+}
+
 export async function gatewayInAccount(db: Queryable, gatewayId: number, accountId: number): Promise<boolean> {
   const rows = await db.query(
     'SELECT g.id FROM gateways g JOIN locations l ON l.id = g.location_id WHERE g.id = $1 AND l.account_id = $2',

@@ -1,0 +1,199 @@
+// UHPPOTE controllers (README "Real controllers"): boards that keep their own card list and decide at the door,
+// an account's external locking system. The module's surface: start it, and its operator routes.
+import { createHmac } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database, Transaction } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
+import type { Job, JobRunner } from '../../platform/jobs.ts';
+import type { SecretBox } from '../../platform/secret-box.ts';
+import type { AccessLists } from '../access/index.ts';
+import type { UnlockService } from '../devices/index.ts';
+import type { AccessLogWriter } from '../events/index.ts';
+import type { LockingSystems } from '../locking-system/index.ts';
+import { ControllerEvents } from './events.ts';
+import { queueBoardWrites, UhppoteLockingSystem } from './locking-system.ts';
+import { ControllerMonitor, type Presence } from './monitor.ts';
+import { reconcileController } from './reconcile.ts';
+import { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
+import { accountLockingSystem, findController, findControllerBySerial, keysWithValidityEdge, listControllers } from './store.ts';
+import { addressOf, ControllerSync, type CardSecrets } from './sync.ts';
+import { ControllerUnreachable, UhppoteClient } from './uhppote/client.ts';
+import { ControllerEventListener } from './uhppote/listener.ts';
+
+export { controllerRoutes } from './routes.ts';
+export { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
+
+/** Heard by every instance once queued board writes commit: they are run at once rather than at the next job run. */
+export const BOARD_WRITES_CHANNEL = 'uhppote_writes_queued';
+
+export interface ControllersDeps {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  jobs: JobRunner;
+  secrets: SecretBox;
+  access: AccessLists;
+  accessLog: AccessLogWriter;
+  lockingSystems: LockingSystems;
+  presence: Presence;
+  unlock: UnlockService;
+  log: FastifyBaseLogger;
+  /** Held key changes every board now holds (the keys module). */
+  confirmKeys: (keyIds: number[]) => Promise<unknown>;
+  /** Runs the locking-system tasks due now (the one work queue's job). */
+  runTasksNow: () => Promise<unknown>;
+}
+
+export interface Controllers {
+  service: ControllersService;
+  /** The listener's bound address (null: none). */
+  listenerAddress(): { host: string; port: number } | null;
+  close(): Promise<void>;
+}
+
+export async function startControllers(deps: ControllersDeps): Promise<Controllers> {
+  const { config, db, clock, jobs, log } = deps;
+  const client = new UhppoteClient({ timeoutMs: config.controllerTimeoutMs, attempts: 2 });
+  const cardKey = deps.secrets.derive('latchkey uhppote card number v1');
+  const secrets: CardSecrets = {
+    seal: (value) => deps.secrets.seal(value),
+    open: (sealed) => deps.secrets.open(sealed),
+    cardDigest: (card) => createHmac('sha256', cardKey).update(String(card)).digest('base64url'),
+  };
+  const sync = new ControllerSync({ db, clock, client, secrets, log });
+  const events = new ControllerEvents({ db, client, accessLog: deps.accessLog, cardDigest: secrets.cardDigest, log });
+
+  // The locking system of accounts with locking_system "uhppote"; every change to what keys open queues the
+  // boards' writes in its transaction, run at once after the commit (and by the job if that fails).
+  const writes = { db, clock, sync, log, confirmKeys: deps.confirmKeys };
+  deps.lockingSystems.register(UHPPOTE_LOCKING_SYSTEM, (accountId) => new UhppoteLockingSystem(writes, accountId));
+  deps.access.onKeysChanged(async (tx: Transaction, accountId, keyIds) => {
+    if ((await accountLockingSystem(tx, accountId)) !== UHPPOTE_LOCKING_SYSTEM) return;
+    await queueBoardWrites(tx, accountId, keyIds, clock.now());
+    await tx.notify(BOARD_WRITES_CHANNEL);
+  });
+  await db.listen(BOARD_WRITES_CHANNEL, () => void deps.runTasksNow().catch((error: unknown) => log.warn({ err: error }, 'controller writes failed; retried by the job')));
+
+  const monitor = new ControllerMonitor({
+    db,
+    clock,
+    client,
+    events,
+    presence: deps.presence,
+    log,
+    eventAddress: config.controllerEventAddress ?? concreteAddress(config.controllerListen),
+    pollSeconds: config.controllerPollSeconds,
+  });
+  jobs.register({ name: 'controller-poll', everySeconds: config.controllerPollSeconds, run: () => monitor.pollDue() });
+  jobs.register(validityEdgesJob(db, clock, sync));
+  jobs.register(reconcileJob(deps, sync, secrets, client, config.controllerReconcileMinutes));
+
+  // Remote unlock: open-door on the board; its answer ends the command as a gateway's result would.
+  deps.unlock.handOffTo((gatewayId, command) => {
+    void (async () => {
+      const controller = await findController(db, gatewayId);
+      const door = controller?.door_locks.find((d) => d.lock_id === command.lockId)?.door;
+      if (!controller || door === undefined) return deps.unlock.result(gatewayId, { id: command.id, ok: false, error: 'device_missing' });
+      try {
+        const opened = await client.openDoor(addressOf(controller), door);
+        await deps.unlock.result(gatewayId, { id: command.id, ok: opened, ...(opened ? {} : { error: 'device_error' }) });
+      } catch (error) {
+        // No answer: the command times out as one a gateway never answered.
+        if (!(error instanceof ControllerUnreachable)) log.warn({ err: error, gatewayId }, 'open-door failed');
+      }
+    })().catch((error: unknown) => log.warn({ err: error, gatewayId }, 'open-door hand-off failed'));
+  });
+
+  // Pushed events: each board's in order, with what was missed before them.
+  const listener = config.controllerListen
+    ? await ControllerEventListener.start(config.controllerListen, (status) => {
+        const serial = status.serial;
+        void sync
+          .serial(-serial, async () => {
+            const controller = await findControllerBySerial(db, serial);
+            if (!controller) return; // not one of ours: ignored (no log line per stray packet)
+            deps.presence.heard(controller.gateway_id);
+            await events.caughtUp(controller, status.event);
+          })
+          .catch((error: unknown) => log.warn({ err: error, serial }, 'controller event not stored; read again at the next poll'));
+      })
+    : null;
+
+  const service = new ControllersService({
+    db,
+    clock,
+    rulesChanged: (tx, accountId) => deps.access.refresh(tx, accountId, null).then(() => undefined),
+    reconcile: async (controller) => {
+      try {
+        return await reconcileController({ db, clock, client, sync, secrets }, controller);
+      } catch (error) {
+        if (error instanceof ControllerUnreachable) throw errors.controllerUnreachable();
+        throw error;
+      }
+    },
+    pollNow: (controller) => monitor.poll(controller),
+  });
+
+  return {
+    service,
+    listenerAddress: () => listener?.address() ?? null,
+    async close() {
+      await listener?.close();
+      await client.close();
+    },
+  };
+}
+
+/** The listener's address when boards can be told it (a concrete IPv4 address, not 0.0.0.0). */
+function concreteAddress(listen: { host: string; port: number } | null): { host: string; port: number } | null {
+  if (!listen || listen.host === '0.0.0.0' || !/^\d+\.\d+\.\d+\.\d+$/.test(listen.host) || listen.port === 0) return null;
+  return listen;
+}
+
+/** Cards go on at starts_at and come off at expires_at: the boards know dates only. */
+function validityEdgesJob(db: Database, clock: Clock, sync: ControllerSync): Job {
+  let checkedUpTo: Date | null = null;
+  return {
+    name: 'controller-validity-edges',
+    everySeconds: 15,
+    run: async () => {
+      const now = clock.now();
+      const from = checkedUpTo ?? new Date(now.getTime() - 60_000);
+      checkedUpTo = now;
+      const byAccount = new Map<number, number[]>();
+      for (const { account_id, key_id } of await keysWithValidityEdge(db, from, now)) byAccount.set(account_id, [...(byAccount.get(account_id) ?? []), key_id]);
+      for (const [accountId, keyIds] of byAccount) await sync.syncKeys(accountId, keyIds);
+      return byAccount.size;
+    },
+  };
+}
+
+/** Every board reconciled every `minutes`, by whichever instance gets there (a lease in the poll's column is not needed: the work is idempotent). */
+function reconcileJob(deps: ControllersDeps, sync: ControllerSync, secrets: CardSecrets, client: UhppoteClient, minutes: number): Job {
+  const { db, clock, log } = deps;
+  return {
+    name: 'controller-reconcile',
+    everySeconds: 60,
+    run: async () => {
+      const due = clock.now().getTime() - minutes * 60_000;
+      let done = 0;
+      let after = 0;
+      for (;;) {
+        const page = await listControllers(db, {}, after, 50);
+        if (page.length === 0) break;
+        after = page.at(-1)!.gateway_id;
+        for (const controller of page) {
+          if (controller.reconciled_at && controller.reconciled_at.getTime() > due) continue;
+          if (!controller.online) continue;
+          await reconcileController({ db, clock, client, sync, secrets }, controller).then(
+            () => done++,
+            (error: unknown) => log.warn({ err: error, gatewayId: controller.gateway_id }, 'reconciliation failed; tried again later'),
+          );
+        }
+      }
+      return done;
+    },
+  };
+}

@@ -1,0 +1,196 @@
+// Bringing UHPPOTE boards in line with what Latchkey holds: a key's card on every board of its account (put-card
+// when its record differs from what was last written, delete-card when it should be there no more), the time
+// profiles its doors need written first. Work on one board runs one at a time in this instance (its profile
+// ids are allocated here); another instance doing the same is repaired by the next reconciliation.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { readKeyGrants, type KeyProposal } from '../access/index.ts';
+import { planCard, type CardPlan, type DoorPlan } from './cards.ts';
+import { chainDefinitions, FIRST_PROFILE_ID, LAST_PROFILE_ID } from './profiles.ts';
+import {
+  controllersOfAccount,
+  forgetCard,
+  profileIds,
+  saveCard,
+  saveProfile,
+  storedCards,
+  type ControllerRow,
+  type StoredCard,
+} from './store.ts';
+import { ControllerUnreachable, type UhppoteClient } from './uhppote/client.ts';
+import type { ControllerAddress } from './uhppote/client.ts';
+
+export interface CardSecrets {
+  seal(value: string): string;
+  open(sealed: string): string;
+  /** The keyed digest a card number is found by on a board's records (never the number itself). */
+  cardDigest(card: number): string;
+}
+
+export interface SyncDeps {
+  db: Database;
+  clock: Clock;
+  client: UhppoteClient;
+  secrets: CardSecrets;
+  log: FastifyBaseLogger;
+}
+
+/** What a sync of some keys did on each board of the account. */
+export interface SyncOutcome {
+  /** Boards that did not answer: their writes wait (the key stays `sent`). */
+  unreachable: number[];
+  /** A board answered "no" to a write (its card list is full, say): the change is refused. */
+  refused: string[];
+  /** Keys that cannot be written as they are (a credential or a schedule a board cannot hold). */
+  problems: string[];
+  /** What changed on the boards: cards put and deleted. */
+  put: number;
+  deleted: number;
+}
+
+export const addressOf = (c: ControllerRow): ControllerAddress => ({ serial: c.serial_number, host: c.host, port: c.port, transport: c.transport });
+
+/** The record as stored to compare with the next plan: everything but the card number. */
+const recordText = (plan: CardPlan, permissions: number[]): string => JSON.stringify({ from: plan.from, to: plan.to, doors: permissions });
+
+export class ControllerSync {
+  /** Per board, the tail of its work in this instance: one sync at a time. */
+  private readonly queues = new Map<number, Promise<unknown>>();
+
+  constructor(private readonly deps: SyncDeps) {}
+
+  /** Runs `work` after the board's earlier work in this instance. */
+  serial<T>(gatewayId: number, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(gatewayId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const tail = next.catch(() => undefined);
+    this.queues.set(gatewayId, tail);
+    void tail.then(() => {
+      if (this.queues.get(gatewayId) === tail) this.queues.delete(gatewayId);
+    });
+    return next;
+  }
+
+  /**
+   * These keys' cards (null: every key) on every board of the account, judged with `proposals` in place of
+   * what the store holds of them. Boards are written at once, in parallel.
+   */
+  async syncKeys(accountId: number, keyIds: number[] | null, proposals?: Map<number, KeyProposal>): Promise<SyncOutcome> {
+    const outcome: SyncOutcome = { unreachable: [], refused: [], problems: [], put: 0, deleted: 0 };
+    const controllers = await controllersOfAccount(this.deps.db, accountId);
+    await Promise.all(
+      controllers.map((controller) =>
+        this.serial(controller.gateway_id, () => this.syncBoard(controller, keyIds, proposals, outcome)).catch((error: unknown) => {
+          if (error instanceof ControllerUnreachable) outcome.unreachable.push(controller.gateway_id);
+          else throw error;
+        }),
+      ),
+    );
+    return outcome;
+  }
+
+  /** The plans of keys on one board (every key when null), with the problems that keep some off. */
+  async plansFor(controller: ControllerRow, keyIds: number[] | null, proposals?: Map<number, KeyProposal>): Promise<{ plans: CardPlan[]; problems: string[] }> {
+    const now = this.deps.clock.now();
+    const grants = await readKeyGrants(this.deps.db, (sealed) => this.deps.secrets.open(sealed), {
+      accountId: controller.account_id,
+      keyIds,
+      lockIds: controller.door_locks.map((d) => d.lock_id),
+      now,
+      ...(proposals ? { proposals } : {}),
+    });
+    const plans: CardPlan[] = [];
+    const problems: string[] = [];
+    for (const grant of grants) {
+      const result = planCard(grant, controller.door_locks, controller.time_zone, now);
+      if ('plan' in result) plans.push(result.plan);
+      else if ('problem' in result) problems.push(result.problem);
+    }
+    return { plans, problems };
+  }
+
+  /** The door permissions of a plan on this board, its time profiles written first where they are new. */
+  async permissions(controller: ControllerRow, plan: CardPlan, known: Map<string, number>): Promise<number[] | string> {
+    const result: number[] = [];
+    for (const door of plan.doors as DoorPlan[]) {
+      if (door === 0 || door === 1) {
+        result.push(door);
+        continue;
+      }
+      const definitions = chainDefinitions(door);
+      // Written from the tail, so each profile's link names a profile the board already holds.
+      let next = 0;
+      for (let i = door.length - 1; i >= 0; i--) {
+        const definition = definitions[i] as string;
+        let id = known.get(definition);
+        if (id === undefined) {
+          const used = new Set(known.values());
+          let free = FIRST_PROFILE_ID;
+          while (used.has(free) && free <= LAST_PROFILE_ID) free++;
+          if (free > LAST_PROFILE_ID) return `Controller ${controller.serial_number} has no free time profile (it holds ${LAST_PROFILE_ID - FIRST_PROFILE_ID + 1}).`;
+          const shape = door[i]!;
+          const weekdays = { mon: false, tue: false, wed: false, thu: false, fri: false, sat: false, sun: false };
+          for (const day of shape.weekdays) weekdays[day] = true;
+          const ok = await this.deps.client.setTimeProfile(addressOf(controller), {
+            id: free,
+            from: '2000-01-01',
+            to: '2099-12-31',
+            weekdays,
+            segments: shape.segments,
+            linkedTo: next,
+          });
+          if (!ok) return `Controller ${controller.serial_number} refused time profile ${free}.`;
+          await saveProfile(this.deps.db, controller.gateway_id, free, definition);
+          known.set(definition, free);
+          id = free;
+        }
+        next = id;
+      }
+      result.push(next);
+    }
+    return result;
+  }
+
+  private async syncBoard(controller: ControllerRow, keyIds: number[] | null, proposals: Map<number, KeyProposal> | undefined, outcome: SyncOutcome): Promise<void> {
+    const { db, client, secrets, clock } = this.deps;
+    const { plans, problems } = await this.plansFor(controller, keyIds, proposals);
+    outcome.problems.push(...problems);
+    const digests = new Map(plans.map((p) => [p.keyId, secrets.cardDigest(p.card)]));
+    const stored = await storedCards(db, controller.gateway_id, keyIds, [...digests.values()]);
+    const address = addressOf(controller);
+    const wanted = new Set(digests.values());
+    // Cards that should be here no more (the key was revoked, expired, lost its doors, or its number moved to
+    // another key): deleted from the board unless another key's plan puts the same number back.
+    for (const row of stored) {
+      const still = digests.get(row.key_id) === row.card_digest;
+      if (still) continue;
+      if (!wanted.has(row.card_digest)) {
+        await client.deleteCard(address, Number(secrets.open(row.card_box)));
+        outcome.deleted++;
+      }
+      await forgetCard(db, controller.gateway_id, row.key_id);
+    }
+    const byKey = new Map(stored.map((row) => [row.key_id, row]));
+    const known = await profileIds(db, controller.gateway_id);
+    for (const plan of plans) {
+      const permissions = await this.permissions(controller, plan, known);
+      if (typeof permissions === 'string') {
+        outcome.problems.push(permissions);
+        continue;
+      }
+      const record = recordText(plan, permissions);
+      const digest = digests.get(plan.keyId) as string;
+      const current = byKey.get(plan.keyId);
+      if (current && current.card_digest === digest && current.record === record) continue;
+      const ok = await client.putCard(address, { card: plan.card, from: plan.from, to: plan.to, doors: permissions as [number, number, number, number], pin: 0 });
+      if (!ok) {
+        outcome.refused.push(`Controller ${controller.serial_number} refused the card of key ${plan.keyId}.`);
+        continue;
+      }
+      outcome.put++;
+      const row: StoredCard = { key_id: plan.keyId, card_digest: digest, card_box: secrets.seal(String(plan.card)), record };
+      await saveCard(db, controller.gateway_id, row, clock.now());
+    }
+  }
+}
