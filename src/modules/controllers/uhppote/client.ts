@@ -1,0 +1,278 @@
+// A client of UHPPOTE controllers: one UDP socket for all of them (bound lazily to an ephemeral port), many
+// requests in flight to many controllers at once, one at a time per controller (the boards answer in order
+// and drop requests under load). A reply is matched by (source address, serial, function code); a request
+// is sent again after timeoutMs, up to `attempts` times. Newer boards also speak TCP on port 60000: one
+// connection per request, 64-byte frames. Replies that do not decode are dropped silently (they are never
+// logged: a packet can carry card numbers).
+import dgram from 'node:dgram';
+import net from 'node:net';
+import {
+  decodeResponse,
+  encodeRequest,
+  FUNCTION_CODES,
+  PACKET_SIZE,
+  type CardRecord,
+  type ControllerEvent,
+  type ControllerStatus,
+  type Request,
+  type RequestFunction,
+  type Response,
+  type ResponseOf,
+  type TimeProfile,
+} from './codec.ts';
+
+export interface ControllerAddress {
+  serial: number;
+  host: string;
+  port: number;
+  transport: 'udp' | 'tcp';
+}
+
+/** No valid answer after all attempts. */
+export class ControllerUnreachable extends Error {
+  override name = 'ControllerUnreachable';
+  constructor(
+    readonly controller: ControllerAddress,
+    readonly fn: RequestFunction,
+    attempts: number,
+  ) {
+    super(`UHPPOTE controller ${controller.serial} at ${controller.host}:${controller.port} (${controller.transport}) gave no valid answer to ${fn} after ${attempts} attempt(s)`);
+  }
+}
+
+interface Pending {
+  deliver(response: Response): void;
+}
+
+const DEFAULT_TIMEOUT_MS = 1000;
+const DEFAULT_ATTEMPTS = 2;
+
+export class UhppoteClient {
+  private readonly timeoutMs: number;
+  private readonly attempts: number;
+  private socket: Promise<dgram.Socket> | null = null;
+  private readonly pending = new Map<string, Pending>();
+  /** The tail of each controller's queue: requests to one controller run one after another. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private closed = false;
+
+  constructor(options: { timeoutMs?: number; attempts?: number } = {}) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.attempts = Math.max(1, options.attempts ?? DEFAULT_ATTEMPTS);
+  }
+
+  /** Sends a request and resolves with the controller's decoded answer; ControllerUnreachable when none came. */
+  request<R extends Request>(c: ControllerAddress, request: R): Promise<ResponseOf<R['fn']>> {
+    if (this.closed) return Promise.reject(new Error('UhppoteClient is closed'));
+    const packet = encodeRequest(c.serial, request); // throws on a bad field before anything is queued
+    const queueKey = `${c.transport}|${c.host}|${c.port}|${c.serial}`;
+    const previous = this.queues.get(queueKey) ?? Promise.resolve();
+    const run = previous
+      .catch(() => undefined)
+      .then(() => (c.transport === 'tcp' ? this.overTcp(c, request.fn, packet) : this.overUdp(c, request.fn, packet)));
+    const tail = run.catch(() => undefined);
+    this.queues.set(queueKey, tail);
+    void tail.then(() => {
+      if (this.queues.get(queueKey) === tail) this.queues.delete(queueKey);
+    });
+    return run as Promise<ResponseOf<R['fn']>>;
+  }
+
+  private udpSocket(): Promise<dgram.Socket> {
+    if (!this.socket) {
+      this.socket = new Promise<dgram.Socket>((resolve, reject) => {
+        const socket = dgram.createSocket('udp4');
+        socket.on('message', (message, from) => this.onMessage(message, from.address));
+        socket.on('error', () => undefined); // a send error shows as a timeout; never crash the process
+        socket.once('listening', () => resolve(socket));
+        try {
+          socket.bind(0);
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+    }
+    return this.socket;
+  }
+
+  private onMessage(message: Buffer, address: string): void {
+    try {
+      const response = decodeResponse(message);
+      const key = pendingKey(address, response.serial, FUNCTION_CODES[response.fn]);
+      this.pending.get(key)?.deliver(response);
+    } catch {
+      // not a valid answer: ignored
+    }
+  }
+
+  private async overUdp(c: ControllerAddress, fn: RequestFunction, packet: Buffer): Promise<Response> {
+    const socket = await this.udpSocket();
+    const key = pendingKey(c.host, c.serial, FUNCTION_CODES[fn]);
+    return new Promise<Response>((resolve, reject) => {
+      let attempt = 0;
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (): void => {
+        if (timer) clearTimeout(timer);
+        this.pending.delete(key);
+      };
+      const send = (): void => {
+        if (this.closed) {
+          finish();
+          reject(new Error('UhppoteClient is closed'));
+          return;
+        }
+        if (attempt >= this.attempts) {
+          finish();
+          reject(new ControllerUnreachable(c, fn, this.attempts));
+          return;
+        }
+        attempt++;
+        socket.send(packet, c.port, c.host, () => undefined);
+        timer = setTimeout(send, this.timeoutMs);
+      };
+      this.pending.set(key, {
+        deliver: (response) => {
+          finish();
+          resolve(response);
+        },
+      });
+      send();
+    });
+  }
+
+  private async overTcp(c: ControllerAddress, fn: RequestFunction, packet: Buffer): Promise<Response> {
+    for (let attempt = 0; attempt < this.attempts; attempt++) {
+      if (this.closed) throw new Error('UhppoteClient is closed');
+      const response = await tcpExchange(c, fn, packet, this.timeoutMs);
+      if (response) return response;
+    }
+    throw new ControllerUnreachable(c, fn, this.attempts);
+  }
+
+  async getStatus(c: ControllerAddress): Promise<ControllerStatus> {
+    return (await this.request(c, { fn: 'get-status' })).status;
+  }
+
+  async setTime(c: ControllerAddress, datetime: string): Promise<string> {
+    return (await this.request(c, { fn: 'set-time', datetime })).datetime;
+  }
+
+  async getTime(c: ControllerAddress): Promise<string> {
+    return (await this.request(c, { fn: 'get-time' })).datetime;
+  }
+
+  async setListener(c: ControllerAddress, address: string, port: number): Promise<boolean> {
+    return (await this.request(c, { fn: 'set-listener', address, port })).ok;
+  }
+
+  async getListener(c: ControllerAddress): Promise<{ address: string; port: number }> {
+    const { address, port } = await this.request(c, { fn: 'get-listener' });
+    return { address, port };
+  }
+
+  async openDoor(c: ControllerAddress, door: number): Promise<boolean> {
+    return (await this.request(c, { fn: 'open-door', door })).ok;
+  }
+
+  async getCards(c: ControllerAddress): Promise<number> {
+    return (await this.request(c, { fn: 'get-cards' })).count;
+  }
+
+  async getCardByIndex(c: ControllerAddress, index: number): Promise<CardRecord | null> {
+    return (await this.request(c, { fn: 'get-card-by-index', index })).record;
+  }
+
+  async getCardById(c: ControllerAddress, card: number): Promise<CardRecord | null> {
+    return (await this.request(c, { fn: 'get-card-by-id', card })).record;
+  }
+
+  async putCard(c: ControllerAddress, record: CardRecord): Promise<boolean> {
+    return (await this.request(c, { fn: 'put-card', record })).ok;
+  }
+
+  async deleteCard(c: ControllerAddress, card: number): Promise<boolean> {
+    return (await this.request(c, { fn: 'delete-card', card })).ok;
+  }
+
+  async deleteAllCards(c: ControllerAddress): Promise<boolean> {
+    return (await this.request(c, { fn: 'delete-all-cards' })).ok;
+  }
+
+  async setTimeProfile(c: ControllerAddress, profile: TimeProfile): Promise<boolean> {
+    return (await this.request(c, { fn: 'set-time-profile', profile })).ok;
+  }
+
+  async getTimeProfile(c: ControllerAddress, id: number): Promise<TimeProfile | null> {
+    return (await this.request(c, { fn: 'get-time-profile', profileId: id })).profile;
+  }
+
+  async clearTimeProfiles(c: ControllerAddress): Promise<boolean> {
+    return (await this.request(c, { fn: 'clear-time-profiles' })).ok;
+  }
+
+  /** The event at index; null when the controller has none there (past the last). Overwritten: type 0xff. */
+  async getEvent(c: ControllerAddress, index: number): Promise<ControllerEvent | null> {
+    return (await this.request(c, { fn: 'get-event', index })).event;
+  }
+
+  async getEventIndex(c: ControllerAddress): Promise<number> {
+    return (await this.request(c, { fn: 'get-event-index' })).index;
+  }
+
+  async setEventIndex(c: ControllerAddress, index: number): Promise<boolean> {
+    return (await this.request(c, { fn: 'set-event-index', index })).ok;
+  }
+
+  async recordSpecialEvents(c: ControllerAddress, enable: boolean): Promise<boolean> {
+    return (await this.request(c, { fn: 'record-special-events', enable })).ok;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const socket = this.socket;
+    this.socket = null;
+    if (!socket) return;
+    const s = await socket.catch(() => null);
+    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+}
+
+function pendingKey(address: string, serial: number, code: number): string {
+  return `${address}|${serial}|${code}`;
+}
+
+/** One TCP exchange: connect, write the 64-byte request, read 64 bytes back. null on any failure or timeout. */
+function tcpExchange(c: ControllerAddress, fn: RequestFunction, packet: Buffer, timeoutMs: number): Promise<Response | null> {
+  return new Promise<Response | null>((resolve) => {
+    let received = Buffer.alloc(0);
+    let done = false;
+    const socket = net.connect({ host: c.host, port: c.port });
+    const finish = (response: Response | null): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(response);
+    };
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    socket.on('error', () => finish(null));
+    socket.on('close', () => finish(null));
+    socket.on('connect', () => socket.write(packet));
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      while (received.length >= PACKET_SIZE) {
+        const frame = received.subarray(0, PACKET_SIZE);
+        received = received.subarray(PACKET_SIZE);
+        try {
+          const response = decodeResponse(frame);
+          if (response.serial === c.serial && response.fn === fn) {
+            finish(response);
+            return;
+          }
+        } catch {
+          // not a valid frame: ignored
+        }
+      }
+    });
+  });
+}
