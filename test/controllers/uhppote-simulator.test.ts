@@ -1,0 +1,153 @@
+// The UHPPOTE client and event listener against two simulated controllers (test/helpers/uhppote-simulator.ts).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ControllerUnreachable, UhppoteClient, type ControllerAddress } from '../../src/modules/controllers/uhppote/client.ts';
+import { REASON, type ControllerStatus, type TimeProfile } from '../../src/modules/controllers/uhppote/codec.ts';
+import { ControllerEventListener } from '../../src/modules/controllers/uhppote/listener.ts';
+import { startSimulatedController, type SimulatedController } from '../helpers/uhppote-simulator.ts';
+
+let a: SimulatedController;
+let b: SimulatedController;
+let ca: ControllerAddress;
+let cb: ControllerAddress;
+const client = new UhppoteClient({ timeoutMs: 200, attempts: 2 });
+let listener: ControllerEventListener;
+const pushed: ControllerStatus[] = [];
+
+const ALWAYS = { mon: true, tue: true, wed: true, thu: true, fri: true, sat: true, sun: true };
+
+before(async () => {
+  a = await startSimulatedController({ serial: 405419896 });
+  b = await startSimulatedController({ serial: 303986753, doors: 2 });
+  ca = { serial: a.serial, host: a.address.host, port: a.address.port, transport: 'udp' };
+  cb = { serial: b.serial, host: b.address.host, port: b.address.port, transport: 'udp' };
+  listener = await ControllerEventListener.start({ host: '127.0.0.1', port: 0 }, (status) => pushed.push(status));
+});
+
+after(async () => {
+  await client.close();
+  await listener.close();
+  await a.close();
+  await b.close();
+});
+
+test('cards: put, get by id and index, count, delete, on two controllers at once', async () => {
+  const record = { card: 10058400, from: '2024-01-01', to: '2099-12-31', doors: [1, 0, 0, 0] as [number, number, number, number], pin: 1234 };
+  const [okA, okB] = await Promise.all([client.putCard(ca, record), client.putCard(cb, { ...record, card: 10058401 })]);
+  assert.equal(okA, true);
+  assert.equal(okB, true);
+  assert.deepEqual(await client.getCardById(ca, 10058400), record);
+  assert.equal(await client.getCardById(ca, 10058401), null);
+  assert.equal(await client.getCards(cb), 1);
+  assert.deepEqual(await client.getCardByIndex(cb, 1), { ...record, card: 10058401 });
+  assert.equal(await client.getCardByIndex(cb, 2), null);
+  assert.equal(await client.deleteCard(cb, 10058401), true);
+  assert.equal(await client.getCards(cb), 0);
+  b.refuseWrites(true);
+  assert.equal(await client.putCard(cb, record), false);
+  b.refuseWrites(false);
+  assert.equal(await client.deleteAllCards(cb), true);
+});
+
+test('time, listener and time profiles round trip', async () => {
+  assert.equal(await client.setTime(ca, '2025-06-02 10:00:00'), '2025-06-02 10:00:00'); // a Monday
+  assert.match(await client.getTime(ca), /^2025-06-02 10:00:0\d$/);
+  assert.equal(await client.setListener(ca, '127.0.0.1', listener.address().port), true);
+  assert.deepEqual(await client.getListener(ca), { address: '127.0.0.1', port: listener.address().port });
+  const profile: TimeProfile = { id: 3, from: '2025-01-01', to: '2025-12-31', weekdays: ALWAYS, segments: [{ start: '09:00', end: '17:00' }], linkedTo: 0 };
+  assert.equal(await client.setTimeProfile(ca, profile), true);
+  assert.deepEqual(await client.getTimeProfile(ca, 3), profile);
+  assert.equal(await client.getTimeProfile(ca, 4), null);
+});
+
+test('swipes are decided as the hardware does, and pushed to the listener', async () => {
+  a.setTime('2025-06-02 20:00:00'); // Monday evening
+  await client.clearTimeProfiles(ca);
+  await client.deleteAllCards(ca);
+  const daytime: TimeProfile = { id: 3, from: '2025-01-01', to: '2025-12-31', weekdays: ALWAYS, segments: [{ start: '09:00', end: '17:00' }], linkedTo: 0 };
+  const evening: TimeProfile = { id: 4, from: '2025-01-01', to: '2025-12-31', weekdays: { ...ALWAYS, mon: true }, segments: [{ start: '19:00', end: '21:00' }], linkedTo: 0 };
+  await client.setTimeProfile(ca, daytime);
+  await client.setTimeProfile(ca, { ...evening, id: 5 });
+  await client.setTimeProfile(ca, { ...daytime, id: 6, linkedTo: 5 }); // daytime, linked to the evening
+  await client.putCard(ca, { card: 1, from: '2025-01-01', to: '2025-12-31', doors: [1, 0, 3, 6], pin: 0 });
+  await client.putCard(ca, { card: 2, from: '2024-01-01', to: '2024-12-31', doors: [1, 1, 1, 1], pin: 0 });
+  await client.recordSpecialEvents(ca, true);
+  pushed.length = 0;
+
+  const cases: Array<[number, number, boolean, number]> = [
+    [1, 1, true, REASON.SWIPE], // any time
+    [1, 2, false, REASON.NO_ACCESS_RIGHTS], // no permission on door 2
+    [1, 3, false, REASON.INVALID_TIMEZONE], // profile outside its hours
+    [1, 4, true, REASON.SWIPE], // outside its own hours, inside the linked profile's
+    [2, 1, false, REASON.NO_ACCESS_RIGHTS], // card expired
+    [99, 1, false, REASON.ACCESS_DENIED], // unknown card
+  ];
+  for (const [card, door, granted, reason] of cases) {
+    const event = a.swipe(card, door);
+    assert.equal(event.granted, granted, `card ${card} door ${door}`);
+    assert.equal(event.reason, reason, `card ${card} door ${door}`);
+    assert.equal(event.type, 1);
+  }
+  await waitFor(() => pushed.length >= cases.length);
+  assert.deepEqual(
+    pushed.map((s) => [s.serial, s.event?.card, s.event?.door, s.event?.granted, s.event?.reason]),
+    cases.map(([card, door, granted, reason]) => [a.serial, card, door, granted, reason]),
+  );
+  assert.equal(pushed[0]?.event?.timestamp.slice(0, 13), '2025-06-02 20');
+
+  assert.equal(await client.openDoor(ca, 2), true);
+  await waitFor(() => pushed.some((s) => s.event?.reason === REASON.REMOTE_OPEN_DOOR));
+  assert.equal(a.pressButton(1).reason, REASON.PUSH_BUTTON_OK);
+  a.openDoorFor(1, 0.05);
+  await waitFor(() => pushed.some((s) => s.event?.reason === REASON.DOOR_CLOSED));
+  assert.equal(listener.ignored, 0);
+});
+
+test('get-event fetches an event whose push was lost; past the last there is none', async () => {
+  a.dropPushes(true);
+  const before = pushed.length;
+  const missed = a.swipe(1, 1);
+  a.dropPushes(false);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(pushed.length, before);
+  const status = await client.getStatus(ca);
+  assert.equal(status.event?.index, missed.index);
+  assert.deepEqual(await client.getEvent(ca, missed.index), missed);
+  assert.equal(await client.getEvent(ca, missed.index + 1), null);
+  assert.equal(await client.setEventIndex(ca, missed.index), true);
+  assert.equal(await client.getEventIndex(ca), missed.index);
+});
+
+test('the listener ignores what is not an event packet', async () => {
+  const { createSocket } = await import('node:dgram');
+  const s = createSocket('udp4');
+  const port = listener.address().port;
+  await new Promise((resolve) => s.send(Buffer.from('hello'), port, '127.0.0.1', resolve));
+  await new Promise((resolve) => s.send(Buffer.alloc(64), port, '127.0.0.1', resolve));
+  s.close();
+  await waitFor(() => listener.ignored === 2);
+});
+
+test('an unreachable controller makes the client throw ControllerUnreachable within timeoutMs x attempts', async () => {
+  b.setReachable(false);
+  const started = Date.now();
+  await assert.rejects(client.getStatus(cb), (error: unknown) => {
+    assert.ok(error instanceof ControllerUnreachable);
+    assert.match(error.message, new RegExp(`${b.serial}.*127\\.0\\.0\\.1:${b.address.port}.*get-status`));
+    return true;
+  });
+  const elapsed = Date.now() - started;
+  assert.ok(elapsed >= 400 && elapsed < 700, `took ${elapsed} ms`);
+  // the other controller still answers meanwhile, and b again once back
+  assert.equal(typeof (await client.getEventIndex(ca)), 'number');
+  b.setReachable(true);
+  assert.equal((await client.getStatus(cb)).serial, b.serial);
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
