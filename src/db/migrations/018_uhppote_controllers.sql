@@ -2,6 +2,9 @@
 -- the door, an account's external locking system. A controller is a gateway of kind 'uhppote': its locks hang
 -- off it as off any gateway (presence, remote unlock, door events once per (gateway, event id) all shared),
 -- but it has no MQTT account: it is reached over UDP (or TCP) by serial number and address.
+ALTER TABLE accounts DROP CONSTRAINT accounts_locking_system_check;
+ALTER TABLE accounts ADD CONSTRAINT accounts_locking_system_check CHECK (locking_system IN ('sandbox', 'uhppote'));
+
 ALTER TABLE gateways ADD COLUMN kind text NOT NULL DEFAULT 'mqtt' CHECK (kind IN ('mqtt', 'uhppote'));
 ALTER TABLE gateways ALTER COLUMN mqtt_username DROP NOT NULL;
 ALTER TABLE gateways ALTER COLUMN password_hash DROP NOT NULL;
@@ -15,8 +18,9 @@ CREATE TABLE uhppote_controllers (
   port             integer NOT NULL CHECK (port BETWEEN 1 AND 65535),
   transport        text NOT NULL CHECK (transport IN ('udp', 'tcp')),
   doors            smallint NOT NULL CHECK (doors IN (1, 2, 4)),
-  -- The last event index read into the access log: events after it are fetched after a gap.
-  last_event_index bigint NOT NULL DEFAULT 0,
+  -- The last event index read into the access log: events after it are fetched after a gap. NULL until the
+  -- first contact, which starts the log at the board's latest event (its older history is not imported).
+  last_event_index bigint,
   -- When the controller's clock, card list and listener were last brought in line (null: never).
   clock_set_at     timestamptz,
   listener_set_at  timestamptz,

@@ -3,7 +3,7 @@
 // reconciliation all plan with it, so they never disagree about what a board should hold.
 import { DateTime } from 'luxon';
 import type { KeyGrant } from '../access/index.ts';
-import { profileChain, type ProfileShape } from './profiles.ts';
+import { profileChain, windowsProblem, type ProfileShape } from './profiles.ts';
 import { cardNumberOf } from './uhppote/card-number.ts';
 
 /** The last date a board takes (its dates are BCD years): a key that never expires is valid to it. */
@@ -40,6 +40,8 @@ export function planCard(grant: KeyGrant, doorLocks: ReadonlyArray<{ door: numbe
     }
     if (access.windows === null) doors[door - 1] = 1;
     else {
+      const problem = windowsProblem(access.windows);
+      if (problem) return { problem };
       const chain = profileChain(access.windows);
       if (chain.length === 0) continue;
       doors[door - 1] = chain;

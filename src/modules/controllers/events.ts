@@ -65,17 +65,19 @@ export class ControllerEvents {
     return stored;
   }
 
-  /**
-   * A pushed event (or a status's latest): stored with every event the service missed before it. The first
-   * event a new controller shows starts its log: older history on the board is not imported.
-   */
+  /** A pushed event (or a status's latest): stored with every event the service missed before it. */
   async caughtUp(controller: ControllerRow, latest: ControllerEvent | null): Promise<number> {
-    if (!latest || latest.index <= controller.last_event_index) return 0;
-    if (controller.last_event_index === 0) return this.store(controller, [latest]);
+    const read = controller.last_event_index;
+    if (read === null) {
+      // First contact: the log starts here; what the board recorded before it was set up is not imported.
+      await advanceEventIndex(this.deps.db, controller.gateway_id, latest?.index ?? 0);
+      return 0;
+    }
+    if (!latest || latest.index <= read) return 0;
     // At most MISSED_EVENTS_PER_POLL at a time, oldest first: the rest at the next push or poll.
-    const upTo = Math.min(latest.index, controller.last_event_index + MISSED_EVENTS_PER_POLL);
+    const upTo = Math.min(latest.index, read + MISSED_EVENTS_PER_POLL);
     const missed: ControllerEvent[] = [];
-    for (let index = controller.last_event_index + 1; index <= upTo; index++) {
+    for (let index = read + 1; index <= upTo; index++) {
       const event = index === latest.index ? latest : await this.deps.client.getEvent(addressOf(controller), index);
       if (event && event.index === index) missed.push(event);
     }

@@ -11,7 +11,7 @@ import type { SecretBox } from '../../platform/secret-box.ts';
 import type { AccessLists } from '../access/index.ts';
 import type { UnlockService } from '../devices/index.ts';
 import type { AccessLogWriter } from '../events/index.ts';
-import type { LockingSystems } from '../locking-system/index.ts';
+import { retryTasksNow, type LockingSystems } from '../locking-system/index.ts';
 import { ControllerEvents } from './events.ts';
 import { queueBoardWrites, UhppoteLockingSystem } from './locking-system.ts';
 import { ControllerMonitor, type Presence } from './monitor.ts';
@@ -24,6 +24,7 @@ import { ControllerEventListener } from './uhppote/listener.ts';
 
 export { controllerRoutes } from './routes.ts';
 export { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
+export { windowsProblem } from './profiles.ts';
 
 /** Heard by every instance once queued board writes commit: they are run at once rather than at the next job run. */
 export const BOARD_WRITES_CHANNEL = 'uhppote_writes_queued';
@@ -76,6 +77,21 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
   });
   await db.listen(BOARD_WRITES_CHANNEL, () => void deps.runTasksNow().catch((error: unknown) => log.warn({ err: error }, 'controller writes failed; retried by the job')));
 
+  // Pushed events: each board's in order, with what was missed before them.
+  const listener = config.controllerListen
+    ? await ControllerEventListener.start(config.controllerListen, (status) => {
+        const serial = status.serial;
+        void sync
+          .serial(-serial, async () => {
+            const controller = await findControllerBySerial(db, serial);
+            if (!controller) return; // not one of ours: ignored (no log line per stray packet)
+            deps.presence.heard(controller.gateway_id);
+            await events.caughtUp(controller, status.event);
+          })
+          .catch((error: unknown) => log.warn({ err: error, serial }, 'controller event not stored; read again at the next poll'));
+      })
+    : null;
+
   const monitor = new ControllerMonitor({
     db,
     clock,
@@ -83,7 +99,10 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
     events,
     presence: deps.presence,
     log,
-    eventAddress: config.controllerEventAddress ?? concreteAddress(config.controllerListen),
+    eventAddress: () => config.controllerEventAddress ?? concreteAddress(listener?.address() ?? null),
+    back: async (board) => {
+      if ((await retryTasksNow(db, board.account_id, clock.now())) > 0) await deps.runTasksNow();
+    },
     pollSeconds: config.controllerPollSeconds,
   });
   jobs.register({ name: 'controller-poll', everySeconds: config.controllerPollSeconds, run: () => monitor.pollDue() });
@@ -105,21 +124,6 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
       }
     })().catch((error: unknown) => log.warn({ err: error, gatewayId }, 'open-door hand-off failed'));
   });
-
-  // Pushed events: each board's in order, with what was missed before them.
-  const listener = config.controllerListen
-    ? await ControllerEventListener.start(config.controllerListen, (status) => {
-        const serial = status.serial;
-        void sync
-          .serial(-serial, async () => {
-            const controller = await findControllerBySerial(db, serial);
-            if (!controller) return; // not one of ours: ignored (no log line per stray packet)
-            deps.presence.heard(controller.gateway_id);
-            await events.caughtUp(controller, status.event);
-          })
-          .catch((error: unknown) => log.warn({ err: error, serial }, 'controller event not stored; read again at the next poll'));
-      })
-    : null;
 
   const service = new ControllersService({
     db,

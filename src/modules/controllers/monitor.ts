@@ -33,7 +33,9 @@ export class ControllerMonitor {
       presence: Presence;
       log: FastifyBaseLogger;
       /** Where boards send their events; null: they are read by polling only. */
-      eventAddress: { host: string; port: number } | null;
+      eventAddress: () => { host: string; port: number } | null;
+      /** A board answered after it had not: what waits for it is written now. */
+      back: (board: ControllerRow) => Promise<unknown>;
       pollSeconds: number;
     },
   ) {}
@@ -54,7 +56,10 @@ export class ControllerMonitor {
     try {
       const status = await client.getStatus(address);
       if (board.online) presence.heard(board.gateway_id);
-      else presence.connected(board.gateway_id);
+      else {
+        presence.connected(board.gateway_id);
+        await this.deps.back(board);
+      }
       const contact: { clockSetAt?: Date; listenerSetAt?: Date; error: null } = { error: null };
       const wall = DateTime.fromJSDate(clock.now(), { zone: board.time_zone });
       const boardTime = DateTime.fromFormat(status.systemTime, 'yyyy-MM-dd HH:mm:ss', { zone: board.time_zone });
@@ -62,7 +67,7 @@ export class ControllerMonitor {
         await client.setTime(address, wall.toFormat('yyyy-MM-dd HH:mm:ss'));
         contact.clockSetAt = clock.now();
       }
-      const target = this.deps.eventAddress;
+      const target = this.deps.eventAddress();
       if (target && (!board.listener_set_at || clock.now().getTime() - board.listener_set_at.getTime() > LISTENER_CHECK_MS)) {
         const current = await client.getListener(address);
         if (current.address !== target.host || current.port !== target.port) await client.setListener(address, target.host, target.port);

@@ -96,3 +96,17 @@ export function chainDefinitions(chain: readonly ProfileShape[]): string[] {
   }
   return definitions;
 }
+
+/**
+ * Why these windows cannot be written to a board exactly, or null. A board reads a segment of 00:00 to 00:00 as
+ * empty, so a window whose only minute of a day is 00:00 (00:00–00:01, or the last minute of a night ending at
+ * 00:01) would open never there, where Latchkey opens it: refused rather than rounded.
+ */
+export function windowsProblem(windows: readonly TimeWindow[]): string | null {
+  for (const profile of profileChain(windows)) {
+    if (profile.segments.some((segment) => segment.start === '00:00' && segment.end === '00:00')) {
+      return `A UHPPOTE controller cannot hold a window of the single minute 00:00 on ${profile.weekdays.join(', ')} (its segment 00:00–00:00 means "none"); start or end it on another minute.`;
+    }
+  }
+  return null;
+}

@@ -7,7 +7,7 @@ import type { Database } from '../../platform/db/index.ts';
 import type { CardPlan } from './cards.ts';
 import { forgetCard, recordReconciliation, saveCard, storedCards, profileIds, type ControllerRow } from './store.ts';
 import { addressOf, type CardSecrets, type ControllerSync } from './sync.ts';
-import type { CardRecord } from './uhppote/codec.ts';
+import type { CardRecord, TimeProfile } from './uhppote/codec.ts';
 import type { UhppoteClient } from './uhppote/client.ts';
 
 export interface ReconciliationReport {
@@ -17,11 +17,16 @@ export interface ReconciliationReport {
   changed: Array<{ key_id: number; reason: string }>;
   /** Cards removed from the board: the card number masked (its last three digits), the key when known. */
   removed: Array<{ card: string; key_id: number | null; reason: string }>;
+  /** Time profiles the board did not hold as written (cleared or changed by hand): written again. */
+  profiles_rewritten: number[];
   problems: string[];
 }
 
 /** A card number as a report shows it: enough to find the card in a drawer, not enough to clone it. */
 export const maskCard = (card: number): string => `…${String(card).slice(-3)}`;
+
+const sameProfile = (a: TimeProfile, b: TimeProfile): boolean =>
+  a.linkedTo === b.linkedTo && JSON.stringify(a.weekdays) === JSON.stringify(b.weekdays) && JSON.stringify(a.segments) === JSON.stringify(b.segments);
 
 const sameRecord = (a: CardRecord, b: Omit<CardRecord, 'pin'>): boolean =>
   a.from === b.from && a.to === b.to && a.doors.every((door, i) => door === b.doors[i]);
@@ -42,14 +47,22 @@ export async function reconcileController(
     const { plans, problems } = await sync.plansFor(controller, null);
     const known = await profileIds(db, controller.gateway_id);
     const wanted = new Map<number, { plan: CardPlan; doors: [number, number, number, number] }>();
+    const expected = new Map<number, TimeProfile>();
     for (const plan of plans) {
-      const permissions = await sync.permissions(controller, plan, known);
+      const permissions = await sync.permissions(controller, plan, known, expected);
       if (typeof permissions === 'string') problems.push(permissions);
       else wanted.set(plan.card, { plan, doors: permissions as [number, number, number, number] });
     }
     const stored = await storedCards(db, controller.gateway_id, null);
     const storedByDigest = new Map(stored.map((row) => [row.card_digest, row]));
-    const report: ReconciliationReport = { at: clock.now().toISOString(), cards_on_controller: onBoard.size, added: [], changed: [], removed: [], problems };
+    const report: ReconciliationReport = { at: clock.now().toISOString(), cards_on_controller: onBoard.size, added: [], changed: [], removed: [], profiles_rewritten: [], problems };
+    // A card naming a profile the board does not hold opens at any time (the firmware's rule): profiles first.
+    for (const [id, profile] of expected) {
+      const held = await client.getTimeProfile(address, id);
+      if (held && sameProfile(held, profile)) continue;
+      if (await client.setTimeProfile(address, profile)) report.profiles_rewritten.push(id);
+      else report.problems.push(`The controller refused time profile ${id}.`);
+    }
 
     for (const [card] of onBoard) {
       if (wanted.has(card)) continue;

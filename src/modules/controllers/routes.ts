@@ -66,7 +66,7 @@ export function controllerRoutes(app: ApiInstance, controllers: ControllersServi
     },
     async (request, reply) => {
       await controllers.delete(request.params.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
   app.post(

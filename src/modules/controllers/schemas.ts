@@ -11,7 +11,7 @@ const DoorLocks = Type.Array(
   Type.Object({ door: Type.Integer({ minimum: 1, maximum: 4 }), lock_id: RowId }, { additionalProperties: false }),
   { maxItems: 4, description: "which lock each door of the board is; a lock's windows must be read in the controller's time zone" },
 );
-const Address = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9.:-]+$', description: 'IPv4 address (or host name) the board answers at' });
+const Address = Type.String({ format: 'ipv4', description: 'the IPv4 address the board answers at (fixed: set one on the board or reserve it in DHCP)' });
 
 export const ControllerCreate = named(
   'ControllerCreate',
@@ -57,6 +57,7 @@ export const Reconciliation = named(
       removed: Type.Array(
         Type.Object({ card: Type.String({ description: 'the card number masked: its last three digits' }), key_id: Type.Union([Type.Integer(), Type.Null()]), reason: Type.String() }),
       ),
+      profiles_rewritten: Type.Array(Type.Integer(), { description: 'time profiles the board did not hold as written (cleared or changed by hand), written again' }),
       problems: Type.Array(Type.String()),
     },
     { description: "What a reconciliation found on the board and repaired." },

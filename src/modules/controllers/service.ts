@@ -100,7 +100,7 @@ export class ControllersService {
   }
 
   async list(page: PageRequest, filter: { accountId?: number | undefined; locationId?: number | undefined }): Promise<PageOf<Controller>> {
-    const rows = await listControllers(this.deps.db, filter, page.afterId, page.limit + 1);
+    const rows = await listControllers(this.deps.db, filter, page.afterId ?? 0, page.limit + 1);
     return toPage(rows.map(toController), page.limit, (c) => c.id);
   }
 

@@ -14,7 +14,7 @@ export interface ControllerRow {
   doors: number;
   online: boolean;
   last_seen_at: Date | null;
-  last_event_index: number;
+  last_event_index: number | null;
   clock_set_at: Date | null;
   listener_set_at: Date | null;
   reconciled_at: Date | null;
@@ -42,7 +42,7 @@ const toRow = (row: ControllerRow): ControllerRow => ({
   account_id: Number(row.account_id),
   location_id: Number(row.location_id),
   serial_number: Number(row.serial_number),
-  last_event_index: Number(row.last_event_index),
+  last_event_index: row.last_event_index === null ? null : Number(row.last_event_index),
   door_locks: row.door_locks.map((d) => ({ door: Number(d.door), lock_id: Number(d.lock_id) })),
 });
 

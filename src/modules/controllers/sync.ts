@@ -20,6 +20,11 @@ import {
 } from './store.ts';
 import { ControllerUnreachable, type UhppoteClient } from './uhppote/client.ts';
 import type { ControllerAddress } from './uhppote/client.ts';
+import type { TimeProfile } from './uhppote/codec.ts';
+
+/** The dates a profile is valid on: always (a key's own dates are on its card). */
+export const PROFILE_FROM = '2000-01-01';
+export const PROFILE_TO = '2099-12-31';
 
 export interface CardSecrets {
   seal(value: string): string;
@@ -110,8 +115,11 @@ export class ControllerSync {
     return { plans, problems };
   }
 
-  /** The door permissions of a plan on this board, its time profiles written first where they are new. */
-  async permissions(controller: ControllerRow, plan: CardPlan, known: Map<string, number>): Promise<number[] | string> {
+  /**
+   * The door permissions of a plan on this board, its time profiles written first where they are new.
+   * `expected` collects every profile the plan uses as the board should hold it (reconciliation checks them).
+   */
+  async permissions(controller: ControllerRow, plan: CardPlan, known: Map<string, number>, expected?: Map<number, TimeProfile>): Promise<number[] | string> {
     const result: number[] = [];
     for (const door of plan.doors as DoorPlan[]) {
       if (door === 0 || door === 1) {
@@ -124,27 +132,22 @@ export class ControllerSync {
       for (let i = door.length - 1; i >= 0; i--) {
         const definition = definitions[i] as string;
         let id = known.get(definition);
+        const shape = door[i]!;
+        const weekdays = { mon: false, tue: false, wed: false, thu: false, fri: false, sat: false, sun: false };
+        for (const day of shape.weekdays) weekdays[day] = true;
+        const profile = (profileId: number): TimeProfile => ({ id: profileId, from: PROFILE_FROM, to: PROFILE_TO, weekdays, segments: shape.segments, linkedTo: next });
         if (id === undefined) {
           const used = new Set(known.values());
           let free = FIRST_PROFILE_ID;
           while (used.has(free) && free <= LAST_PROFILE_ID) free++;
           if (free > LAST_PROFILE_ID) return `Controller ${controller.serial_number} has no free time profile (it holds ${LAST_PROFILE_ID - FIRST_PROFILE_ID + 1}).`;
-          const shape = door[i]!;
-          const weekdays = { mon: false, tue: false, wed: false, thu: false, fri: false, sat: false, sun: false };
-          for (const day of shape.weekdays) weekdays[day] = true;
-          const ok = await this.deps.client.setTimeProfile(addressOf(controller), {
-            id: free,
-            from: '2000-01-01',
-            to: '2099-12-31',
-            weekdays,
-            segments: shape.segments,
-            linkedTo: next,
-          });
+          const ok = await this.deps.client.setTimeProfile(addressOf(controller), profile(free));
           if (!ok) return `Controller ${controller.serial_number} refused time profile ${free}.`;
           await saveProfile(this.deps.db, controller.gateway_id, free, definition);
           known.set(definition, free);
           id = free;
         }
+        expected?.set(id, profile(id));
         next = id;
       }
       result.push(next);

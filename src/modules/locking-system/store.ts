@@ -38,6 +38,15 @@ export async function claimDueTasks(db: Queryable, lease: Lease): Promise<Claime
   );
 }
 
+/** An account's waiting tasks become due now (its locking system is reachable again). */
+export async function makeTasksDue(db: Queryable, accountId: number, now: Date): Promise<number> {
+  const rows = await db.query(
+    `UPDATE locking_system_tasks SET next_attempt_at = $2 WHERE account_id = $1 AND status = 'pending' AND next_attempt_at > $2 RETURNING id`,
+    [accountId, now],
+  );
+  return rows.length;
+}
+
 export async function markTaskDone(db: Queryable, id: number): Promise<void> {
   await db.query(`UPDATE locking_system_tasks SET status = 'done', claimed_until = NULL, last_error = NULL WHERE id = $1`, [id]);
 }

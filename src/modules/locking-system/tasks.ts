@@ -7,7 +7,7 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { STANDARD_LADDER_SECONDS, WorkQueue, type WorkKind } from '../../platform/work-queue.ts';
 import type { LockingSystemOperation, LockingSystems } from './connector.ts';
-import { claimDueTasks, findAccountLockingSystem, insertTask, markTaskDone, scheduleTaskRetry } from './store.ts';
+import { claimDueTasks, findAccountLockingSystem, insertTask, makeTasksDue, markTaskDone, scheduleTaskRetry } from './store.ts';
 
 /** The standard ladder, no end state (the last rung repeats until the write is accepted), exact times. */
 export const TASK_WORK: WorkKind = {
@@ -27,6 +27,11 @@ export async function queueLockingSystemTask(
   now: Date,
 ): Promise<void> {
   await insertTask(tx, task, now);
+}
+
+/** The account's locking system is reachable again: its waiting tasks are tried at the next run, not at their rung. */
+export async function retryTasksNow(db: Queryable, accountId: number, now: Date): Promise<number> {
+  return makeTasksDue(db, accountId, now);
 }
 
 /** The job that writes due tasks to the accounts' locking systems. */

@@ -2,7 +2,8 @@
 // catalog module (README "API notes": Security groups in scope).
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
-import { checkWindows } from '../access/index.ts';
+import { checkWindows, type TimeWindow } from '../access/index.ts';
+import { UHPPOTE_LOCKING_SYSTEM, windowsProblem } from '../controllers/index.ts';
 import { CATALOG_CHANNEL, lockById, unknownSecurityGroups } from '../catalog/index.ts';
 import type { Lock } from '../catalog/schemas.ts';
 import { requireLocation } from './accounts.ts';
@@ -13,6 +14,7 @@ import {
   findSecurityGroup,
   gatewayInAccount,
   touchesController,
+  lockingSystemOfAccount,
   insertLock,
   insertSecurityGroup,
   listAccountSecurityGroups,
@@ -30,15 +32,25 @@ export class LocksService {
   /** `code` is unique per location (422 on `code` otherwise); `windows` null or absent: at any time. */
   async createSecurityGroup(body: SecurityGroupCreate): Promise<OperatorSecurityGroup> {
     if (body.windows) throwIfAny(checkWindows(body.windows));
-    await requireLocation(this.deps.db, body.location_id, 'location_id');
+    const location = await requireLocation(this.deps.db, body.location_id, 'location_id');
+    if (body.windows) await this.checkFitsControllers(location.account_id, body.windows);
     const group = await insertSecurityGroup(this.deps.db, body, this.deps.clock.now());
     if (!group) throw errors.invalidField('code', `A security group with code ${body.code} already exists at this location.`);
     return group;
   }
 
+  /** On an account whose locking system is UHPPOTE controllers, windows a board cannot hold exactly are refused. */
+  private async checkFitsControllers(accountId: number, windows: TimeWindow[]): Promise<void> {
+    if ((await lockingSystemOfAccount(this.deps.db, accountId)) !== UHPPOTE_LOCKING_SYSTEM) return;
+    const problem = windowsProblem(windows);
+    if (problem) throw errors.invalidField('windows', problem);
+  }
+
   /** Changes the fields sent; new windows reach every gateway holding a door of the group as a change. */
   async updateSecurityGroup(id: number, body: SecurityGroupUpdate): Promise<OperatorSecurityGroup> {
     if (body.windows) throwIfAny(checkWindows(body.windows));
+    const existing = await findSecurityGroup(this.deps.db, id);
+    if (existing && body.windows) await this.checkFitsControllers(existing.account_id, body.windows);
     return this.deps.db.transaction(async (tx) => {
       const group = await findSecurityGroup(tx, id);
       if (!group) throw errors.notFound('security group');

@@ -328,6 +328,11 @@ export async function deleteGateway(tx: Queryable, id: number): Promise<void> {
   await tx.query('DELETE FROM gateways WHERE id = $1', [id]);
 }
 
+export async function lockingSystemOfAccount(db: Queryable, accountId: number): Promise<string | null> {
+  const [row] = await db.query<{ locking_system: string | null }>('SELECT locking_system FROM accounts WHERE id = $1', [accountId]);
+  return row?.locking_system ?? null;
+}
+
 /** Whether a lock joining or leaving `gatewayId` (or leaving the gateway `lockId` is on) would touch a UHPPOTE controller. */
 export async function touchesController(db: Queryable, lockId: number | null, gatewayId: number | null): Promise<boolean> {
   const rows = await db.query(

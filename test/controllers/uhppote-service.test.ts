@@ -1,0 +1,392 @@
+// UHPPOTE controllers as a locking system (README "Real controllers"), end to end against simulated boards on
+// localhost speaking the real UDP packets: cards appear and vanish as keys are issued, changed and revoked,
+// swipes decided on the board reach the access log and webhooks once, remote unlock is open-door, a board that
+// goes away keeps its writes queued and its events are fetched when it is back, and reconciliation repairs a
+// card added by hand. Every rule that grants is tried where it must not.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { DateTime } from 'luxon';
+import { advanceClock, createAccount, createApiKey, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
+import { waitFor } from '../helpers/gateways.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { useTestService } from '../helpers/service.ts';
+import { startSimulatedController, type SimulatedController } from '../helpers/uhppote-simulator.ts';
+
+const ZONE = 'Europe/Berlin';
+const CARD = 'wiegand26:100:58400';
+const CARD_NUMBER = 10058400; // facility × 100000 + card, as the boards number Wiegand-26 cards
+
+let receiver: Receiver;
+const boards: SimulatedController[] = [];
+let nextSerial = 423187000;
+before(async () => {
+  receiver = await startReceiver();
+});
+after(async () => {
+  await receiver?.close();
+  for (const board of boards) await board.close();
+});
+
+const ctx = useTestService(undefined, {
+  CONTROLLER_LISTEN: '127.0.0.1:0',
+  CONTROLLER_POLL_SECONDS: '1',
+  CONTROLLER_TIMEOUT_MS: '150',
+  WEBHOOK_ALLOW_HOSTS: 'localhost',
+});
+
+/** Runs the due jobs (the sandbox does not run them by itself): polls, queued writes, webhook deliveries. */
+const runJobs = () => advanceClock(ctx.service, 0);
+
+async function board(): Promise<SimulatedController> {
+  const simulated = await startSimulatedController({ serial: nextSerial++ });
+  boards.push(simulated);
+  return simulated;
+}
+
+interface Site {
+  accountId: number;
+  root: number;
+  front: number;
+  lab: number;
+  personId: string;
+  token: string;
+}
+
+interface ControllerView {
+  id: number;
+  online: boolean;
+  clock_set_at: string | null;
+  listener_set_at: string | null;
+  door_locks: Array<{ door: number; lock_id: number }>;
+  reconciliation: null | { removed: Array<{ card: string; key_id: number | null; reason: string }>; added: unknown[]; profiles_rewritten: number[] };
+}
+
+/** An account on UHPPOTE boards in Berlin: Front (staff, any time) and Lab (lab, with windows), a person, a public key. */
+async function site(labWindows: unknown = null): Promise<Site> {
+  const account = await createAccount(ctx.service, { locking_system: 'uhppote' });
+  const root = account.rootLocationId;
+  const zone = await ctx.service.admin('PATCH', `/admin/v1/locations/${root}`, { time_zone: ZONE });
+  assert.equal(zone.status, 200, zone.text);
+  await createSecurityGroup(ctx.service, root, 'staff');
+  await createSecurityGroup(ctx.service, root, 'lab', { windows: labWindows });
+  const front = await createLock(ctx.service, root, { name: 'Front', security_groups: ['staff'] });
+  const lab = await createLock(ctx.service, root, { name: 'Lab', security_groups: ['lab'] });
+  const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ada Lovelace', email: `ada-${randomUUID()}@example.com`, location_id: root });
+  assert.equal(person.status, 201, person.text);
+  const user = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/users', { account_id: account.id, name: 'Ops', email: `ops-${randomUUID()}@example.com` });
+  const key = await createApiKey(ctx.service, root, ['events:read', 'keys:read', 'keys:write', 'catalog:read', 'locks:control', 'webhooks:manage'], {
+    created_by_user_id: user.body.id,
+    lock_allowlist: [front, lab],
+  });
+  return { accountId: account.id, root, front, lab, personId: person.body.id, token: key.token };
+}
+
+async function setUp(s: Site, simulated: SimulatedController, doorLocks = [{ door: 1, lock_id: s.front }, { door: 2, lock_id: s.lab }]) {
+  const res = await ctx.service.admin<ControllerView>('POST', '/admin/v1/controllers', {
+    location_id: s.root,
+    name: 'Hall board',
+    serial_number: simulated.serial,
+    address: simulated.address.host,
+    port: simulated.address.port,
+    door_locks: doorLocks,
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+async function handOver(s: Site, body: Record<string, unknown> = {}) {
+  const res = await ctx.service.admin<{ id: number; state: string }>('POST', '/admin/v1/keys', {
+    person_id: s.personId,
+    type: 'card',
+    name: 'Card',
+    security_groups: ['staff'],
+    credential: CARD,
+    ...body,
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+interface EventRow {
+  id: number;
+  type: string;
+  reason: string | null;
+  lock: { id: number };
+  person: { id: string } | null;
+  key: { id: number } | null;
+  occurred_at: string;
+}
+
+async function accessLog(s: Site): Promise<EventRow[]> {
+  const res = await ctx.service.request<{ data: EventRow[] }>('GET', '/v1/events?limit=200', { token: s.token });
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+const controllerView = async (id: number) => (await ctx.service.admin<ControllerView>('GET', `/admin/v1/controllers/${id}`)).body;
+
+describe('set-up', () => {
+  test('a controller is polled at once: online, its clock set to the wall time of its location, told where to send events', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    assert.equal(controller.online, true);
+    assert.ok(controller.clock_set_at);
+    assert.ok(controller.listener_set_at);
+    const berlin = DateTime.now().setZone(ZONE);
+    const boardTime = DateTime.fromFormat(simulated.time(), 'yyyy-MM-dd HH:mm:ss', { zone: ZONE });
+    assert.ok(Math.abs(boardTime.diff(berlin, 'seconds').seconds) < 5, `board at ${simulated.time()}, Berlin at ${berlin.toISO()}`);
+    assert.equal(simulated.listener?.address, '127.0.0.1');
+    // The lock is a door of the controller: it is remote, and its gateway changes only through the controller.
+    const moved = await ctx.service.admin('PATCH', `/admin/v1/locks/${s.front}`, { gateway_id: null });
+    assert.equal(moved.status, 422, moved.text);
+  });
+
+  test('refuses an account that does not use UHPPOTE, a serial already set up, a door the board lacks and a lock of another account', async () => {
+    const other = await createAccount(ctx.service);
+    const simulated = await board();
+    const plain = await ctx.service.admin('POST', '/admin/v1/controllers', {
+      location_id: other.rootLocationId, name: 'x', serial_number: simulated.serial, address: '127.0.0.1', port: simulated.address.port,
+    });
+    assert.equal(plain.status, 422, plain.text);
+    const s = await site();
+    await setUp(s, simulated);
+    const again = await ctx.service.admin('POST', '/admin/v1/controllers', { location_id: s.root, name: 'x', serial_number: simulated.serial, address: '127.0.0.1' });
+    assert.equal(again.status, 422, again.text);
+    const second = await board();
+    const otherLock = await createLock(ctx.service, other.rootLocationId, { name: 'Elsewhere' });
+    const bad = await ctx.service.admin<{ error: { details: Array<{ field: string }> } }>('POST', '/admin/v1/controllers', {
+      location_id: s.root, name: 'x', serial_number: second.serial, address: '127.0.0.1', port: second.address.port, doors: 2,
+      door_locks: [{ door: 4, lock_id: s.front }, { door: 1, lock_id: otherLock }],
+    });
+    assert.equal(bad.status, 422, bad.text);
+    assert.deepEqual(bad.body.error.details.map((d) => d.field).sort(), ['door_locks[0].door', 'door_locks[0].lock_id', 'door_locks[1].lock_id']);
+  });
+
+  test('a window a board cannot hold exactly (the single minute 00:00) is refused on a UHPPOTE account', async () => {
+    const s = await site();
+    const res = await ctx.service.admin('POST', '/admin/v1/security_groups', {
+      location_id: s.root, code: 'midnight', title: 'Midnight', windows: [{ days: ['mon'], start: '00:00', end: '00:01' }],
+    });
+    assert.equal(res.status, 422, res.text);
+    assert.match(res.text, /00:00/);
+  });
+});
+
+describe('keys become cards', () => {
+  test('a card key is put on the board for the doors its groups open, and only those; revoking it deletes the card', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card on the board');
+    const record = simulated.cards.get(CARD_NUMBER)!;
+    assert.deepEqual(record.doors, [1, 0, 0, 0]); // Front at any time; Lab is not one of its groups
+    assert.equal(record.to, '2099-12-31');
+
+    assert.equal(simulated.swipe(CARD_NUMBER, 1).granted, true);
+    assert.equal(simulated.swipe(CARD_NUMBER, 2).granted, false); // the lab: no access
+    assert.equal(simulated.swipe(12345678, 1).granted, false); // nobody's card
+
+    const revoked = await ctx.service.request('DELETE', `/v1/keys/${key.id}`, { token: s.token });
+    assert.equal(revoked.status, 204, revoked.text);
+    await waitFor(() => !simulated.cards.has(CARD_NUMBER), 'the card deleted from the board', 3000);
+    assert.equal(simulated.swipe(CARD_NUMBER, 1).granted, false);
+  });
+
+  test('a key that starts later is not on the board before it starts; an expiring key is valid on the board through its last day only', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    await handOver(s, { starts_at: later });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(simulated.cards.has(CARD_NUMBER), false);
+    const other = await handOver(s, { credential: 'wiegand26:7:1', expires_at: '2031-03-01T00:00:00Z' });
+    await waitFor(() => simulated.cards.has(700001), 'the expiring card');
+    // 2031-03-01T00:00Z is 01:00 in Berlin: the card's last day on the board is 1 March.
+    assert.equal(simulated.cards.get(700001)?.to, '2031-03-01');
+    assert.ok(other.id);
+  });
+
+  test('a change is written to the board first: a full card list refuses it (409) and nothing changes; accepted, it is on the board', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.refuseWrites(true);
+    const refused = await ctx.service.request<{ error: { code: string } }>('PATCH', `/v1/keys/${key.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.error.code, 'lockingsystem_rejected');
+    const unchanged = await ctx.service.request<{ security_groups: string[]; state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token });
+    assert.deepEqual(unchanged.body.security_groups, ['staff']);
+    assert.deepEqual(simulated.cards.get(CARD_NUMBER)?.doors, [1, 0, 0, 0]);
+
+    simulated.refuseWrites(false);
+    const changed = await ctx.service.request<{ security_groups: string[]; state: string }>('PATCH', `/v1/keys/${key.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.state, 'handed_over'); // every board holds it already
+    assert.deepEqual(simulated.cards.get(CARD_NUMBER)?.doors, [1, 1, 0, 0]);
+  });
+
+  test('group windows become time profiles: the board opens inside them and not outside, in the wall time of its location', async () => {
+    const berlin = DateTime.now().setZone(ZONE);
+    const hour = (h: number) => `${String(((h % 24) + 24) % 24).padStart(2, '0')}:00`;
+    // Lab opens three hours from now until four hours from now, every day: not now.
+    const s = await site([{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: hour(berlin.hour + 3), end: hour(berlin.hour + 4) }]);
+    const simulated = await board();
+    await setUp(s, simulated);
+    await handOver(s, { security_groups: ['staff', 'lab'] });
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const labPermission = simulated.cards.get(CARD_NUMBER)!.doors[1];
+    assert.ok(labPermission >= 2, `a profile on the lab door, got ${labPermission}`);
+    const profile = simulated.profiles.get(labPermission)!;
+    assert.deepEqual(profile.segments, [{ start: hour(berlin.hour + 3), end: `${hour(berlin.hour + 3).slice(0, 2)}:59` }]);
+    assert.equal(simulated.swipe(CARD_NUMBER, 2).granted, false, 'outside the window');
+    assert.equal(simulated.swipe(CARD_NUMBER, 1).granted, true, 'the front door at any time');
+
+    // The window moved to cover now: the same profile chain is written anew and the lab opens.
+    const groups = await ctx.service.admin<{ data: Array<{ id: number; code: string }> }>('GET', `/admin/v1/security_groups?account_id=${s.accountId}`);
+    const lab = groups.body.data.find((g) => g.code === 'lab')!;
+    const now = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${lab.id}`, {
+      windows: [{ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: hour(berlin.hour - 1), end: hour(berlin.hour + 2) }],
+    });
+    assert.equal(now.status, 200, now.text);
+    await waitFor(() => simulated.swipe(CARD_NUMBER, 2).granted, 'the lab opening inside its new window', 5000);
+  });
+});
+
+describe('events', () => {
+  test('swipes decided on the board reach the access log once, with person, key and reason, and a webhook', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    const sub = await ctx.service.request<{ id: string }>('POST', '/v1/webhooks', { token: s.token, body: { url: receiver.url(`/uhppote-${s.accountId}`), events: ['access.granted', 'access.denied'] } });
+    assert.equal(sub.status, 201, sub.text);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.swipe(CARD_NUMBER, 1);
+    simulated.swipe(CARD_NUMBER, 2);
+    simulated.swipe(99999999, 1);
+    await waitFor(async () => (await accessLog(s)).length === 3, 'three entries');
+    const [granted, denied, unknown] = await accessLog(s);
+    assert.deepEqual([granted?.type, granted?.lock.id, granted?.person?.id, granted?.key?.id], ['access.granted', s.front, s.personId, key.id]);
+    assert.deepEqual([denied?.type, denied?.reason, denied?.lock.id, denied?.key?.id], ['access.denied', 'no_access', s.lab, key.id]);
+    assert.deepEqual([unknown?.type, unknown?.reason, unknown?.person], ['access.denied', 'unknown_key', null]);
+    await waitFor(async () => {
+      await runJobs();
+      return receiver.received.filter((r) => r.path === `/uhppote-${s.accountId}`).length === 3;
+    }, 'three webhooks', 8000);
+  });
+
+  test('events the listener missed are fetched by index, and none is stored twice', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.dropPushes(true); // lost UDP packets
+    for (let i = 0; i < 3; i++) simulated.swipe(CARD_NUMBER, 1);
+    simulated.dropPushes(false);
+    simulated.swipe(CARD_NUMBER, 1); // its push shows the gap
+    await waitFor(async () => (await accessLog(s)).length === 4, 'four entries');
+    // The next polls see the same latest index: nothing more.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await runJobs();
+    assert.equal((await accessLog(s)).length, 4);
+  });
+});
+
+describe('remote unlock and presence', () => {
+  test('remote unlock is open-door on the board, confirmed by its answer, in the log once', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    const command = await ctx.service.request<{ id: string; status: string }>('POST', `/v1/locks/${s.front}/unlock`, { token: s.token });
+    assert.equal(command.status, 202, command.text);
+    await waitFor(async () => {
+      const polled = await ctx.service.request<{ status: string }>('GET', `/v1/locks/${s.front}/commands/${command.body.id}`, { token: s.token });
+      return polled.body.status === 'confirmed';
+    }, 'the command confirmed');
+    assert.equal(simulated.requests.get('open-door'), 1);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // the board's own remote-open event is not a second entry
+    const log = await accessLog(s);
+    assert.deepEqual(log.map((e) => e.type), ['access.granted']);
+  });
+
+  test('a board that goes away reads offline; its writes wait (key sent) and reach it when it is back, with the events it kept', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.setReachable(false);
+    await waitFor(async () => {
+      await runJobs();
+      return !(await controllerView(controller.id)).online;
+    }, 'offline', 6000);
+    const locks = await ctx.service.request<{ data: Array<{ id: number; online: boolean }> }>('GET', '/v1/locks', { token: s.token });
+    assert.equal(locks.body.data.find((l) => l.id === s.front)?.online, false);
+    const unlock = await ctx.service.request<{ error: { code: string } }>('POST', `/v1/locks/${s.front}/unlock`, { token: s.token });
+    assert.equal(unlock.status, 409);
+    assert.equal(unlock.body.error.code, 'lock_offline');
+
+    const changed = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${key.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.state, 'sent');
+    simulated.swipe(CARD_NUMBER, 1); // at the door while the service cannot reach the board
+    simulated.setReachable(true);
+    await waitFor(async () => {
+      await runJobs();
+      const read = await ctx.service.request<{ state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token });
+      return read.body.state === 'handed_over';
+    }, 'the key confirmed once the board holds it', 8000);
+    assert.deepEqual(simulated.cards.get(CARD_NUMBER)?.doors, [1, 1, 0, 0]);
+    await waitFor(async () => (await accessLog(s)).length === 1, 'the swipe made meanwhile, fetched', 5000);
+    assert.equal((await controllerView(controller.id)).online, true);
+  });
+});
+
+describe('reconciliation', () => {
+  test('a card added on the board by hand is found and removed; a card deleted by hand is put back; a cleared time profile is rewritten', async () => {
+    const s = await site([{ days: ['sat'], start: '10:00', end: '12:00' }]);
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const key = await handOver(s, { security_groups: ['staff', 'lab'] });
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const profileId = simulated.cards.get(CARD_NUMBER)!.doors[1];
+    simulated.cards.set(31337001, { card: 31337001, from: '2020-01-01', to: '2099-12-31', doors: [1, 1, 1, 1], pin: 0 });
+    simulated.cards.delete(CARD_NUMBER);
+    simulated.profiles.delete(profileId);
+    const res = await ctx.service.admin<{ removed: Array<{ card: string; key_id: number | null; reason: string }>; added: Array<{ key_id: number }>; profiles_rewritten: number[] }>(
+      'POST',
+      `/admin/v1/controllers/${controller.id}/reconcile`,
+    );
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body.removed, [{ card: '…001', key_id: null, reason: 'not issued by Latchkey (added on the controller)' }]);
+    assert.deepEqual(res.body.added.map((a) => a.key_id), [key.id]);
+    assert.deepEqual(res.body.profiles_rewritten, [profileId]);
+    assert.equal(simulated.cards.has(31337001), false);
+    assert.equal(simulated.swipe(31337001, 1).granted, false);
+    assert.ok(simulated.cards.has(CARD_NUMBER));
+    assert.ok(simulated.profiles.has(profileId));
+    assert.ok(!res.text.includes('31337001'), 'no card number in clear');
+    assert.equal((await controllerView(controller.id)).reconciliation?.removed.length, 1);
+  });
+
+  test('reconciling a board that does not answer is a 503, and a controller with doors cannot be deleted', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    simulated.setReachable(false);
+    const res = await ctx.service.admin<{ error: { code: string } }>('POST', `/admin/v1/controllers/${controller.id}/reconcile`);
+    assert.equal(res.status, 503, res.text);
+    const deleted = await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`);
+    assert.equal(deleted.status, 409, deleted.text);
+    const emptied = await ctx.service.admin('PATCH', `/admin/v1/controllers/${controller.id}`, { door_locks: [] });
+    assert.equal(emptied.status, 200, emptied.text);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`)).status, 204);
+  });
+});
