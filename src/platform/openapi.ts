@@ -108,6 +108,7 @@ export async function registerOpenApiDocuments(app: FastifyInstance, settings: D
         { name: 'API keys', description: 'The credentials of the public API.' },
         { name: 'Locks', description: 'Locks and security groups.' },
         { name: 'Gateways', description: 'The MQTT gateways at the doors and their credentials.' },
+        { name: 'Controllers', description: 'UHPPOTE access controllers: boards that keep their own card list, an account\'s external locking system (README "Real controllers").' },
         { name: 'People', description: 'Service-managed people.' },
         { name: 'Keys', description: 'Keys handed over in the dashboard.' },
         { name: 'Sandbox', description: 'The simulated outside world; these paths exist only with SANDBOX=true.' },
