@@ -7,6 +7,7 @@ import type { ConsoleFigures } from './console.ts';
 import { formatAccessLogScale, type AccessLogScaleFigures } from './access-log-scale.ts';
 import type { DeviceFigures } from './devices.ts';
 import { HOLDER_NOTES, formatHolder, type HolderFigures } from './holder.ts';
+import { CONTROLLER_NOTES, formatControllers, type ControllerFigures } from './controllers.ts';
 import { startupSummary, type StartFigures } from './startup.ts';
 import type { ReadFigures } from './reads.ts';
 import type { WebhookFigures } from './webhooks.ts';
@@ -29,6 +30,8 @@ export interface Figures {
   consoleCost: { embedded: ConsoleFigures; postgres: ConsoleFigures };
   /** The key holder's taps (issue 23), on PostgreSQL. */
   holder: HolderFigures[];
+  /** UHPPOTE controllers (issue 24), on PostgreSQL and embedded. */
+  controllers: ControllerFigures[];
 }
 
 /** Writes bench/RESULTS.md and returns its text. */
@@ -42,7 +45,7 @@ const READS = [
 ] as const;
 
 /** Writes bench/RESULTS.md and returns its text. */
-export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder }: Figures): Promise<string> {
+export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder, controllers }: Figures): Promise<string> {
   const rows = [bare, barePage, ...[server, databasePath, embedded].flatMap((r) => READS.map(([, k]) => r[k]))];
   const { embedded: e, postgres: p } = consoleCost;
   const share = (m: Measured) => (m.rps / bare.rps).toFixed(2);
@@ -146,6 +149,12 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     HOLDER_NOTES,
     '',
     formatHolder(holder),
+    '',
+    '## UHPPOTE controllers (issue 24)',
+    '',
+    CONTROLLER_NOTES,
+    '',
+    formatControllers(controllers),
     '',
     '## Operator console: start-up and memory',
     '',

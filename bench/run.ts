@@ -5,8 +5,8 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the PostgreSQL server,
 // BENCH_MQTT_URL the external broker of the second gateway run (by default a Mosquitto started here
 // with the shipped deploy/mosquitto/mosquitto.conf, through test/helpers/mosquitto.ts);
-// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, access, console or holder runs
-// only that section (bench/reads.ts, webhooks.ts, devices.ts, access.ts, console.ts, holder.ts) and prints its figures.
+// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, access, console, holder or controllers runs
+// only that section (bench/reads.ts, webhooks.ts, devices.ts, access.ts, console.ts, holder.ts, controllers.ts) and prints its figures.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { load, pin, PINNED, PG_URL, stop, type Measured } from './common.ts';
 import { accessRuns, formatAccess, type AccessFigures } from './access.ts';
 import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.ts';
 import { consoleRuns } from './console.ts';
+import { controllerRuns, formatControllers } from './controllers.ts';
 import { startupRuns, startupSummary } from './startup.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { formatHolder, holderRuns } from './holder.ts';
@@ -118,6 +119,12 @@ async function main(): Promise<void> {
       console.log(formatHolder(runs));
       return;
     }
+    if (process.env.BENCH_ONLY === 'controllers') {
+      const runs = [await controllerRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }), await controllerRuns('embedded PGlite', { DATA_DIR: path.join(dataDir, 'controllers') })];
+      console.log(runs[0]?.machine);
+      console.log(formatControllers(runs));
+      return;
+    }
     if (process.env.BENCH_ONLY === 'access') {
       // BENCH_ACCESS=postgres, mosquitto or embedded measures one only.
       console.log(formatAccess(await accessSection(pgUrl.toString(), dataDir, process.env.BENCH_ACCESS)));
@@ -144,13 +151,15 @@ async function main(): Promise<void> {
     const access = await accessSection(pgUrl.toString(), dataDir);
     console.log("the key holder's taps …");
     const holder = [await holderRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })];
+    console.log('UHPPOTE controllers …');
+    const controllers = [await controllerRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }), await controllerRuns('embedded PGlite', { DATA_DIR: path.join(dataDir, 'controllers') })];
     console.log('console start-up and memory …');
     const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
     console.log('bare Fastify …');
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder }));
+    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder, controllers }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { DateTime } from 'luxon';
 import type { AccessLogWriter, GatewayEvent } from '../events/index.ts';
-import { advanceEventIndex, keyOfCard, type ControllerRow } from './store.ts';
+import { advanceEventIndex, keysOfCards, type ControllerRow } from './store.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { ControllerEvent } from './uhppote/codec.ts';
 import type { UhppoteClient } from './uhppote/client.ts';
@@ -40,6 +40,9 @@ export function toGatewayEvent(controller: ControllerRow, event: ControllerEvent
 }
 
 export class ControllerEvents {
+  /** Pushed events not yet stored, per board serial and index: a burst is stored in one batch. */
+  private readonly received = new Map<number, Map<number, ControllerEvent>>();
+
   constructor(
     private readonly deps: {
       db: Database;
@@ -50,23 +53,48 @@ export class ControllerEvents {
     },
   ) {}
 
+  /** Notes a pushed event of a board; returns true when it is the first waiting (the caller schedules a drain). */
+  push(serial: number, event: ControllerEvent): boolean {
+    const waiting = this.received.get(serial);
+    if (waiting) {
+      waiting.set(event.index, event);
+      return false;
+    }
+    this.received.set(serial, new Map([[event.index, event]]));
+    return true;
+  }
+
+  /** Takes what was pushed by a board so far. */
+  takePushed(serial: number): Map<number, ControllerEvent> {
+    const waiting = this.received.get(serial) ?? new Map<number, ControllerEvent>();
+    this.received.delete(serial);
+    return waiting;
+  }
+
   /** Stores events of one board in index order and moves its read index on past them. */
   async store(controller: ControllerRow, events: ControllerEvent[]): Promise<number> {
+    const sorted = [...events].sort((a, b) => a.index - b.index);
+    const swipes = sorted.filter((e) => e.type === SWIPE && e.card !== 0);
+    const digests = new Map(swipes.map((e) => [e.card, this.deps.cardDigest(e.card)]));
+    const keys = await keysOfCards(this.deps.db, controller.gateway_id, [...new Set(digests.values())]);
     const items: Array<{ gatewayId: number; event: GatewayEvent }> = [];
-    let last = 0;
-    for (const event of events.sort((a, b) => a.index - b.index)) {
-      last = Math.max(last, event.index);
-      const keyId = event.type === SWIPE && event.card !== 0 ? await keyOfCard(this.deps.db, controller.gateway_id, [this.deps.cardDigest(event.card)]) : null;
+    for (const event of sorted) {
+      const keyId = event.type === SWIPE && event.card !== 0 ? (keys.get(digests.get(event.card) as string) ?? null) : null;
       const mapped = toGatewayEvent(controller, event, keyId);
       if (mapped) items.push({ gatewayId: controller.gateway_id, event: mapped });
     }
     const stored = items.length > 0 ? (await this.deps.accessLog.ingestAcross(items)).filter((e) => e !== null).length : 0;
+    const last = sorted.at(-1)?.index ?? 0;
     if (last > 0) await advanceEventIndex(this.deps.db, controller.gateway_id, last);
     return stored;
   }
 
-  /** A pushed event (or a status's latest): stored with every event the service missed before it. */
-  async caughtUp(controller: ControllerRow, latest: ControllerEvent | null): Promise<number> {
+  /**
+   * Up to the board's latest event (pushed, or a status's): stored with every event before it the service has
+   * not read, taken from `known` (pushed meanwhile) or fetched by index, at most MISSED_EVENTS_PER_POLL fetches
+   * at a time (the rest at the next push or poll).
+   */
+  async caughtUp(controller: ControllerRow, latest: ControllerEvent | null, known: Map<number, ControllerEvent> = new Map()): Promise<number> {
     const read = controller.last_event_index;
     if (read === null) {
       // First contact: the log starts here; what the board recorded before it was set up is not imported.
@@ -74,17 +102,23 @@ export class ControllerEvents {
       return 0;
     }
     if (!latest || latest.index <= read) return 0;
-    // At most MISSED_EVENTS_PER_POLL at a time, oldest first: the rest at the next push or poll.
-    const upTo = Math.min(latest.index, read + MISSED_EVENTS_PER_POLL);
-    const missed: ControllerEvent[] = [];
-    for (let index = read + 1; index <= upTo; index++) {
-      const event = index === latest.index ? latest : await this.deps.client.getEvent(addressOf(controller), index);
-      if (event && event.index === index) missed.push(event);
+    const events: ControllerEvent[] = [];
+    let fetches = 0;
+    let upTo = read;
+    for (let index = read + 1; index <= latest.index; index++) {
+      let event = index === latest.index ? latest : known.get(index);
+      if (!event) {
+        if (fetches === MISSED_EVENTS_PER_POLL) break;
+        fetches++;
+        event = (await this.deps.client.getEvent(addressOf(controller), index)) ?? undefined;
+      }
+      upTo = index;
+      if (event && event.index === index) events.push(event);
     }
-    if (missed.length === 0) {
+    if (events.length === 0) {
       await advanceEventIndex(this.deps.db, controller.gateway_id, upTo); // overwritten on the board: gone
       return 0;
     }
-    return this.store(controller, missed);
+    return this.store(controller, events);
   }
 }

@@ -81,14 +81,21 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
   const listener = config.controllerListen
     ? await ControllerEventListener.start(config.controllerListen, (status) => {
         const serial = status.serial;
-        void sync
-          .serial(-serial, async () => {
-            const controller = await findControllerBySerial(db, serial);
-            if (!controller) return; // not one of ours: ignored (no log line per stray packet)
-            deps.presence.heard(controller.gateway_id);
-            await events.caughtUp(controller, status.event);
-          })
-          .catch((error: unknown) => log.warn({ err: error, serial }, 'controller event not stored; read again at the next poll'));
+        if (!status.event || !events.push(serial, status.event)) return; // a drain of this board is waiting already
+        // After the event loop's I/O (every packet already read joins the batch; PGlite's queries would otherwise
+        // run before the next packet is read) and behind the board's earlier work: one batch per drain.
+        setImmediate(() => {
+          void sync
+            .serial(-serial, async () => {
+              const controller = await findControllerBySerial(db, serial);
+              const pushed = events.takePushed(serial);
+              if (!controller) return; // not one of ours: ignored (no log line per stray packet)
+              deps.presence.heard(controller.gateway_id);
+              const latest = [...pushed.values()].reduce((a, b) => (b.index > a.index ? b : a));
+              await events.caughtUp(controller, latest, pushed);
+            })
+            .catch((error: unknown) => log.warn({ err: error, serial }, 'controller events not stored; read again at the next poll'));
+        });
       })
     : null;
 

@@ -236,11 +236,14 @@ export async function forgetCard(db: Queryable, gatewayId: number, keyId: number
   await db.query('DELETE FROM uhppote_cards WHERE gateway_id = $1 AND key_id = $2', [gatewayId, keyId]);
 }
 
-/** The key whose card (by digest) is recorded on this board, with what the access log shows of it. */
-export async function keyOfCard(db: Queryable, gatewayId: number, digests: string[]): Promise<number | null> {
-  if (digests.length === 0) return null;
-  const [row] = await db.query<{ key_id: number }>('SELECT key_id FROM uhppote_cards WHERE gateway_id = $1 AND card_digest = ANY($2::text[]) LIMIT 1', [gatewayId, digests]);
-  return row ? Number(row.key_id) : null;
+/** The keys whose cards (by digest) are recorded on this board. */
+export async function keysOfCards(db: Queryable, gatewayId: number, digests: string[]): Promise<Map<string, number>> {
+  if (digests.length === 0) return new Map();
+  const rows = await db.query<{ key_id: number; card_digest: string }>('SELECT key_id, card_digest FROM uhppote_cards WHERE gateway_id = $1 AND card_digest = ANY($2::text[])', [
+    gatewayId,
+    digests,
+  ]);
+  return new Map(rows.map((r) => [r.card_digest, Number(r.key_id)]));
 }
 
 // ---- events, clock, reconciliation -----------------------------------------------------------

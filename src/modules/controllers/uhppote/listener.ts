@@ -3,6 +3,9 @@
 import dgram from 'node:dgram';
 import { decodeEventPacket, type ControllerStatus } from './codec.ts';
 
+/** Asked of the kernel for the listener's socket (about 1,300 pushed packets of 64 bytes with their overhead). */
+const RECEIVE_BUFFER_BYTES = 1 << 20;
+
 export class ControllerEventListener {
   private ignoredCount = 0;
 
@@ -19,7 +22,9 @@ export class ControllerEventListener {
     onEvent: (status: ControllerStatus, from: { address: string; port: number }) => void,
   ): Promise<ControllerEventListener> {
     return new Promise((resolve, reject) => {
-      const socket = dgram.createSocket('udp4');
+      // A larger receive buffer holds a burst while the event loop is busy (the kernel caps it at
+      // net.core.rmem_max); what is dropped anyway is read back by index after the gap.
+      const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER_BYTES });
       const failed = (error: Error): void => reject(error);
       socket.once('error', failed);
       socket.bind(bind.port, bind.host, () => {
