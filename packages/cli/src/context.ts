@@ -1,9 +1,7 @@
 // The settings of one run (flags first, then the environment) and what commands build from them: the SDK
 // client for the public API, the operator API client, and where output goes.
 import type { Command } from 'commander';
-// The SDK's sources, not its build: the CLI runs from a fresh clone with no build step (its package.json
-// exports only dist/).
-import { Latchkey } from '../../sdk/src/index.ts';
+import { Latchkey } from '@latchkey/sdk';
 import { AdminClient } from './admin-client.ts';
 import { UsageError } from './failures.ts';
 import { json } from './output.ts';
