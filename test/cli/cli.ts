@@ -1,6 +1,9 @@
 // Runs the real `latchkey` bin (packages/cli/bin/latchkey.js) as a child process, as a person or a script would,
-// against the test's Latchkey. The child never inherits LATCHKEY_* or ADMIN_TOKEN from the machine.
+// against the test's Latchkey. The child never inherits LATCHKEY_* or ADMIN_TOKEN from the machine, nor its
+// saved profiles: XDG_CONFIG_HOME is an empty directory of the test run unless a test passes its own.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ADMIN_TOKEN, type TestService } from '../helpers/service.ts';
 
@@ -12,9 +15,17 @@ export interface CliResult {
   stderr: string;
 }
 
+let emptyConfigHome: string | undefined;
+
+/** A config directory with no latchkey profiles, made once per test process. */
+export function noProfiles(): string {
+  emptyConfigHome ??= mkdtempSync(path.join(os.tmpdir(), 'latchkey-cli-config-'));
+  return emptyConfigHome;
+}
+
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LATCHKEY_') && name !== 'ADMIN_TOKEN'));
-  return { ...inherited, ...env };
+  return { ...inherited, XDG_CONFIG_HOME: noProfiles(), ...env };
 }
 
 /** Starts the bin; the caller reads its streams and waits for it (a long-running command). */

@@ -75,7 +75,7 @@ describe('operator provisioning', () => {
   test('without an operator token: a usage error (exit 2) before anything is sent', async () => {
     const result = await cliFor(ctx.service).run(['admin', 'accounts', 'get', '1'], { LATCHKEY_ADMIN_TOKEN: '' });
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /no operator token: set LATCHKEY_ADMIN_TOKEN or pass --admin-token/);
+    assert.match(result.stderr, /no operator token: set LATCHKEY_ADMIN_TOKEN, pass --admin-token or save one with latchkey login/);
   });
 });
 

@@ -103,7 +103,7 @@ describe('errors and exit codes', () => {
     assert.equal((await lk.run(['nonsense'])).code, 2);
     const noApiKey = await runCli(['people', 'list'], { LATCHKEY_URL: ctx.service.url });
     assert.equal(noApiKey.code, 2);
-    assert.match(noApiKey.stderr, /no API key: set LATCHKEY_API_KEY or pass --api-key/);
+    assert.match(noApiKey.stderr, /no API key: set LATCHKEY_API_KEY, pass --api-key or save one with latchkey login/);
 
     for (const args of [['--help'], ['people', '--help'], ['people', 'list', '--help'], ['admin', 'gateways', 'create', '--help'], ['sandbox', 'advance', '--help']]) {
       const help = await runCli(args);

@@ -1,8 +1,14 @@
 #!/usr/bin/env node
-// The `latchkey` command. It runs the TypeScript sources through tsx (a dependency of the repository), so a
-// fresh clone works after `npm ci` with no build step. tsconfig: false keeps the caller's working directory
-// (and any tsconfig.json there) out of how the CLI is compiled.
-import { tsImport } from 'tsx/esm/api';
+// The `latchkey` command: the CLI built as JavaScript (dist/, by build.mjs; `npm ci` builds it), rebuilt first
+// when a source is newer than the build. No TypeScript is compiled on an ordinary call.
+import { build, isFresh } from '../build.mjs';
 
-const { main } = await tsImport('../src/main.ts', { parentURL: import.meta.url, tsconfig: false });
+// `latchkey … | head` closes the pipe early: stop quietly, as other commands do, instead of an EPIPE stack trace.
+process.stdout.on('error', (error) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
+if (!isFresh()) await build();
+const { main } = await import('../dist/latchkey.mjs');
 process.exitCode = await main(process.argv.slice(2));

@@ -1,6 +1,6 @@
 // The operator API (/admin/v1, docs/spec/operator-api.md) has no SDK: this is its small client. It answers the
 // same error envelope as the public API, so failures are the SDK's LatchkeyError and print the same way.
-import { LatchkeyError } from '../../sdk/src/index.ts';
+import { LatchkeyError } from '@latchkey/sdk';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 

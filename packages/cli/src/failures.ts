@@ -1,7 +1,7 @@
 // How the CLI fails: one exit code per kind of failure, so scripts can tell them apart (README: CLI, "Exit
 // codes"), and one way of printing each.
 import { CommanderError } from 'commander';
-import { LatchkeyError } from '../../sdk/src/index.ts';
+import { LatchkeyError } from '@latchkey/sdk';
 
 export const EXIT = {
   ok: 0,

@@ -14,10 +14,18 @@ export interface Page<T> {
  * A commander action: `run(ctx, options, args)` with the command's own options typed by the caller and its
  * processed arguments. Errors propagate to main(), which prints them and picks the exit code.
  */
-export function action<O extends OptionValues>(io: Io, run: (ctx: Context, options: O, args: unknown[]) => Promise<void>) {
+export function action<O extends OptionValues>(io: Io, run: (ctx: Context, options: O, args: unknown[], command: Command) => Promise<void>) {
   return async (...params: unknown[]): Promise<void> => {
     const command = params[params.length - 1] as Command;
-    await run(contextOf(command, io), command.opts<O>(), command.processedArgs as unknown[]);
+    await run(contextOf(command, io), command.opts<O>(), command.processedArgs as unknown[], command);
+  };
+}
+
+/** An action on the saved profiles themselves: its context reads flags and the environment, not a profile. */
+export function profileAction<O extends OptionValues>(io: Io, run: (ctx: Context, options: O, args: unknown[], command: Command) => Promise<void>) {
+  return async (...params: unknown[]): Promise<void> => {
+    const command = params[params.length - 1] as Command;
+    await run(contextOf(command, io, false), command.opts<O>(), command.processedArgs as unknown[], command);
   };
 }
 

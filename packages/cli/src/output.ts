@@ -1,11 +1,17 @@
 // What commands print: tables for lists, "field  value" lines for one object, and with --json the API's own
 // JSON (lists as the page envelope `{ data, next_cursor }`), so scripts read what the API documents.
-import Table from 'cli-table3';
+import { createRequire } from 'node:module';
+import type TableModule from 'cli-table3';
+
+// Loaded when a table is printed, not on every call (--help, --json, one object): cli-table3 and its
+// string-width dependencies are most of what the CLI would load otherwise.
+const require = createRequire(import.meta.url);
 
 export type Column<T> = [header: string, cell: (row: T) => unknown];
 
 /** A plain table (no borders, upper-case headers), wide characters measured by cli-table3. */
 export function table<T>(rows: readonly T[], columns: ReadonlyArray<Column<T>>): string {
+  const Table = require('cli-table3') as typeof TableModule;
   const grid = new Table({
     head: columns.map(([header]) => header.toUpperCase()),
     chars: {

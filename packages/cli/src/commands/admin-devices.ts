@@ -2,6 +2,7 @@
 // hand-overs of cards and fobs, through the operator API (docs/spec/operator-api.md), with the operator token.
 import type { Command } from 'commander';
 import type { Context, Io } from '../context.ts';
+import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
@@ -30,9 +31,20 @@ const GATEWAY_COLUMNS: ReadonlyArray<Column<GatewaySummary>> = [
 ];
 
 export function registerDevices(admin: Command, io: Io): void {
-  admin
-    .command('locks')
-    .description('locks: create')
+  const locks = admin.command('locks').description('locks: create (to list them: latchkey locks list, with an API key)');
+  // The operator API has no list of locks (docs/operator-openapi.json); the public API's does, scoped to an
+  // API key's location. A command that says so beats "unknown command".
+  locks
+    .command('list')
+    .description('not in the operator API: use `latchkey locks list` with an API key of the location')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(() => {
+      throw new UsageError(
+        'the operator API has no list of locks: run `latchkey locks list` with an API key of the location (scope catalog:read), e.g. one made by `latchkey admin api-keys create`.',
+      );
+    });
+  locks
     .command('create')
     .description('create a lock; with --gateway it is remote (can be unlocked through the API)')
     .argument('<name>', 'lock name')

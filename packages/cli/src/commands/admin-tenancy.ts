@@ -4,7 +4,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
-import { details, type Column } from '../output.ts';
+import { details, ref, type Column } from '../output.ts';
 import { integerList, list, positiveInteger, wholeNumber } from '../parse.ts';
 
 interface ApiKey {
@@ -27,6 +27,42 @@ const API_KEY_COLUMNS: ReadonlyArray<Column<ApiKey>> = [
   ['lock allowlist', (k) => k.lock_allowlist],
   ['expires', (k) => k.expires_at],
   ['revoked', (k) => k.revoked_at],
+];
+
+interface Account {
+  id: number;
+  name: string;
+  reseller: boolean;
+  sms_enabled: boolean;
+  phone_key_allowance: number | null;
+  locking_system: string | null;
+  root_location: { id: number; name: string };
+}
+
+const ACCOUNT_COLUMNS: ReadonlyArray<Column<Account>> = [
+  ['id', (a) => a.id],
+  ['name', (a) => a.name],
+  ['root location', (a) => ref(a.root_location)],
+  ['reseller', (a) => a.reseller],
+  ['sms', (a) => a.sms_enabled],
+  ['phone keys', (a) => a.phone_key_allowance ?? 'unlimited'],
+  ['locking system', (a) => a.locking_system],
+];
+
+interface Location {
+  id: number;
+  name: string;
+  parent_id: number | null;
+  account_id: number;
+  effective_time_zone: string;
+}
+
+const LOCATION_COLUMNS: ReadonlyArray<Column<Location>> = [
+  ['id', (l) => l.id],
+  ['name', (l) => l.name],
+  ['parent', (l) => l.parent_id],
+  ['account', (l) => l.account_id],
+  ['time zone', (l) => l.effective_time_zone],
 ];
 
 interface AccountFlags {
@@ -69,7 +105,14 @@ function accountBody(o: AccountFlags): Record<string, unknown> {
 }
 
 export function registerTenancy(admin: Command, io: Io): void {
-  const accounts = admin.command('accounts').description('accounts: create, read, update');
+  const accounts = admin.command('accounts').description('accounts: list, create, read, update');
+  withListFlags(accounts.command('list').description('accounts, by id').option('--name <text>', 'only accounts whose name contains this (any case)')).action(
+    action<ListFlags & { name?: string }>(io, async (ctx, o) => {
+      const client = ctx.admin();
+      const page = await readPages((limit, cursor) => client.get<Page<Account>>('/accounts', { limit, cursor, q: o.name }), o);
+      printPage(ctx, page, ACCOUNT_COLUMNS, 'accounts');
+    }),
+  );
   withAccountFlags(accounts.command('create').description('create an account (its root location comes with it)').argument('<name>', 'account name')).action(
     action<AccountFlags>(io, async (ctx, o, [name]) => {
       ctx.print(await ctx.admin().post<object>('/accounts', { ...accountBody(o), name }), details);
@@ -90,9 +133,15 @@ export function registerTenancy(admin: Command, io: Io): void {
     }),
   );
 
-  admin
-    .command('locations')
-    .description('locations: create a department')
+  const locations = admin.command('locations').description('locations: list, create a department');
+  withListFlags(locations.command('list').description('locations (roots and departments)').option('--account <id>', 'only the locations of this account', positiveInteger)).action(
+    action<ListFlags & { account?: number }>(io, async (ctx, o) => {
+      const client = ctx.admin();
+      const page = await readPages((limit, cursor) => client.get<Page<Location>>('/locations', { limit, cursor, account_id: o.account }), o);
+      printPage(ctx, page, LOCATION_COLUMNS, 'locations');
+    }),
+  );
+  locations
     .command('create')
     .description('create a department under a location')
     .argument('<name>', 'department name')

@@ -1,6 +1,6 @@
 // latchkey events list|tail: the access log (docs/spec/public-api-v1.md, Events: `GET /events`, oldest first).
 import type { Command } from 'commander';
-import type { Event, EventQuery } from '../../../sdk/src/index.ts';
+import type { Event, EventQuery } from '@latchkey/sdk';
 import type { Context, Io } from '../context.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
 import { ref, text, type Column } from '../output.ts';

@@ -1,7 +1,7 @@
 // latchkey keys … and latchkey invitations …: phone keys issued through setup links, every key in scope, and
 // the invitations behind them (docs/spec/public-api-v1.md, Keys and Invitations).
 import type { Command } from 'commander';
-import type { Invitation, InvitationResend, KeyCreate, KeyUpdate } from '../../../sdk/src/index.ts';
+import type { Invitation, InvitationResend, KeyCreate, KeyUpdate } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';

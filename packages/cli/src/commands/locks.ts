@@ -1,7 +1,7 @@
 // latchkey locks list|get|command, latchkey security-groups list and latchkey unlock: the catalogue and remote
 // unlock (docs/spec/public-api-v1.md, "Locks and security groups").
 import type { Command } from 'commander';
-import type { Lock, LockCommand, SecurityGroup } from '../../../sdk/src/index.ts';
+import type { Lock, LockCommand, SecurityGroup } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UnlockFailed } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';

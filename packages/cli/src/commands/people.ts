@@ -1,6 +1,6 @@
 // latchkey people list|get|create|update|delete: the public API's people (docs/spec/public-api-v1.md, People).
 import type { Command } from 'commander';
-import type { Person, PersonCreate, PersonUpdate, PersonWithKeys } from '../../../sdk/src/index.ts';
+import type { Person, PersonCreate, PersonUpdate, PersonWithKeys } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';

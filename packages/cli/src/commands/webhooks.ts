@@ -6,7 +6,7 @@ import type {
   WebhookSubscription,
   WebhookSubscriptionCreate,
   WebhookSubscriptionUpdate,
-} from '../../../sdk/src/index.ts';
+} from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
