@@ -272,13 +272,22 @@ export function Checkboxes(props: {
   onChange: (selected: string[]) => void;
   error?: RequestError | null;
   empty?: string;
+  /** Words under the legend (read with the group: aria-describedby). */
+  hint?: string;
+  testid?: string;
 }) {
-  const { legend, name, options, selected, onChange, error = null, empty } = props;
+  const { legend, name, options, selected, onChange, error = null, empty, hint, testid } = props;
   const problems = fieldProblems(error, name);
   const base = useId(name);
+  const described = [hint ? `${base}-hint` : '', problems.length ? `${base}-error` : ''].filter(Boolean).join(' ');
   return (
-    <fieldset class="checkboxes" aria-describedby={problems.length ? `${base}-error` : undefined}>
+    <fieldset class="checkboxes" aria-describedby={described || undefined} data-testid={testid}>
       <legend>{legend}</legend>
+      {hint && (
+        <small id={`${base}-hint`} class="hint checkboxes-hint">
+          {hint}
+        </small>
+      )}
       {options.length === 0 && <p class="muted">{empty ?? 'None yet.'}</p>}
       {options.map((option, i) => (
         <label key={option.value} class="check" for={`${base}-${i}`}>
@@ -392,4 +401,13 @@ export function isoFromLocal(value: string): string | undefined {
   if (!value) return undefined;
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? value : date.toISOString();
+}
+
+/** A datetime-local value (the browser's time zone) from ISO 8601; empty for null. */
+export function localFromIso(iso: string | null): string {
+  if (!iso) return '';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return '';
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
 }

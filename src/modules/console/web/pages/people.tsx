@@ -3,7 +3,7 @@
 // devices (its passkeys: registered when, last used), one removed.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, usePaged, useResource, useSubmit } from '../components.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, localFromIso, usePaged, useResource, useSubmit } from '../components.tsx';
 import { Link, navigate } from '../router.tsx';
 import type { Account, Invitation, Key, KeyDevice, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
@@ -112,13 +112,17 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
   const credentials = useCredentials(keys.items);
   const [editing, setEditing] = useState<number | null>(null);
+  const [changing, setChanging] = useState<number | null>(null);
   const [showingDevices, setShowingDevices] = useState<number | null>(null);
   const action = useSubmit();
   const refresh = () => {
     keys.reload();
     invitations.reload();
   };
-  const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})${g.is_default ? ', default' : ''}` }));
+  // The API gives a new key exactly the groups sent (`is_default` is a field and a filter only): the forms start
+  // with the default groups ticked, so that "default" means what it says.
+  const defaults = groups.items.filter((g) => g.is_default).map((g) => g.code);
   // A resend by SMS fails (sms_disabled) unless the account sends SMS and the person has a phone.
   const resendChannel = account.sms_enabled && person.data?.phone ? 'sms' : 'email';
   // No such person here (404, or not an id at all): no keys to list, no forms to offer.
@@ -196,6 +200,15 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                     <span class="muted">returned</span>
                   ) : (
                     <div class="actions">
+                      <button
+                        type="button"
+                        class="secondary small"
+                        aria-expanded={changing === k.id}
+                        onClick={() => setChanging(changing === k.id ? null : k.id)}
+                        data-testid={`change-key-${k.id}`}
+                      >
+                        Change<span class="visually-hidden"> key {k.name}</span>
+                      </button>
                       {k.type !== 'digital' && (
                         <button
                           type="button"
@@ -257,6 +270,21 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
               keys.reload();
             }
             requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="edit-credential-${id}"]`)?.focus());
+          }}
+        />
+      )}
+      {changing !== null && (
+        <ChangeKey
+          key={changing}
+          account={account}
+          keyItem={keys.items.find((k) => k.id === changing)}
+          groups={groupOptions}
+          defaults={defaults}
+          onDone={(saved) => {
+            const id = changing;
+            setChanging(null);
+            if (saved) keys.reload();
+            requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="change-key-${id}"]`)?.focus());
           }}
         />
       )}
@@ -351,20 +379,30 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </Table>
       )}
       <LoadMore list={invitations} />
-      <IssueKey account={account} personId={id} groups={groupOptions} hasPhone={!!person.data?.phone} onDone={refresh} />
-      <HandOver personId={id} groups={groupOptions} onDone={refresh} />
+      <IssueKey account={account} personId={id} groups={groupOptions} defaults={defaults} hasPhone={!!person.data?.phone} onDone={refresh} />
+      <HandOver personId={id} groups={groupOptions} defaults={defaults} onDone={refresh} />
     </section>
   );
 }
 
 type Option = { value: string; label: string };
 
-function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Account; personId: string; groups: Option[]; hasPhone: boolean; onDone: () => void }) {
+/** Words under a key form's security groups: what is ticked at first, and why. */
+export function defaultGroupsHint(defaults: string[]): string {
+  return defaults.length > 0
+    ? 'Default groups are ticked; untick to leave them out. A key opens only the doors of the groups ticked here.'
+    : 'No group of this account is a default one: tick the groups whose doors the key opens.';
+}
+
+function IssueKey(props: { account: Account; personId: string; groups: Option[]; defaults: string[]; hasPhone: boolean; onDone: () => void }) {
+  const { account, personId, groups, defaults, hasPhone, onDone } = props;
   const [name, setName] = useState('Phone key');
-  const [selected, setSelected] = useState<string[]>([]);
+  // null: not touched yet, so the default groups (read after this form is made) are ticked.
+  const [pickedGroups, setSelected] = useState<string[] | null>(null);
+  const selected = pickedGroups ?? defaults;
   // The person is read after this form is made: until the operator picks a channel, follow what is known.
-  const [picked, setChannel] = useState<string | null>(null);
-  const channel = picked ?? (hasPhone && account.sms_enabled ? 'sms' : 'email');
+  const [pickedChannel, setChannel] = useState<string | null>(null);
+  const channel = pickedChannel ?? (hasPhone && account.sms_enabled ? 'sms' : 'email');
   const [starts, setStarts] = useState('');
   const [expires, setExpires] = useState('');
   const [sent, setSent] = useState<string | null>(null);
@@ -391,7 +429,17 @@ function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Ac
         }}
       >
         <TextField label="Key name" name="name" value={name} onValue={setName} error={form.error} data-testid="issue-key-name" />
-        <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
+        <Checkboxes
+          legend="Security groups"
+          name="security_groups"
+          options={groups}
+          selected={selected}
+          onChange={setSelected}
+          error={form.error}
+          hint={defaultGroupsHint(defaults)}
+          empty="No security groups in this account yet."
+          testid="issue-key-groups"
+        />
         <Field label="Send the link by" name="channel" error={form.error}>
           {(a) => (
             <select {...a} value={channel} onChange={(e) => setChannel((e.currentTarget as HTMLSelectElement).value)} data-testid="issue-key-channel">
@@ -417,10 +465,11 @@ function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Ac
   );
 }
 
-function HandOver({ personId, groups, onDone }: { personId: string; groups: Option[]; onDone: () => void }) {
+function HandOver({ personId, groups, defaults, onDone }: { personId: string; groups: Option[]; defaults: string[]; onDone: () => void }) {
   const [type, setType] = useState('card');
   const [name, setName] = useState('');
-  const [selected, setSelected] = useState<string[]>([]);
+  const [picked, setSelected] = useState<string[] | null>(null);
+  const selected = picked ?? defaults;
   const [expires, setExpires] = useState('');
   const [credential, setCredential] = useState('');
   const form = useSubmit();
@@ -439,6 +488,7 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
             await api('POST', '/admin/v1/keys', { body });
             setName('');
             setCredential('');
+            setSelected(null);
             onDone();
           });
         }}
@@ -463,7 +513,17 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
           hint={`${CREDENTIAL_HINT} Empty: none yet (add it later).`}
           data-testid="hand-over-credential"
         />
-        <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
+        <Checkboxes
+          legend="Security groups"
+          name="security_groups"
+          options={groups}
+          selected={selected}
+          onChange={setSelected}
+          error={form.error}
+          hint={defaultGroupsHint(defaults)}
+          empty="No security groups in this account yet."
+          testid="hand-over-groups"
+        />
         <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} hint="Empty: no end" />
         <FormError error={form.error} fields={['type', 'name', 'credential', 'security_groups', 'expires_at']} />
         <button type="submit" disabled={form.busy} data-testid="hand-over">
@@ -471,6 +531,66 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
         </button>
       </form>
     </>
+  );
+}
+
+/**
+ * A key's name, security groups and expiry (`PATCH /v1/keys/{id}`). Its own groups are ticked at first; the
+ * default ones are marked, as in the issue forms, so an operator can put a key back on the defaults.
+ */
+function ChangeKey(props: { account: Account; keyItem: Key | undefined; groups: Option[]; defaults: string[]; onDone: (saved: boolean) => void }) {
+  const { account, keyItem, groups, defaults, onDone } = props;
+  const [name, setName] = useState(keyItem?.name ?? '');
+  const [selected, setSelected] = useState<string[]>(keyItem?.security_groups ?? []);
+  const [expires, setExpires] = useState(localFromIso(keyItem?.expires_at ?? null));
+  const form = useSubmit();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  if (!keyItem) return null;
+  // Groups the key holds that this account lists no more still show, so saving does not drop them unseen.
+  const options = groups.concat(keyItem.security_groups.filter((g) => !groups.some((o) => o.value === g)).map((g) => ({ value: g, label: g })));
+  return (
+    <section aria-labelledby="change-key-title" class="panel" data-testid="change-key">
+      <h3 id="change-key-title" tabIndex={-1} ref={heading}>
+        Change the key {keyItem.name}
+      </h3>
+      <form
+        data-testid="change-key-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            const body: Record<string, unknown> = { name: name.trim(), security_groups: selected };
+            const expiresAt = isoFromLocal(expires);
+            if (expiresAt) body.expires_at = expiresAt;
+            else if (keyItem.expires_at) body.expires_at = null;
+            await api('PATCH', `/v1/keys/${keyItem.id}`, { account: account.id, body });
+            onDone(true);
+          });
+        }}
+      >
+        <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} data-testid="change-key-name" />
+        <Checkboxes
+          legend="Security groups"
+          name="security_groups"
+          options={options}
+          selected={selected}
+          onChange={setSelected}
+          error={form.error}
+          hint={`The key's groups are ticked.${defaults.length ? ` Default groups: ${defaults.join(', ')}.` : ''}`}
+          testid="change-key-groups"
+        />
+        <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} hint="Empty: no end" />
+        <FormError error={form.error} fields={['name', 'security_groups', 'expires_at']} />
+        <div class="actions">
+          <button type="submit" disabled={form.busy} data-testid="save-key">
+            Save key
+          </button>
+          <button type="button" class="secondary" onClick={() => onDone(false)}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
   );
 }
 
