@@ -89,3 +89,97 @@ test('key forms start with the default security groups ticked, and say so', asyn
   await waitFor(async () => /lab/.test((await page.locator('tr', { hasText: 'Badge A' }).textContent()) ?? ''), 'the changed groups show');
   assertClean(watched);
 });
+
+test('a person edited: the fields saved, the API\'s field errors shown at the field', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const watched = await openSignedIn(`/console/accounts/${s.account}/people/${s.ana}`, { bypassCSP: true });
+  const { page } = watched;
+  await page.getByTestId('edit-person').click();
+  await page.getByTestId('edit-person-language').fill('not a language');
+  await page.getByTestId('edit-person-phone').fill('');
+  await page.getByTestId('save-person').click();
+  const language = page.getByTestId('edit-person-language');
+  await page.locator('[data-testid="edit-person-language"][aria-invalid="true"]').waitFor();
+  const described = (await language.getAttribute('aria-describedby')) ?? '';
+  const errorId = described.split(' ').find((id) => id.endsWith('-error'));
+  assert.ok(errorId, 'the language field is described by its error');
+  assert.notEqual((await page.locator(`#${errorId}`).textContent())?.trim(), '');
+  await assertAxe(page, 'person page with the edit form showing an error');
+  await language.fill('pt-BR');
+  await page.getByTestId('edit-person-name').fill('Ana Alves Souza');
+  await page.getByTestId('edit-person-company').fill('Acme');
+  await page.getByTestId('edit-person-title').fill('Engineer');
+  await page.getByTestId('edit-person-email').fill('ana.souza@example.com');
+  await page.getByTestId('save-person').click();
+  await page.getByTestId('edit-person-panel').waitFor({ state: 'detached' });
+  await page.getByRole('heading', { name: 'Ana Alves Souza' }).waitFor();
+  const held = await ctx.service.admin<{ data: { id: string; name: string; email: string; company_name: string; title: string; language: string }[] }>(
+    'GET',
+    `/admin/v1/people?account_id=${s.account}&q=Souza`,
+  );
+  const ana = held.body.data.find((p) => p.id === s.ana);
+  assert.deepEqual(
+    { name: ana?.name, email: ana?.email, company_name: ana?.company_name, title: ana?.title, language: ana?.language },
+    { name: 'Ana Alves Souza', email: 'ana.souza@example.com', company_name: 'Acme', title: 'Engineer', language: 'pt-BR' },
+  );
+  assertClean(watched);
+});
+
+test('people: sortable by a header (aria-sort), exported as CSV that a spreadsheet reads as text', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const watched = await openSignedIn(`/console/accounts/${s.account}/people`, { bypassCSP: true, acceptDownloads: true });
+  const { page } = watched;
+  const names = async () => (await page.getByTestId('people-rows').locator('tr td:first-child').allTextContents()).map((n) => n.trim());
+  await page.getByTestId('people-rows').waitFor();
+  await page.getByTestId('sort-name').click();
+  const header = page.getByRole('columnheader', { name: /Name/ });
+  assert.equal(await header.getAttribute('aria-sort'), 'ascending');
+  const up = await names();
+  assert.deepEqual(up, up.slice().sort((a, b) => a.localeCompare(b, undefined, { sensitivity: 'base' })));
+  await page.getByTestId('sort-name').click();
+  assert.equal(await header.getAttribute('aria-sort'), 'descending');
+  assert.deepEqual(await names(), up.slice().reverse());
+  await assertAxe(page, 'people list sorted');
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('people-export').click()]);
+  assert.match(download.suggestedFilename(), /^people-\d+-\d{4}-\d{2}-\d{2}\.csv$/);
+  const text = (await readFile((await download.path()) as string, 'utf8')).replace(/^\uFEFF/, '');
+  const lines = text.split('\r\n');
+  assert.equal(lines[0], 'id,name,email,phone,company,title,language,location');
+  // A name starting with = is a formula to a spreadsheet: prefixed with ', then quoted for its quotes and comma.
+  assert.ok(lines.includes(`${s.bo},"'=Bo ""the boss"", Berg",bo@example.com,'+4915112345678,,,,Site`), text);
+  // Only what the search shows.
+  await page.getByTestId('people-search').fill('bo@example');
+  await page.getByTestId('people-search-form').getByRole('button', { name: 'Find' }).click();
+  await page.getByTestId(`person-link-${s.ana}`).waitFor({ state: 'detached' });
+  const [found] = await Promise.all([page.waitForEvent('download'), page.getByTestId('people-export').click()]);
+  const foundLines = (await readFile((await found.path()) as string, 'utf8')).trim().split('\r\n');
+  assert.equal(foundLines.length, 2, foundLines.join('\n'));
+  assertClean(watched);
+});
+
+test('a person deleted after a confirmation that names them and what goes', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const victim = await admin<{ id: string }>('POST', '/admin/v1/people', { location_id: s.root, name: 'Cy Cole' });
+  await admin('POST', '/admin/v1/keys', { person_id: victim.id, type: 'fob', name: 'Fob C' });
+  const watched = await openSignedIn(`/console/accounts/${s.account}/people/${victim.id}`, { bypassCSP: true });
+  const { page } = watched;
+  await page.getByRole('cell', { name: 'Fob C', exact: true }).waitFor();
+  await page.getByTestId('delete-person').click();
+  const dialog = page.getByRole('dialog', { name: 'Delete Cy Cole?' });
+  await dialog.waitFor();
+  assert.match((await dialog.textContent()) ?? '', /Fob C/);
+  await assertAxe(page, 'the delete confirmation');
+  // Cancel keeps the person.
+  await page.getByTestId('confirm-cancel').click();
+  await dialog.waitFor({ state: 'detached' });
+  assert.equal((await ctx.service.admin('GET', `/admin/v1/people?account_id=${s.account}&q=Cy%20Cole`)).text.includes(victim.id), true);
+  await page.getByTestId('delete-person').click();
+  await page.getByTestId('confirm-yes').click();
+  await page.getByTestId('person-deleted').waitFor();
+  assert.equal((await ctx.service.admin('GET', `/admin/v1/people?account_id=${s.account}&q=Cy%20Cole`)).text.includes(victim.id), false);
+  assertClean(watched);
+});

@@ -3,8 +3,8 @@
 // devices (its passkeys: registered when, last used), one removed.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, localFromIso, usePaged, useResource, useSubmit } from '../components.tsx';
-import { Link, navigate } from '../router.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, downloadText, isoFromLocal, localFromIso, readAll, today, toCsv, useConfirm, usePaged, useResource, useSort, useSubmit } from '../components.tsx';
+import { Link, navigate, useLocation } from '../router.tsx';
 import type { Account, Invitation, Key, KeyDevice, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -14,13 +14,29 @@ export function PeopleSection({ account, personId }: { account: Account; personI
 }
 
 function PeopleList({ account }: { account: Account }) {
+  const { query: address } = useLocation();
+  const deleted = address.get('deleted');
   const [value, setValue] = useState('');
   const [q, setQ] = useState('');
   // The operator API's search: part of a name, an e-mail or a phone (the public API finds only exact matches).
-  const people = usePaged<Person>('/admin/v1/people', { query: { account_id: String(account.id), ...(q ? { q } : {}) }, topics: ['events'], liveAccount: account.id });
+  const query = { account_id: String(account.id), ...(q ? { q } : {}) };
+  const people = usePaged<Person>('/admin/v1/people', { query, topics: ['events'], liveAccount: account.id });
+  const sorted = useSort(people.items, { name: (p) => p.name, email: (p) => p.email, phone: (p) => p.phone, company: (p) => p.company_name, location: (p) => p.location.name });
+  const exporting = useSubmit();
+  const exportCsv = () =>
+    void exporting.run(async () => {
+      const all = await readAll<Person>('/admin/v1/people', { query });
+      const rows = all.rows.map((p) => [p.id, p.name, p.email, p.phone, p.company_name, p.title, p.language, p.location.name]);
+      downloadText(`people-${account.id}-${today()}.csv`, toCsv(['id', 'name', 'email', 'phone', 'company', 'title', 'language', 'location'], rows));
+    });
   return (
     <section aria-labelledby="people-title">
       <h2 id="people-title">People</h2>
+      {deleted && (
+        <p role="status" class="ok-text" data-testid="person-deleted">
+          Deleted {deleted}.
+        </p>
+      )}
       <form
         role="search"
         class="inline"
@@ -37,17 +53,27 @@ function PeopleList({ account }: { account: Account }) {
       </form>
       <ListState list={people} empty={q ? 'Nobody matches.' : 'No people yet.'} />
       {people.items.length > 0 && (
+        <div class="toolbar">
+          <button type="button" class="secondary" onClick={exportCsv} disabled={exporting.busy} data-testid="people-export">
+            Export CSV<span class="visually-hidden"> of the people {q ? 'found' : 'listed'}</span>
+          </button>
+          <span class="muted">{q ? `Everyone matching “${q}”` : 'Everyone in the account'}, every page.</span>
+        </div>
+      )}
+      <FormError error={exporting.error} />
+      {people.items.length > 0 && (
         <Table label="People">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Phone</th>
-              <th scope="col">Location</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('email', 'E-mail')}
+              {sorted.header('phone', 'Phone')}
+              {sorted.header('company', 'Company')}
+              {sorted.header('location', 'Location')}
             </tr>
           </thead>
-          <tbody>
-            {people.items.map((p) => (
+          <tbody data-testid="people-rows">
+            {sorted.rows.map((p) => (
               <tr key={p.id}>
                 <td>
                   <Link href={`/console/accounts/${account.id}/people/${p.id}`} data-testid={`person-link-${p.id}`}>
@@ -56,6 +82,7 @@ function PeopleList({ account }: { account: Account }) {
                 </td>
                 <td>{p.email}</td>
                 <td>{p.phone}</td>
+                <td>{p.company_name}</td>
                 <td>{p.location.name}</td>
               </tr>
             ))}
@@ -113,6 +140,8 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const credentials = useCredentials(keys.items);
   const [editing, setEditing] = useState<number | null>(null);
   const [changing, setChanging] = useState<number | null>(null);
+  const [editingPerson, setEditingPerson] = useState(false);
+  const confirm = useConfirm();
   const [showingDevices, setShowingDevices] = useState<number | null>(null);
   const action = useSubmit();
   const refresh = () => {
@@ -152,6 +181,10 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
             <dd>{person.data.phone ?? '—'}</dd>
             <dt>Company</dt>
             <dd>{person.data.company_name ?? '—'}</dd>
+            <dt>Job title</dt>
+            <dd>{person.data.title ?? '—'}</dd>
+            <dt>Language</dt>
+            <dd>{person.data.language ?? '—'}</dd>
             <dt>Location</dt>
             <dd>{person.data.location.name}</dd>
             <dt>ID</dt>
@@ -162,8 +195,60 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
           <p>
             <Link href={`/console/accounts/${account.id}/events?person_id=${person.data.id}`}>Access log of {person.data.name}</Link>
           </p>
+          <div class="actions">
+            <button type="button" class="secondary" aria-expanded={editingPerson} onClick={() => setEditingPerson(!editingPerson)} data-testid="edit-person">
+              Edit person
+            </button>
+            <button
+              type="button"
+              class="danger"
+              disabled={action.busy}
+              data-testid="delete-person"
+              onClick={() => {
+                const p = person.data;
+                if (!p) return;
+                const live = keys.items.filter((k) => k.state !== 'returned');
+                const pending = invitations.items.filter((i) => i.state === 'pending');
+                void confirm
+                  .confirm(
+                    `Delete ${p.name}?`,
+                    <>
+                      <p>
+                        {p.name}
+                        {p.email ? ` (${p.email})` : ''} leaves every list.{' '}
+                        {live.length > 0 ? `Their ${live.length === 1 ? 'key' : `${live.length} keys`} (${live.map((k) => k.name).join(', ')}) stop opening doors. ` : 'They hold no key. '}
+                        {pending.length > 0 ? `${pending.length === 1 ? 'One pending invitation is' : `${pending.length} pending invitations are`} cancelled. ` : ''}
+                        The payloads of webhook deliveries about them are purged. This cannot be undone.
+                      </p>
+                    </>,
+                    `Delete ${p.name}`,
+                  )
+                  .then((ok) => {
+                    if (!ok) return;
+                    void action.run(async () => {
+                      await api('DELETE', `/v1/people/${encodeURIComponent(p.id)}`, { account: account.id });
+                      navigate(`/console/accounts/${account.id}/people?deleted=${encodeURIComponent(p.name)}`);
+                    });
+                  });
+              }}
+            >
+              Delete person
+            </button>
+          </div>
+          {editingPerson && (
+            <EditPerson
+              account={account}
+              person={person.data}
+              onDone={(saved) => {
+                setEditingPerson(false);
+                if (saved) person.reload();
+                requestAnimationFrame(() => document.querySelector<HTMLElement>('[data-testid="edit-person"]')?.focus());
+              }}
+            />
+          )}
         </>
       )}
+      {confirm.dialog}
       <FormError error={action.error} />
       <h3 id="keys-title" tabIndex={-1}>
         Keys
@@ -386,6 +471,60 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
 }
 
 type Option = { value: string; label: string };
+
+const PERSON_FIELDS = ['name', 'email', 'phone', 'company_name', 'title', 'language'] as const;
+type PersonField = (typeof PERSON_FIELDS)[number];
+
+/** A person's details (`PUT /v1/people/{id}`: only the fields sent change; an emptied field is cleared). */
+function EditPerson({ account, person, onDone }: { account: Account; person: Person; onDone: (saved: boolean) => void }) {
+  const start = Object.fromEntries(PERSON_FIELDS.map((f) => [f, person[f] ?? ''])) as Record<PersonField, string>;
+  const [fields, setFields] = useState(start);
+  const set = (name: PersonField) => (value: string) => setFields((f) => ({ ...f, [name]: value }));
+  const form = useSubmit();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  return (
+    <section aria-labelledby="edit-person-title" class="panel" data-testid="edit-person-panel">
+      <h3 id="edit-person-title" tabIndex={-1} ref={heading}>
+        Edit {person.name}
+      </h3>
+      <form
+        data-testid="edit-person-form"
+        // The service checks the fields and its words show at each one.
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            const body: Record<string, unknown> = {};
+            for (const name of PERSON_FIELDS) {
+              const value = fields[name].trim();
+              if (value === start[name].trim()) continue;
+              body[name] = value === '' && name !== 'name' ? null : value;
+            }
+            if (Object.keys(body).length > 0) await api<Person>('PUT', `/v1/people/${encodeURIComponent(person.id)}`, { account: account.id, body });
+            onDone(true);
+          });
+        }}
+      >
+        <TextField label="Name" name="name" required value={fields.name} onValue={set('name')} error={form.error} data-testid="edit-person-name" />
+        <TextField label="E-mail" name="email" type="email" value={fields.email} onValue={set('email')} error={form.error} hint="Empty: none" data-testid="edit-person-email" />
+        <TextField label="Phone" name="phone" type="tel" value={fields.phone} onValue={set('phone')} error={form.error} hint="International format: + and the country code. Empty: none" data-testid="edit-person-phone" />
+        <TextField label="Company" name="company_name" value={fields.company_name} onValue={set('company_name')} error={form.error} data-testid="edit-person-company" />
+        <TextField label="Job title" name="title" value={fields.title} onValue={set('title')} error={form.error} data-testid="edit-person-title" />
+        <TextField label="Language" name="language" value={fields.language} onValue={set('language')} error={form.error} hint="Short code, e.g. en or en-GB" data-testid="edit-person-language" />
+        <FormError error={form.error} fields={[...PERSON_FIELDS]} />
+        <div class="actions">
+          <button type="submit" disabled={form.busy} data-testid="save-person">
+            Save person
+          </button>
+          <button type="button" class="secondary" onClick={() => onDone(false)}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
 
 /** Words under a key form's security groups: what is ticked at first, and why. */
 export function defaultGroupsHint(defaults: string[]): string {
