@@ -6,20 +6,29 @@
 // axe runs on each page with its forms open. Contract: docs/console.md.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { test, type TestContext } from 'node:test';
+import { PassThrough } from 'node:stream';
+import { after, test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Page } from 'playwright-core';
 import { assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
 import { createAccount, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
-import { waitFor } from '../helpers/gateways.ts';
+import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
+import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
+after(async () => {
+  await stopSimulator();
+});
 const browser = useBrowser();
 const ctx = useTestService(async (service) => {
   const account = await createAccount(service, { name: 'Site' });
+  // The doors' location reads times in Berlin; the browser of the access-log test is in New York.
+  const zoned = await service.admin('PATCH', `/admin/v1/locations/${account.rootLocationId}`, { time_zone: 'Europe/Berlin' });
+  assert.equal(zoned.status, 200, zoned.text);
+  const gateway = await createGateway(service, account.rootLocationId);
   await createSecurityGroup(service, account.rootLocationId, 'staff', { title: 'Staff', is_default: true });
   await createSecurityGroup(service, account.rootLocationId, 'lab', { title: 'Lab' });
-  const front = await createLock(service, account.rootLocationId, { name: 'Front door' });
-  const back = await createLock(service, account.rootLocationId, { name: 'Back door' });
+  const front = await createLock(service, account.rootLocationId, { name: 'Front door', gateway_id: gateway.id });
+  const back = await createLock(service, account.rootLocationId, { name: 'Back door', gateway_id: gateway.id });
   const person = async (body: Record<string, unknown>) => {
     const answer = await service.admin<{ id: string }>('POST', '/admin/v1/people', { location_id: account.rootLocationId, ...body });
     assert.equal(answer.status, 201, answer.text);
@@ -27,10 +36,41 @@ const ctx = useTestService(async (service) => {
   };
   const ana = await person({ name: 'Ana Alves', email: 'ana@example.com' });
   const bo = await person({ name: '=Bo "the boss", Berg', email: 'bo@example.com', phone: '+4915112345678' });
-  site = { account: account.id, root: account.rootLocationId, front, back, ana, bo };
+  const card = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: bo, type: 'card', name: 'Bo card', security_groups: ['staff'] });
+  assert.equal(card.status, 201, card.text);
+  site = { account: account.id, root: account.rootLocationId, gateway, front, back, ana, bo, card: card.body.id };
 });
 
-let site: { account: number; root: number; front: number; back: number; ana: string; bo: string } | undefined;
+let site: { account: number; root: number; gateway: GatewayCredentials; front: number; back: number; ana: string; bo: string; card: number } | undefined;
+
+let simulator: { input: PassThrough; done: Promise<void>; log: string[] } | undefined;
+
+async function startSimulator(gateway: GatewayCredentials): Promise<void> {
+  const input = new PassThrough();
+  const log: string[] = [];
+  const done = simulateGateway({
+    url: gateway.mqtt.url.replace('localhost', '127.0.0.1'),
+    id: String(gateway.id),
+    password: gateway.mqtt.password,
+    prefix: gateway.mqtt.topic_prefix,
+    answer: 'ok',
+    error: 'device_error',
+    locks: [],
+    key: null,
+    randomPerMinute: 0,
+    input,
+    log: (line) => log.push(line),
+  });
+  simulator = { input, done, log };
+  await waitFor(() => log.some((line) => line.includes('online at')), 'the simulated gateway is online');
+}
+
+async function stopSimulator(): Promise<void> {
+  if (!simulator) return;
+  simulator.input.write('quit\n');
+  await within(simulator.done, 5000, 'the simulated gateway stops').catch(() => undefined);
+  simulator = undefined;
+}
 
 const openSignedIn = (path: string, options: BrowserContextOptions = {}): Promise<WatchedPage> => openConsoleSignedIn(browser, ctx.service.url, ADMIN_TOKEN, path, options);
 const assertClean = (watched: WatchedPage): void => assertCleanPage(watched, ctx.service.url);
@@ -181,5 +221,58 @@ test('a person deleted after a confirmation that names them and what goes', asyn
   await page.getByTestId('confirm-yes').click();
   await page.getByTestId('person-deleted').waitFor();
   assert.equal((await ctx.service.admin('GET', `/admin/v1/people?account_id=${s.account}&q=Cy%20Cole`)).text.includes(victim.id), false);
+  assertClean(watched);
+});
+
+test("access log: times in the zone of the lock's location, person and lock pickers, sortable, CSV of what the filters show", async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  await startSimulator(s.gateway);
+  simulator?.input.write(`grant ${s.front} ${s.card}\n`);
+  simulator?.input.write(`grant ${s.back} ${s.card}\n`);
+  simulator?.input.write(`close ${s.front}\n`);
+  // A card nobody holds: denied, naming no person.
+  simulator?.input.write(`deny ${s.front}\n`);
+  const watched = await openSignedIn(`/console/accounts/${s.account}/events`, { bypassCSP: true, acceptDownloads: true, timezoneId: 'America/New_York' });
+  const { page } = watched;
+  const rows = page.locator('[data-testid^="event-row-"]');
+  await rows.filter({ hasText: 'door.closed' }).waitFor({ timeout: 15_000 });
+  await rows.filter({ hasText: 'Back door' }).waitFor();
+  await rows.filter({ hasText: 'access.denied' }).waitFor();
+  // The lock's location is in Berlin: its times read CET/CEST (or GMT+1/+2 in an English locale without those names).
+  const when = (await page.locator('[data-testid^="event-time-"]').first().textContent()) ?? '';
+  assert.match(when, /(CET|CEST|GMT\+1|GMT\+2)$/, when);
+  assert.match((await page.getByTestId('events-zone').textContent()) ?? '', /America\/New_York/);
+
+  // Sort by lock: aria-sort on its header, rows in that order.
+  await page.getByTestId('sort-lock').click();
+  assert.equal(await page.getByRole('columnheader', { name: /Lock/ }).getAttribute('aria-sort'), 'ascending');
+  const locks = (await rows.locator('td:nth-child(4) a:first-child').allTextContents()).map((x) => x.trim());
+  assert.deepEqual(locks, locks.slice().sort());
+  await assertAxe(page, 'access log sorted');
+
+  // Pick the lock by name: only its rows.
+  await page.getByTestId('events-lock-search').fill('back');
+  await page.getByTestId('events-lock-select').locator('option', { hasText: 'Back door' }).waitFor({ state: 'attached' });
+  await page.getByTestId('events-lock-select').selectOption({ label: 'Back door (Site)' });
+  await page.getByTestId('events-apply').click();
+  await waitFor(async () => (await rows.filter({ hasText: 'Front door' }).count()) === 0 && (await rows.count()) > 0, 'only the back door');
+  // And the person by e-mail.
+  await page.getByTestId('events-lock-select').selectOption('');
+  await page.getByTestId('events-person-search').fill('bo@ex');
+  await page.getByTestId('events-person-select').locator('option', { hasText: 'bo@example.com' }).waitFor({ state: 'attached' });
+  await page.getByTestId('events-person-select').selectOption(s.bo);
+  await page.getByTestId('events-apply').click();
+  await waitFor(async () => (await rows.filter({ hasText: 'access.denied' }).count()) === 0 && (await rows.count()) === 3, 'only the rows naming Bo').catch(async (error: Error) => {
+    throw new Error(`${error.message}: ${(await rows.allTextContents()).join('\n')}`);
+  });
+  await assertAxe(page, 'access log filtered with the pickers');
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('events-export').click()]);
+  assert.match(download.suggestedFilename(), /^access-log-\d+-\d{4}-\d{2}-\d{2}\.csv$/);
+  const lines = (await readFile((await download.path()) as string, 'utf8')).replace(/^\uFEFF/, '').trim().split('\r\n');
+  assert.match(lines[0] ?? '', /^id,occurred_at,local_time,type,result,reason,source,lock_id,lock,/);
+  assert.equal(lines.length, 4, lines.join('\n'));
+  for (const line of lines.slice(1)) assert.ok(line.includes(`,${s.bo},"'=Bo ""the boss"", Berg",bo@example.com,${s.card},Bo card,`), line);
   assertClean(watched);
 });

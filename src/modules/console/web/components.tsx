@@ -476,6 +476,68 @@ function ConfirmDialog({ title, action, children, onAnswer }: { title: string; a
   );
 }
 
+export interface PickOption {
+  value: string;
+  label: string;
+}
+
+/**
+ * A picker backed by a list API: a search field (what `find` is asked with, as typed, after a pause) and a select
+ * of what it found, "any" first. The chosen value stays offered when a new search does not find it.
+ */
+export function Picker(props: {
+  label: string;
+  name: string;
+  any: string;
+  value: string;
+  onValue: (value: string) => void;
+  find: (text: string) => Promise<PickOption[]>;
+  /** The label of `value` when the search has not found it (yet). */
+  chosenLabel?: string;
+  error?: RequestError | null;
+  testid: string;
+}) {
+  const { label, name, any, value, onValue, find, chosenLabel, error = null, testid } = props;
+  const [text, setText] = useState('');
+  const [found, setFound] = useState<PickOption[]>([]);
+  const [problem, setProblem] = useState<string | null>(null);
+  const generation = useRef(0);
+  useEffect(() => {
+    const mine = ++generation.current;
+    const timer = setTimeout(() => {
+      find(text.trim())
+        .then((options) => {
+          if (mine !== generation.current) return;
+          setFound(options);
+          setProblem(null);
+        })
+        .catch((caught: unknown) => {
+          if (mine === generation.current) setProblem(caught instanceof Error ? caught.message : String(caught));
+        });
+    }, 200);
+    return () => clearTimeout(timer);
+  }, [text]);
+  const chosen = found.find((o) => o.value === value);
+  const options = value && !chosen ? [{ value, label: chosenLabel ?? value }, ...found] : found;
+  return (
+    <div class="picker" data-testid={testid}>
+      <TextField label={`Find ${label.toLowerCase()}`} name={`${name}-search`} type="search" value={text} onValue={setText} autoComplete="off" data-testid={`${testid}-search`} />
+      <Field label={label} name={name} error={error} hint={problem ?? `${found.length === 0 ? 'Nothing found' : `${found.length} found`}${text.trim() ? ` for “${text.trim()}”` : ''}`}>
+        {(a) => (
+          <select {...a} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} data-testid={`${testid}-select`}>
+            <option value="">{any}</option>
+            {options.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+    </div>
+  );
+}
+
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ label, children }: { label: string; children: ComponentChildren }) {
   // The section around it is a region named by its heading, often the same words: name this one apart.
