@@ -10,13 +10,16 @@ import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Page } from 'playwright-core';
 import { assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
-import { createAccount, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
+import { createAccount, createApiKey, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
 import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
+let receiver: Receiver | undefined;
 after(async () => {
   await stopSimulator();
+  await receiver?.close();
 });
 const browser = useBrowser();
 const ctx = useTestService(async (service) => {
@@ -38,10 +41,16 @@ const ctx = useTestService(async (service) => {
   const bo = await person({ name: '=Bo "the boss", Berg', email: 'bo@example.com', phone: '+4915112345678' });
   const card = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: bo, type: 'card', name: 'Bo card', security_groups: ['staff'] });
   assert.equal(card.status, 201, card.text);
-  site = { account: account.id, root: account.rootLocationId, gateway, front, back, ana, bo, card: card.body.id };
-});
+  // A subscription to a local HTTPS receiver (its certificate trusted through NODE_EXTRA_CA_CERTS) that answers 500.
+  receiver = await startReceiver();
+  receiver.answer({ status: 500 });
+  const hooks = await createApiKey(service, account.rootLocationId, ['webhooks:manage'], { name: 'Hooks' });
+  const hook = await service.request<{ id: string }>('POST', '/v1/webhooks', { token: hooks.token, body: { url: receiver.url('/site-hook'), events: ['*'] } });
+  assert.equal(hook.status, 201, hook.text);
+  site = { account: account.id, root: account.rootLocationId, gateway, front, back, ana, bo, card: card.body.id, hook: hook.body.id };
+}, { WEBHOOK_ALLOW_HOSTS: 'localhost' });
 
-let site: { account: number; root: number; gateway: GatewayCredentials; front: number; back: number; ana: string; bo: string; card: number } | undefined;
+let site: { account: number; root: number; gateway: GatewayCredentials; front: number; back: number; ana: string; bo: string; card: number; hook: string } | undefined;
 
 let simulator: { input: PassThrough; done: Promise<void>; log: string[] } | undefined;
 
@@ -274,5 +283,54 @@ test("access log: times in the zone of the lock's location, person and lock pick
   assert.match(lines[0] ?? '', /^id,occurred_at,local_time,type,result,reason,source,lock_id,lock,/);
   assert.equal(lines.length, 4, lines.join('\n'));
   for (const line of lines.slice(1)) assert.ok(line.includes(`,${s.bo},"'=Bo ""the boss"", Berg",bo@example.com,${s.card},Bo card,`), line);
+  assertClean(watched);
+});
+
+test('a webhook delivery: its payload and the receiver\'s answer', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const watched = await openSignedIn(`/console/accounts/${s.account}/webhooks/${s.hook}`, { bypassCSP: true });
+  const { page } = watched;
+  await page.getByTestId('ping-webhook').click();
+  const row = page.locator('[data-testid^="delivery-row-"]').first();
+  await row.waitFor();
+  await row.getByRole('button', { name: /^Details/ }).click();
+  const detail = page.getByTestId('delivery-detail');
+  await detail.waitFor();
+  assert.equal((await page.getByTestId('delivery-answer').textContent())?.trim(), 'HTTP 500');
+  const payload = JSON.parse((await page.getByTestId('delivery-payload').textContent()) ?? 'null') as unknown;
+  const sent = receiver?.received.at(-1)?.body.data;
+  assert.deepEqual(payload, sent, 'the payload shown is the data the receiver got');
+  await assertAxe(page, 'webhook page with a delivery open');
+  await page.getByTestId('close-delivery').click();
+  await detail.waitFor({ state: 'detached' });
+  assertClean(watched);
+});
+
+test('no sideways scrolling on a 375 px wide phone, on every console page', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const watched = await openSignedIn('/console', { viewport: { width: 375, height: 740 }, bypassCSP: true });
+  const { page } = watched;
+  const base = `/console/accounts/${s.account}`;
+  const pages: { path: string; open?: string }[] = [
+    { path: '/console' },
+    ...['locations', 'locks', 'security-groups', 'gateways', 'api-keys', 'users', 'people', 'events', 'webhooks', 'settings'].map((tab) => ({ path: `${base}/${tab}` })),
+    { path: `${base}/people/${s.bo}`, open: 'edit-person' },
+    { path: `${base}/webhooks/${s.hook}` },
+  ];
+  const wide: string[] = [];
+  for (const { path, open } of pages) {
+    await page.goto(`${ctx.service.url}${path}`);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    await page.getByText('Loading…').first().waitFor({ state: 'detached' });
+    if (open) await page.getByTestId(open).click();
+    const size = await page.evaluate(() => {
+      const root = document.scrollingElement as Element;
+      return { scroll: root.scrollWidth, client: root.clientWidth };
+    });
+    if (size.scroll > size.client) wide.push(`${path}: ${size.scroll} > ${size.client}`);
+  }
+  assert.deepEqual(wide, [], 'pages wider than the phone');
   assertClean(watched);
 });
