@@ -334,3 +334,39 @@ test('no sideways scrolling on a 375 px wide phone, on every console page', asyn
   assert.deepEqual(wide, [], 'pages wider than the phone');
   assertClean(watched);
 });
+
+test('a gateway deleted and an API key revoked, each after a dialog naming it; a gateway in use refused in the service\'s words', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const spare = await createGateway(ctx.service, s.root);
+  const key = await createApiKey(ctx.service, s.root, ['events:read'], { name: 'Old reader' });
+  const watched = await openSignedIn(`/console/accounts/${s.account}/gateways`, { bypassCSP: true });
+  const { page } = watched;
+  // In use (its locks point to it): the service refuses and the page says why.
+  await page.getByTestId(`delete-gateway-${s.gateway.id}`).click();
+  await page.getByRole('dialog', { name: /^Delete the gateway/ }).waitFor();
+  await assertAxe(page, 'gateway delete confirmation');
+  await page.getByTestId('confirm-yes').click();
+  await page.getByTestId('form-error').waitFor();
+  assert.equal((await ctx.service.admin('GET', `/admin/v1/gateways/${s.gateway.id}`)).status, 200);
+  // Unused: gone after the confirmation.
+  await page.getByTestId(`delete-gateway-${spare.id}`).click();
+  const dialog = page.getByRole('dialog', { name: /^Delete the gateway/ });
+  assert.match((await dialog.textContent()) ?? '', new RegExp(`id ${spare.id}`));
+  await page.getByTestId('confirm-yes').click();
+  await page.getByTestId(`gateway-row-${spare.id}`).waitFor({ state: 'detached' });
+  assert.equal((await ctx.service.admin('GET', `/admin/v1/gateways/${spare.id}`)).status, 404);
+
+  await page.getByTestId('tab-api-keys').click();
+  await page.getByTestId(`revoke-api-key-${key.id}`).click();
+  const revoke = page.getByRole('dialog', { name: 'Revoke the API key Old reader?' });
+  await revoke.waitFor();
+  await page.keyboard.press('Escape');
+  await revoke.waitFor({ state: 'detached' });
+  assert.equal((await ctx.service.request('GET', '/v1/events', { token: key.token })).status, 200, 'Escape keeps the key');
+  await page.getByTestId(`revoke-api-key-${key.id}`).click();
+  await page.getByTestId('confirm-yes').click();
+  await page.getByTestId(`revoke-api-key-${key.id}`).waitFor({ state: 'detached' });
+  assert.equal((await ctx.service.request('GET', '/v1/events', { token: key.token })).status, 401);
+  assertClean(watched);
+});

@@ -421,15 +421,16 @@ export function today(): string {
  * false on Cancel or Escape; render `dialog` somewhere on the page.
  */
 export function useConfirm() {
-  const [asking, setAsking] = useState<{ title: string; body: ComponentChildren; action: string; resolve: (ok: boolean) => void } | null>(null);
-  const confirm = (title: string, body: ComponentChildren, action: string) =>
+  const [asking, setAsking] = useState<{ title: string; body: ComponentChildren; action: string; keep: string; resolve: (ok: boolean) => void } | null>(null);
+  const confirm = (title: string, body: ComponentChildren, action: string, keep = 'Cancel') =>
     new Promise<boolean>((resolve) => {
-      setAsking({ title, body, action, resolve });
+      setAsking({ title, body, action, keep, resolve });
     });
   const dialog = asking ? (
     <ConfirmDialog
       title={asking.title}
       action={asking.action}
+      keep={asking.keep}
       onAnswer={(ok) => {
         asking.resolve(ok);
         setAsking(null);
@@ -441,7 +442,8 @@ export function useConfirm() {
   return { confirm, dialog };
 }
 
-function ConfirmDialog({ title, action, children, onAnswer }: { title: string; action: string; children: ComponentChildren; onAnswer: (ok: boolean) => void }) {
+function ConfirmDialog(props: { title: string; action: string; keep: string; children: ComponentChildren; onAnswer: (ok: boolean) => void }) {
+  const { title, action, keep, children, onAnswer } = props;
   const ref = useRef<HTMLDialogElement>(null);
   const answered = useRef(false);
   useEffect(() => {
@@ -469,7 +471,7 @@ function ConfirmDialog({ title, action, children, onAnswer }: { title: string; a
           {action}
         </button>
         <button type="button" class="secondary" onClick={() => answer(false)} data-testid="confirm-cancel">
-          Cancel
+          {keep}
         </button>
       </div>
     </dialog>

@@ -1,7 +1,7 @@
 // API keys of an account: create (the token is shown once), list, revoke.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, usePaged, useSubmit } from '../components.tsx';
+import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, useConfirm, usePaged, useSubmit } from '../components.tsx';
 import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -17,6 +17,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const [expires, setExpires] = useState('');
   const form = useSubmit();
   const revoke = useSubmit();
+  const confirm = useConfirm();
   // Revoked keys stay in the list for the record (the console's own, one per session, pile up there): hidden
   // unless asked for.
   const [showRevoked, setShowRevoked] = useState(false);
@@ -27,6 +28,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
       <h2 id="api-keys-title" tabIndex={-1}>
         API keys
       </h2>
+      {confirm.dialog}
       {created && (
         <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-api-key"]'>
           <Secret label="Token" value={created.token ?? ''} />
@@ -81,15 +83,25 @@ export function ApiKeysSection({ account }: { account: Account }) {
                       class="danger small"
                       disabled={revoke.busy}
                       data-testid={`revoke-api-key-${k.id}`}
-                      onClick={() => {
-                        if (!window.confirm(`Revoke the API key ${k.name}? Its token stops working at once.`)) return;
-                        void revoke.run(async () => {
-                          await api('DELETE', `/admin/v1/api_keys/${k.id}`);
-                          // The button goes with the answer: keep the focus in the section.
-                          document.getElementById('api-keys-title')?.focus();
-                          keys.reload();
-                        });
-                      }}
+                      onClick={() =>
+                        void confirm
+                          .confirm(
+                            `Revoke the API key ${k.name}?`,
+                            <p>
+                              The token starting <code>{k.prefix}</code> stops working at once for everything that uses it; the key stays listed as revoked.
+                            </p>,
+                            `Revoke ${k.name}`,
+                          )
+                          .then((ok) => {
+                            if (!ok) return;
+                            void revoke.run(async () => {
+                              await api('DELETE', `/admin/v1/api_keys/${k.id}`);
+                              // The button goes with the answer: keep the focus in the section.
+                              document.getElementById('api-keys-title')?.focus();
+                              keys.reload();
+                            });
+                          })
+                      }
                     >
                       Revoke<span class="visually-hidden"> {k.name}</span>
                     </button>

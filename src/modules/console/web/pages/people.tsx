@@ -321,15 +321,25 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         class="danger small"
                         disabled={action.busy}
                         data-testid={`return-key-${k.id}`}
-                        onClick={() => {
-                          if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
-                          void action.run(async () => {
-                            await api('POST', `/admin/v1/keys/${k.id}/return`);
-                            // The button goes with the answer: keep the focus in the list.
-                            document.getElementById('keys-title')?.focus();
-                            refresh();
-                          });
-                        }}
+                        onClick={() =>
+                          void confirm
+                            .confirm(
+                              `Return the key ${k.name}?`,
+                              <p>
+                                The {k.type} key {k.name} of {person.data?.name ?? 'this person'} stops opening doors ({k.security_groups.join(', ') || 'no security groups'}); it stays listed as returned.
+                              </p>,
+                              `Return ${k.name}`,
+                            )
+                            .then((ok) => {
+                              if (!ok) return;
+                              void action.run(async () => {
+                                await api('POST', `/admin/v1/keys/${k.id}/return`);
+                                // The button goes with the answer: keep the focus in the list.
+                                document.getElementById('keys-title')?.focus();
+                                refresh();
+                              });
+                            })
+                        }
                       >
                         Return<span class="visually-hidden"> {k.name}</span>
                       </button>
@@ -444,11 +454,23 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         disabled={action.busy}
                         data-testid={`cancel-invitation-${inv.id}`}
                         onClick={() =>
-                          void action.run(async () => {
-                            await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
-                            document.getElementById('invitations-title')?.focus();
-                            refresh();
-                          })
+                          void confirm
+                            .confirm(
+                              `Cancel the invitation ${inv.name}?`,
+                              <p>
+                                Its setup link stops working; {person.data?.name ?? 'the person'} gets no key from it. A new invitation can be sent.
+                              </p>,
+                              'Cancel the invitation',
+                              'Keep it',
+                            )
+                            .then((ok) => {
+                              if (!ok) return;
+                              void action.run(async () => {
+                                await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
+                                document.getElementById('invitations-title')?.focus();
+                                refresh();
+                              });
+                            })
                         }
                       >
                         Cancel<span class="visually-hidden"> {inv.name}</span>
