@@ -370,3 +370,26 @@ test('a gateway deleted and an API key revoked, each after a dialog naming it; a
   assert.equal((await ctx.service.request('GET', '/v1/events', { token: key.token })).status, 401);
   assertClean(watched);
 });
+
+test('locks sortable by a header: aria-sort follows, keyboard works', async (t) => {
+  const s = needsSite(t);
+  if (!s) return;
+  const watched = await openSignedIn(`/console/accounts/${s.account}/locks`, { bypassCSP: true });
+  const { page } = watched;
+  const names = async () => (await page.locator('[data-testid^="lock-row-"] td:first-child').allTextContents()).map((n) => n.trim());
+  await page.getByTestId(`lock-row-${s.front}`).waitFor();
+  const header = page.getByRole('columnheader', { name: /^Name/ });
+  assert.equal(await header.getAttribute('aria-sort'), null, 'not sorted by name until asked');
+  await page.getByTestId('sort-name').focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await header.getAttribute('aria-sort'), 'ascending');
+  assert.deepEqual(await names(), ['Back door', 'Front door']);
+  await page.keyboard.press('Enter');
+  assert.equal(await header.getAttribute('aria-sort'), 'descending');
+  assert.deepEqual(await names(), ['Front door', 'Back door']);
+  await page.getByTestId('sort-id').click();
+  assert.equal(await header.getAttribute('aria-sort'), null, 'one column sorts at a time');
+  assert.equal(await page.getByRole('columnheader', { name: /^ID/ }).getAttribute('aria-sort'), 'ascending');
+  await assertAxe(page, 'locks sorted');
+  assertClean(watched);
+});

@@ -1,7 +1,7 @@
 // API keys of an account: create (the token is shown once), list, revoke.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, useConfirm, usePaged, useSubmit } from '../components.tsx';
+import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
 import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -23,6 +23,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const [showRevoked, setShowRevoked] = useState(false);
   const shown = showRevoked ? keys.items : keys.items.filter((k) => !k.revoked_at);
   const hidden = keys.items.length - shown.length;
+  const sorted = useSort(shown, { name: (k) => k.name, prefix: (k) => k.prefix, location: (k) => k.location_id, expires: (k) => Date.parse(k.expires_at) });
   return (
     <section aria-labelledby="api-keys-title">
       <h2 id="api-keys-title" tabIndex={-1}>
@@ -49,17 +50,17 @@ export function ApiKeysSection({ account }: { account: Account }) {
         <Table label="API keys">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Location</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('prefix', 'Prefix')}
+              {sorted.header('location', 'Location')}
               <th scope="col">Scopes</th>
               <th scope="col">Lock allowlist</th>
-              <th scope="col">Expires</th>
+              {sorted.header('expires', 'Expires')}
               <th scope="col">Revoke</th>
             </tr>
           </thead>
           <tbody>
-            {shown.map((k) => (
+            {sorted.rows.map((k) => (
               <tr key={k.id} data-testid={`api-key-row-${k.id}`}>
                 <td>
                   {k.name}

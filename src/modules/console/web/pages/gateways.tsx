@@ -1,7 +1,7 @@
 // Gateways of an account: presence live; the MQTT password is shown once, at creation and rotation.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, useConfirm, usePaged, useSubmit } from '../components.tsx';
+import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
 import type { Account, Gateway } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -16,6 +16,7 @@ export function GatewaysSection({ account }: { account: Account }) {
   const form = useSubmit();
   const rotate = useSubmit();
   const confirm = useConfirm();
+  const sorted = useSort(gateways.items, { name: (g) => g.name, id: (g) => g.id, state: (g) => (g.online ? 'online' : 'offline'), seen: (g) => (g.last_seen_at ? Date.parse(g.last_seen_at) : null) });
   return (
     <section aria-labelledby="gateways-title">
       <h2 id="gateways-title" tabIndex={-1}>
@@ -37,16 +38,16 @@ export function GatewaysSection({ account }: { account: Account }) {
         <Table label="Gateways">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">ID</th>
-              <th scope="col">State</th>
-              <th scope="col">Last seen</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('id', 'ID')}
+              {sorted.header('state', 'State')}
+              {sorted.header('seen', 'Last seen')}
               <th scope="col">Username</th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
-            {gateways.items.map((g) => (
+            {sorted.rows.map((g) => (
               <tr key={g.id} data-testid={`gateway-row-${g.id}`}>
                 <td>{g.name}</td>
                 <td>{g.id}</td>

@@ -2,7 +2,7 @@
 // pause/resume, ping, and one subscription's deliveries with redeliver.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, usePaged, useResource, useSubmit } from '../components.tsx';
+import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, usePaged, useSort, useResource, useSubmit } from '../components.tsx';
 import { Link } from '../router.tsx';
 import { WEBHOOK_EVENTS, type Account, type Delivery, type Webhook } from '../types.ts';
 
@@ -13,6 +13,7 @@ export function WebhooksSection({ account, webhookId }: { account: Account; webh
 
 function WebhookList({ account }: { account: Account }) {
   const hooks = usePaged<Webhook>('/v1/webhooks', { account: account.id, topics: ['webhooks'] });
+  const sorted = useSort(hooks.items, { url: (h) => h.url, status: (h) => h.status, failing: (h) => (h.failing_since ? Date.parse(h.failing_since) : null), last: (h) => (h.last_delivery_at ? Date.parse(h.last_delivery_at) : null) });
   const [created, setCreated] = useState<Webhook | null>(null);
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>(['*']);
@@ -31,15 +32,15 @@ function WebhookList({ account }: { account: Account }) {
         <Table label="Webhook subscriptions">
           <thead>
             <tr>
-              <th scope="col">URL</th>
+              {sorted.header('url', 'URL')}
               <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Failing since</th>
-              <th scope="col">Last delivery</th>
+              {sorted.header('status', 'Status')}
+              {sorted.header('failing', 'Failing since')}
+              {sorted.header('last', 'Last delivery')}
             </tr>
           </thead>
           <tbody>
-            {hooks.items.map((h) => (
+            {sorted.rows.map((h) => (
               <tr key={h.id} data-testid={`webhook-row-${h.id}`}>
                 <td>
                   <Link href={`/console/accounts/${account.id}/webhooks/${h.id}`}>{h.url}</Link>
