@@ -853,13 +853,19 @@ function EditCredential({ keyItem, current, onDone }: { keyItem: Key | undefined
 function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: Key | undefined; onDone: () => void }) {
   const devices = useResource<{ data: KeyDevice[] }>(keyItem ? `/admin/v1/keys/${keyItem.id}/devices` : null, { topics: ['events'], liveAccount: account.id });
   const form = useSubmit();
+  const confirm = useConfirm();
   const [removed, setRemoved] = useState<string | null>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
   if (!keyItem) return null;
   const list = devices.data?.data ?? [];
-  const remove = (device: KeyDevice) => {
-    if (!window.confirm(`Remove device ${device.id} from the key ${keyItem.name}? It opens nothing from its next tap; another device needs a new setup link.`)) return;
+  const remove = async (device: KeyDevice) => {
+    const ok = await confirm.confirm(
+      `Remove device ${device.id} from the key ${keyItem.name}?`,
+      <p>It opens nothing from its next tap; another device needs a new setup link.</p>,
+      `Remove device ${device.id}`,
+    );
+    if (!ok) return;
     setRemoved(null);
     void form.run(async () => {
       await api('DELETE', `/admin/v1/keys/${keyItem.id}/devices/${device.id}`);
@@ -903,7 +909,7 @@ function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: K
                   <Time iso={device.last_used_at} />
                 </td>
                 <td>
-                  <button type="button" class="danger small" disabled={form.busy} onClick={() => remove(device)} data-testid={`remove-device-${device.id}`}>
+                  <button type="button" class="danger small" disabled={form.busy} onClick={() => void remove(device)} data-testid={`remove-device-${device.id}`}>
                     Remove<span class="visually-hidden"> device {device.id} of {keyItem.name}</span>
                   </button>
                 </td>
@@ -912,6 +918,7 @@ function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: K
           </tbody>
         </Table>
       )}
+      {confirm.dialog}
       <FormError error={form.error} />
       {removed && (
         <p role="status" class="ok-text" data-testid="device-removed">
