@@ -216,7 +216,7 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                       <p>
                         {p.name}
                         {p.email ? ` (${p.email})` : ''} leaves every list.{' '}
-                        {live.length > 0 ? `Their ${live.length === 1 ? 'key' : `${live.length} keys`} (${live.map((k) => k.name).join(', ')}) stop opening doors. ` : 'They hold no key. '}
+                        {live.length > 0 ? `Their ${live.length === 1 ? 'key' : `${live.length} keys`} (${live.map((k) => k.name).join(', ')}) ${live.length === 1 ? 'stops' : 'stop'} opening doors. ` : 'They hold no key. '}
                         {pending.length > 0 ? `${pending.length === 1 ? 'One pending invitation is' : `${pending.length} pending invitations are`} cancelled. ` : ''}
                         The payloads of webhook deliveries about them are purged. This cannot be undone.
                       </p>
