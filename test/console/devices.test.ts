@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { BrowserContextOptions } from 'playwright-core';
 import { DESKTOP, PHONE, assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
-import { waitFor } from '../helpers/gateways.ts';
 import { issueKey, keysTenant, latestLink, linkPath, type KeysTenant } from '../helpers/keys.ts';
 import { SoftwarePasskey } from '../helpers/passkey.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
@@ -78,7 +77,7 @@ test('two phone keys of one person, each bound to a phone by its setup link; one
   assert.ok((await devicesOf(used.keyId))[0]?.last_used_at, 'the tap is recorded');
 });
 
-test("a key's devices on the person page: registered and last used; Remove asks first, then the device opens nothing from its next tap", async (t) => {
+test("a key's devices on the person page: registered and last used; Remove asks first (a dialog), then the device opens nothing from its next tap", async (t) => {
   if (!needsSite(t) || !site) return;
   const { used, unused } = site;
   const [device] = await devicesOf(used.keyId);
@@ -110,20 +109,18 @@ test("a key's devices on the person page: registered and last used; Remove asks 
 
   // Remove, then "Cancel" in the confirmation: nothing is removed.
   const remove = panel.getByRole('button', { name: `Remove device ${device.id} of Phone key` });
-  let asked = '';
-  page.once('dialog', (dialog) => {
-    asked = dialog.message();
-    void dialog.dismiss();
-  });
   await remove.click();
-  await waitFor(() => asked !== '', 'the confirmation');
-  assert.match(asked, /opens nothing from its next tap/);
+  const dialog = page.getByRole('dialog', { name: `Remove device ${device.id} from the key Phone key?` });
+  await dialog.waitFor();
+  assert.match((await dialog.textContent()) ?? '', /opens nothing from its next tap/);
+  await page.getByTestId('confirm-cancel').click();
+  await dialog.waitFor({ state: 'detached' });
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal((await devicesOf(used.keyId)).length, 1, 'still bound after a cancelled confirmation');
 
   // Confirmed: removed, said so, the row gone; the operator API holds none.
-  page.once('dialog', (dialog) => void dialog.accept());
   await remove.click();
+  await page.getByTestId('confirm-yes').click();
   await panel.getByTestId('device-removed').filter({ hasText: `Device ${device.id} removed` }).waitFor();
   await row.waitFor({ state: 'detached' });
   await panel.getByText('No device', { exact: false }).waitFor();

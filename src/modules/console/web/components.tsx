@@ -272,13 +272,22 @@ export function Checkboxes(props: {
   onChange: (selected: string[]) => void;
   error?: RequestError | null;
   empty?: string;
+  /** Words under the legend (read with the group: aria-describedby). */
+  hint?: string;
+  testid?: string;
 }) {
-  const { legend, name, options, selected, onChange, error = null, empty } = props;
+  const { legend, name, options, selected, onChange, error = null, empty, hint, testid } = props;
   const problems = fieldProblems(error, name);
   const base = useId(name);
+  const described = [hint ? `${base}-hint` : '', problems.length ? `${base}-error` : ''].filter(Boolean).join(' ');
   return (
-    <fieldset class="checkboxes" aria-describedby={problems.length ? `${base}-error` : undefined}>
+    <fieldset class="checkboxes" aria-describedby={described || undefined} data-testid={testid}>
       <legend>{legend}</legend>
+      {hint && (
+        <small id={`${base}-hint`} class="hint checkboxes-hint">
+          {hint}
+        </small>
+      )}
       {options.length === 0 && <p class="muted">{empty ?? 'None yet.'}</p>}
       {options.map((option, i) => (
         <label key={option.value} class="check" for={`${base}-${i}`}>
@@ -321,6 +330,216 @@ export function ListState({ list, empty }: { list: Paged<unknown>; empty: string
   return null;
 }
 
+export type SortDirection = 'ascending' | 'descending';
+type SortValue = string | number | null | undefined;
+
+/**
+ * Rows sorted by a column the operator picks (a button in its header; again: the other way). The header
+ * carries aria-sort; the rows are those loaded, sorted in the browser.
+ */
+export function useSort<T>(rows: T[], columns: Record<string, (row: T) => SortValue>, initial: { key: string; direction: SortDirection } | null = null) {
+  const [sort, setSort] = useState(initial);
+  const value = sort ? columns[sort.key] : undefined;
+  const sorted =
+    sort && value
+      ? rows.slice().sort((a, b) => {
+          const x = value(a);
+          const y = value(b);
+          // Empty cells last, whichever way.
+          if (x === null || x === undefined || x === '') return y === null || y === undefined || y === '' ? 0 : 1;
+          if (y === null || y === undefined || y === '') return -1;
+          const order = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true, sensitivity: 'base' });
+          return sort.direction === 'ascending' ? order : -order;
+        })
+      : rows;
+  const header = (key: string, label: string) => {
+    const active = sort?.key === key ? sort.direction : undefined;
+    return (
+      <th scope="col" aria-sort={active} key={key}>
+        <button
+          type="button"
+          class="sort"
+          data-testid={`sort-${key}`}
+          onClick={() => setSort({ key, direction: active === 'ascending' ? 'descending' : 'ascending' })}
+        >
+          {label}
+          <span aria-hidden="true" class="sort-mark">
+            {active === 'ascending' ? ' ▲' : active === 'descending' ? ' ▼' : ' ↕'}
+          </span>
+        </button>
+      </th>
+    );
+  };
+  return { rows: sorted, header, sort };
+}
+
+/** One CSV cell: a text that a spreadsheet would read as a formula (= + - @, tab, CR) gets a leading '; quoted when needed. */
+export function csvCell(value: unknown): string {
+  let text = value === null || value === undefined ? '' : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** RFC 4180 CSV: a header row, then the rows; CRLF line ends. */
+export function toCsv(header: string[], rows: unknown[][]): string {
+  return [header, ...rows].map((row) => row.map(csvCell).join(',')).join('\r\n') + '\r\n';
+}
+
+/** Saves `text` as a file (a download from a blob: URL; nothing leaves the browser). */
+export function downloadText(filename: string, text: string, type = 'text/csv;charset=utf-8'): void {
+  // A byte order mark: spreadsheets then read the file as UTF-8.
+  const url = URL.createObjectURL(new Blob(['\ufeff', text], { type }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = filename;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** Every page of a list (up to `most` rows), for an export of what the filters show. */
+export async function readAll<T>(path: string, options: { account?: number; query?: Query; most?: number } = {}): Promise<{ rows: T[]; cut: boolean }> {
+  const most = options.most ?? 10_000;
+  let rows: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: Page<T> = await get<Page<T>>(path, { account: options.account, query: { ...options.query, limit: 200, cursor } });
+    rows = rows.concat(page.data);
+    cursor = page.next_cursor;
+  } while (cursor && rows.length < most);
+  return { rows: rows.slice(0, most), cut: cursor !== null || rows.length > most };
+}
+
+/** A file name part for today (the browser's date). */
+export function today(): string {
+  return localFromIso(new Date().toISOString()).slice(0, 10);
+}
+
+/**
+ * A modal confirmation (a <dialog>) naming what goes: `confirm(…)` resolves true on the confirming button,
+ * false on Cancel or Escape; render `dialog` somewhere on the page.
+ */
+export function useConfirm() {
+  const [asking, setAsking] = useState<{ title: string; body: ComponentChildren; action: string; keep: string; resolve: (ok: boolean) => void } | null>(null);
+  const confirm = (title: string, body: ComponentChildren, action: string, keep = 'Cancel') =>
+    new Promise<boolean>((resolve) => {
+      setAsking({ title, body, action, keep, resolve });
+    });
+  const dialog = asking ? (
+    <ConfirmDialog
+      title={asking.title}
+      action={asking.action}
+      keep={asking.keep}
+      onAnswer={(ok) => {
+        asking.resolve(ok);
+        setAsking(null);
+      }}
+    >
+      {asking.body}
+    </ConfirmDialog>
+  ) : null;
+  return { confirm, dialog };
+}
+
+function ConfirmDialog(props: { title: string; action: string; keep: string; children: ComponentChildren; onAnswer: (ok: boolean) => void }) {
+  const { title, action, keep, children, onAnswer } = props;
+  const ref = useRef<HTMLDialogElement>(null);
+  const answered = useRef(false);
+  useEffect(() => {
+    const from = document.activeElement;
+    const dialog = ref.current;
+    dialog?.showModal();
+    // Cancel is focused first: a stray Enter keeps what is there.
+    dialog?.querySelector<HTMLElement>('[data-testid="confirm-cancel"]')?.focus();
+    return () => {
+      if (dialog?.open) dialog.close();
+      if (from instanceof HTMLElement && from.isConnected) from.focus();
+    };
+  }, []);
+  const answer = (ok: boolean) => {
+    if (answered.current) return;
+    answered.current = true;
+    onAnswer(ok);
+  };
+  return (
+    <dialog ref={ref} class="confirm" aria-labelledby="confirm-title" aria-describedby="confirm-body" data-testid="confirm-dialog" onClose={() => answer(false)}>
+      <h2 id="confirm-title">{title}</h2>
+      <div id="confirm-body">{children}</div>
+      <div class="actions">
+        <button type="button" class="danger" onClick={() => answer(true)} data-testid="confirm-yes">
+          {action}
+        </button>
+        <button type="button" class="secondary" onClick={() => answer(false)} data-testid="confirm-cancel">
+          {keep}
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+export interface PickOption {
+  value: string;
+  label: string;
+}
+
+/**
+ * A picker backed by a list API: a search field (what `find` is asked with, as typed, after a pause) and a select
+ * of what it found, "any" first. The chosen value stays offered when a new search does not find it.
+ */
+export function Picker(props: {
+  label: string;
+  name: string;
+  any: string;
+  value: string;
+  onValue: (value: string) => void;
+  find: (text: string) => Promise<PickOption[]>;
+  /** The label of `value` when the search has not found it (yet). */
+  chosenLabel?: string;
+  error?: RequestError | null;
+  testid: string;
+}) {
+  const { label, name, any, value, onValue, find, chosenLabel, error = null, testid } = props;
+  const [text, setText] = useState('');
+  const [found, setFound] = useState<PickOption[]>([]);
+  const [problem, setProblem] = useState<string | null>(null);
+  const generation = useRef(0);
+  useEffect(() => {
+    const mine = ++generation.current;
+    const timer = setTimeout(() => {
+      find(text.trim())
+        .then((options) => {
+          if (mine !== generation.current) return;
+          setFound(options);
+          setProblem(null);
+        })
+        .catch((caught: unknown) => {
+          if (mine === generation.current) setProblem(caught instanceof Error ? caught.message : String(caught));
+        });
+    }, 200);
+    return () => clearTimeout(timer);
+  }, [text]);
+  const chosen = found.find((o) => o.value === value);
+  const options = value && !chosen ? [{ value, label: chosenLabel ?? value }, ...found] : found;
+  return (
+    <div class="picker" data-testid={testid}>
+      <TextField label={`Find ${label.toLowerCase()}`} name={`${name}-search`} type="search" value={text} onValue={setText} autoComplete="off" data-testid={`${testid}-search`} />
+      <Field label={label} name={name} error={error} hint={problem ?? `${found.length === 0 ? 'Nothing found' : `${found.length} found`}${text.trim() ? ` for “${text.trim()}”` : ''}`}>
+        {(a) => (
+          <select {...a} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} data-testid={`${testid}-select`}>
+            <option value="">{any}</option>
+            {options.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+    </div>
+  );
+}
+
 /** A table that scrolls sideways on a narrow screen; focusable so a keyboard can scroll it. */
 export function Table({ label, children }: { label: string; children: ComponentChildren }) {
   // The section around it is a region named by its heading, often the same words: name this one apart.
@@ -331,12 +550,44 @@ export function Table({ label, children }: { label: string; children: ComponentC
   );
 }
 
-export function Time({ iso }: { iso: string | null | undefined }) {
+/** The browser's IANA time zone (what times are shown in when no location gives one). */
+export function browserTimeZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  } catch {
+    return 'UTC';
+  }
+}
+
+/**
+ * A moment in words with its time zone's short name ("27 Nov 2026, 14:03 CET"): in `zone` (a lock's location)
+ * when given and known to the browser, else in the browser's own zone.
+ */
+export function formatTime(date: Date, zone?: string | null, seconds = false): string {
+  const options: Intl.DateTimeFormatOptions = {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    ...(seconds ? { second: '2-digit' } : {}),
+    timeZoneName: 'short',
+  };
+  try {
+    return new Intl.DateTimeFormat(undefined, zone ? { ...options, timeZone: zone } : options).format(date);
+  } catch {
+    // a zone this browser does not know: its own
+    return new Intl.DateTimeFormat(undefined, options).format(date);
+  }
+}
+
+export function Time({ iso, zone, seconds }: { iso: string | null | undefined; zone?: string | null; seconds?: boolean }) {
   if (!iso) return <span class="muted">never</span>;
   const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return <time dateTime={iso}>{iso}</time>;
   return (
-    <time dateTime={iso} title={iso}>
-      {Number.isNaN(date.getTime()) ? iso : date.toLocaleString()}
+    <time dateTime={iso} title={`${iso} (shown in ${zone || browserTimeZone()})`}>
+      {formatTime(date, zone, seconds)}
     </time>
   );
 }
@@ -392,4 +643,13 @@ export function isoFromLocal(value: string): string | undefined {
   if (!value) return undefined;
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? value : date.toISOString();
+}
+
+/** A datetime-local value (the browser's time zone) from ISO 8601; empty for null. */
+export function localFromIso(iso: string | null): string {
+  if (!iso) return '';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return '';
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
 }

@@ -192,6 +192,8 @@ export interface Delivery {
   next_attempt_at: string | null;
   delivered_at: string | null;
   created_at: string;
+  /** The event's `data` as delivered; null once purged (a deleted person's). */
+  payload?: Record<string, unknown> | null;
 }
 export interface OutboxMessage {
   id: number;

@@ -1,7 +1,7 @@
 // API keys of an account: create (the token is shown once), list, revoke.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, usePaged, useSubmit } from '../components.tsx';
+import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
 import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -17,16 +17,19 @@ export function ApiKeysSection({ account }: { account: Account }) {
   const [expires, setExpires] = useState('');
   const form = useSubmit();
   const revoke = useSubmit();
+  const confirm = useConfirm();
   // Revoked keys stay in the list for the record (the console's own, one per session, pile up there): hidden
   // unless asked for.
   const [showRevoked, setShowRevoked] = useState(false);
   const shown = showRevoked ? keys.items : keys.items.filter((k) => !k.revoked_at);
   const hidden = keys.items.length - shown.length;
+  const sorted = useSort(shown, { name: (k) => k.name, prefix: (k) => k.prefix, location: (k) => k.location_id, expires: (k) => Date.parse(k.expires_at) });
   return (
     <section aria-labelledby="api-keys-title">
       <h2 id="api-keys-title" tabIndex={-1}>
         API keys
       </h2>
+      {confirm.dialog}
       {created && (
         <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-api-key"]'>
           <Secret label="Token" value={created.token ?? ''} />
@@ -47,17 +50,17 @@ export function ApiKeysSection({ account }: { account: Account }) {
         <Table label="API keys">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Location</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('prefix', 'Prefix')}
+              {sorted.header('location', 'Location')}
               <th scope="col">Scopes</th>
               <th scope="col">Lock allowlist</th>
-              <th scope="col">Expires</th>
+              {sorted.header('expires', 'Expires')}
               <th scope="col">Revoke</th>
             </tr>
           </thead>
           <tbody>
-            {shown.map((k) => (
+            {sorted.rows.map((k) => (
               <tr key={k.id} data-testid={`api-key-row-${k.id}`}>
                 <td>
                   {k.name}
@@ -81,15 +84,25 @@ export function ApiKeysSection({ account }: { account: Account }) {
                       class="danger small"
                       disabled={revoke.busy}
                       data-testid={`revoke-api-key-${k.id}`}
-                      onClick={() => {
-                        if (!window.confirm(`Revoke the API key ${k.name}? Its token stops working at once.`)) return;
-                        void revoke.run(async () => {
-                          await api('DELETE', `/admin/v1/api_keys/${k.id}`);
-                          // The button goes with the answer: keep the focus in the section.
-                          document.getElementById('api-keys-title')?.focus();
-                          keys.reload();
-                        });
-                      }}
+                      onClick={() =>
+                        void confirm
+                          .confirm(
+                            `Revoke the API key ${k.name}?`,
+                            <p>
+                              The token starting <code>{k.prefix}</code> stops working at once for everything that uses it; the key stays listed as revoked.
+                            </p>,
+                            `Revoke ${k.name}`,
+                          )
+                          .then((ok) => {
+                            if (!ok) return;
+                            void revoke.run(async () => {
+                              await api('DELETE', `/admin/v1/api_keys/${k.id}`);
+                              // The button goes with the answer: keep the focus in the section.
+                              document.getElementById('api-keys-title')?.focus();
+                              keys.reload();
+                            });
+                          })
+                      }
                     >
                       Revoke<span class="visually-hidden"> {k.name}</span>
                     </button>

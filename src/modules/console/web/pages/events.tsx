@@ -3,10 +3,28 @@
 // of its last page (a cursor the API gave, passed back as is) and puts the new rows on top.
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, get, type Page } from '../api.ts';
-import { Checkboxes, FormError, Table, TextField, Time, isoFromLocal } from '../components.tsx';
+import {
+  Checkboxes,
+  FormError,
+  Picker,
+  Table,
+  TextField,
+  Time,
+  browserTimeZone,
+  downloadText,
+  formatTime,
+  isoFromLocal,
+  readAll,
+  today,
+  toCsv,
+  useSort,
+  useSubmit,
+  type PickOption,
+} from '../components.tsx';
 import { useLive } from '../live.ts';
 import { Link, useLocation } from '../router.tsx';
-import { CONSOLE_KEY_NAME, EVENT_TYPES, type AccessEvent, type Account } from '../types.ts';
+import { CONSOLE_KEY_NAME, EVENT_TYPES, type AccessEvent, type Account, type Lock, type Person } from '../types.ts';
+import { useLocations } from './account.tsx';
 
 const PAGE = 100;
 /** Pages read in one go when opening or catching up; beyond, the operator asks for more. */
@@ -78,7 +96,73 @@ export function EventsSection({ account }: { account: Account }) {
     if (!tail.current.next) void read('tail');
   });
 
+  // Times in the zone of the lock's location where it has one (its own or from above), else the browser's.
+  const locations = useLocations(account);
+  const zoneOf = (ev: AccessEvent) => locations.items.find((l) => l.id === ev.location.id)?.effective_time_zone ?? null;
   const newestFirst = rows.slice().reverse();
+  const sorted = useSort(newestFirst, {
+    when: (ev) => Date.parse(ev.occurred_at),
+    type: (ev) => ev.type,
+    result: (ev) => ev.result,
+    lock: (ev) => ev.lock.name,
+    who: (ev) => actorWords(ev),
+    reason: (ev) => ev.reason,
+  });
+  const exporting = useSubmit();
+  const exportCsv = () =>
+    void exporting.run(async () => {
+      const all = await readAll<AccessEvent>('/v1/events', { account: account.id, query: filter });
+      const header = ['id', 'occurred_at', 'local_time', 'type', 'result', 'reason', 'source', 'lock_id', 'lock', 'place', 'location', 'person_id', 'person', 'person_email', 'key_id', 'key', 'api_key', 'api_key_prefix'];
+      const lines = all.rows.map((ev) => [
+        ev.id,
+        ev.occurred_at,
+        formatTime(new Date(ev.occurred_at), zoneOf(ev), true),
+        ev.type,
+        ev.result,
+        ev.reason,
+        ev.source,
+        ev.lock.id,
+        ev.lock.name,
+        ev.lock.place,
+        ev.location.name,
+        ev.person?.id,
+        ev.person?.name,
+        ev.person?.email,
+        ev.key?.id,
+        ev.key?.name,
+        ev.api_key?.name,
+        ev.api_key?.prefix,
+      ]);
+      downloadText(`access-log-${account.id}-${today()}.csv`, toCsv(header, lines));
+    });
+  const findPerson = useCallback(
+    async (text: string): Promise<PickOption[]> => {
+      const page = await get<Page<Person>>('/admin/v1/people', { query: { account_id: account.id, q: text, limit: 50 } });
+      return page.data.map((p) => ({ value: p.id, label: p.email ? `${p.name} (${p.email})` : p.name }));
+    },
+    [account.id],
+  );
+  const allLocks = useRef<Promise<Lock[]> | null>(null);
+  const findLock = useCallback(
+    async (text: string): Promise<PickOption[]> => {
+      // The lock list takes no search: read it once (every page) and find in it.
+      allLocks.current ??= readAll<Lock>('/v1/locks', { account: account.id }).then((all) => all.rows);
+      let locks: Lock[];
+      try {
+        locks = await allLocks.current;
+      } catch (caught) {
+        allLocks.current = null;
+        throw caught;
+      }
+      const words = text.toLowerCase();
+      return locks
+        .filter((l) => !words || `${l.name} ${l.place} ${l.location.name} ${l.id}`.toLowerCase().includes(words))
+        .map((l) => ({ value: String(l.id), label: `${l.name}${l.place ? `, ${l.place}` : ''} (${l.location.name})` }));
+    },
+    [account.id],
+  );
+  const knownPerson = rows.find((r) => r.person?.id === personId)?.person?.name;
+  const knownLock = rows.find((r) => String(r.lock.id) === lockId)?.lock.name;
   return (
     <section aria-labelledby="events-title">
       <h2 id="events-title">Access log</h2>
@@ -91,8 +175,8 @@ export function EventsSection({ account }: { account: Account }) {
         }}
       >
         <TextField label="Since" name="since" type="datetime-local" value={since} onValue={setSince} error={error} hint="Empty: from the start" data-testid="events-since" />
-        <TextField label="Lock id" name="lock_id" inputMode="numeric" value={lockId} onValue={setLockId} error={error} data-testid="events-lock" />
-        <TextField label="Person id" name="person_id" value={personId} onValue={setPersonId} error={error} data-testid="events-person" />
+        <Picker label="Lock" name="lock_id" any="Any lock" value={lockId} onValue={setLockId} find={findLock} chosenLabel={knownLock ?? `Lock ${lockId}`} error={error} testid="events-lock" />
+        <Picker label="Person" name="person_id" any="Anyone" value={personId} onValue={setPersonId} find={findPerson} chosenLabel={knownPerson ?? `Person ${personId}`} error={error} testid="events-person" />
         <Checkboxes legend="Types" name="type" options={EVENT_TYPES.map((t) => ({ value: t, label: t }))} selected={types} onChange={setTypes} />
         <button type="submit" class="secondary" data-testid="events-apply">
           Apply filters
@@ -107,23 +191,33 @@ export function EventsSection({ account }: { account: Account }) {
       <p class="muted" aria-live="polite" data-testid="events-count">
         {loading ? 'Loading…' : `${rows.length} rows, newest first${tail.current.next ? '' : '; new rows appear on top as they arrive'}.`}
       </p>
+      <p class="muted" data-testid="events-zone">
+        Times are in the time zone of the lock's location where it has one, else in this browser's ({browserTimeZone()}).
+      </p>
+      <div class="toolbar">
+        <button type="button" class="secondary" onClick={exportCsv} disabled={exporting.busy} data-testid="events-export">
+          Export CSV<span class="visually-hidden"> of the access log as filtered</span>
+        </button>
+        <span class="muted">Every row the filters match, oldest first.</span>
+      </div>
+      <FormError error={exporting.error} />
       {rows.length > 0 && (
         <Table label="Access log">
           <thead>
             <tr>
-              <th scope="col">When</th>
-              <th scope="col">Type</th>
-              <th scope="col">Result</th>
-              <th scope="col">Lock</th>
-              <th scope="col">Who</th>
-              <th scope="col">Reason</th>
+              {sorted.header('when', 'When')}
+              {sorted.header('type', 'Type')}
+              {sorted.header('result', 'Result')}
+              {sorted.header('lock', 'Lock')}
+              {sorted.header('who', 'Who')}
+              {sorted.header('reason', 'Reason')}
             </tr>
           </thead>
           <tbody data-testid="events-rows">
-            {newestFirst.map((ev) => (
+            {sorted.rows.map((ev) => (
               <tr key={ev.id} class={fresh.has(ev.id) ? 'fresh' : ''} data-testid={`event-row-${ev.id}`}>
-                <td>
-                  <Time iso={ev.occurred_at} />
+                <td data-testid={`event-time-${ev.id}`}>
+                  <Time iso={ev.occurred_at} zone={zoneOf(ev)} seconds />
                 </td>
                 <td>{ev.type}</td>
                 <td>
@@ -187,6 +281,12 @@ function Actor({ account, event }: { account: Account; event: AccessEvent }) {
       {event.source === 'key_holder' && <span class="muted"> (from the phone)</span>}
     </>
   );
+}
+
+/** Who acted, in words (for sorting). */
+function actorWords(event: AccessEvent): string {
+  if (event.api_key) return event.api_key.name === CONSOLE_KEY_NAME ? 'Console operator' : `API key ${event.api_key.name}`;
+  return [event.person?.name, event.key?.name].filter(Boolean).join(' ') || '';
 }
 
 /** Follows ?lock_id= and ?person_id= of the address (links from rows, back and forward). */

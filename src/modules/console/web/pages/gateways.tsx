@@ -1,7 +1,7 @@
 // Gateways of an account: presence live; the MQTT password is shown once, at creation and rotation.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, usePaged, useSubmit } from '../components.tsx';
+import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
 import type { Account, Gateway } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -15,9 +15,14 @@ export function GatewaysSection({ account }: { account: Account }) {
   const [name, setName] = useState('');
   const form = useSubmit();
   const rotate = useSubmit();
+  const confirm = useConfirm();
+  const sorted = useSort(gateways.items, { name: (g) => g.name, id: (g) => g.id, state: (g) => (g.online ? 'online' : 'offline'), seen: (g) => (g.last_seen_at ? Date.parse(g.last_seen_at) : null) });
   return (
     <section aria-labelledby="gateways-title">
-      <h2 id="gateways-title">Gateways</h2>
+      <h2 id="gateways-title" tabIndex={-1}>
+        Gateways
+      </h2>
+      {confirm.dialog}
       {shown && (
         <OnceSecret title={`MQTT credentials of ${shown.name}`} onDismiss={() => setShown(null)} returnFocus={madeBy}>
           <Secret label="URL" value={shown.mqtt.url} />
@@ -33,16 +38,16 @@ export function GatewaysSection({ account }: { account: Account }) {
         <Table label="Gateways">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">ID</th>
-              <th scope="col">State</th>
-              <th scope="col">Last seen</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('id', 'ID')}
+              {sorted.header('state', 'State')}
+              {sorted.header('seen', 'Last seen')}
               <th scope="col">Username</th>
-              <th scope="col">Password</th>
+              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
-            {gateways.items.map((g) => (
+            {sorted.rows.map((g) => (
               <tr key={g.id} data-testid={`gateway-row-${g.id}`}>
                 <td>{g.name}</td>
                 <td>{g.id}</td>
@@ -56,22 +61,51 @@ export function GatewaysSection({ account }: { account: Account }) {
                   <code>{g.mqtt.username}</code>
                 </td>
                 <td>
-                  <button
-                    type="button"
-                    class="secondary small"
-                    disabled={rotate.busy}
-                    data-testid={`rotate-gateway-${g.id}`}
-                    onClick={() => {
-                      if (!window.confirm(`Rotate the MQTT password of ${g.name}? The gateway is cut off until it has the new one.`)) return;
-                      void rotate.run(async () => {
-                        setMadeBy(`[data-testid="rotate-gateway-${g.id}"]`);
-                        setShown(await api<Gateway>('POST', `/admin/v1/gateways/${g.id}/rotate_password`));
-                        gateways.reload();
-                      });
-                    }}
-                  >
-                    Rotate password<span class="visually-hidden"> of {g.name}</span>
-                  </button>
+                  <div class="actions">
+                    <button
+                      type="button"
+                      class="secondary small"
+                      disabled={rotate.busy}
+                      data-testid={`rotate-gateway-${g.id}`}
+                      onClick={() => {
+                        if (!window.confirm(`Rotate the MQTT password of ${g.name}? The gateway is cut off until it has the new one.`)) return;
+                        void rotate.run(async () => {
+                          setMadeBy(`[data-testid="rotate-gateway-${g.id}"]`);
+                          setShown(await api<Gateway>('POST', `/admin/v1/gateways/${g.id}/rotate_password`));
+                          gateways.reload();
+                        });
+                      }}
+                    >
+                      Rotate password<span class="visually-hidden"> of {g.name}</span>
+                    </button>
+                    <button
+                      type="button"
+                      class="danger small"
+                      disabled={rotate.busy}
+                      data-testid={`delete-gateway-${g.id}`}
+                      onClick={() =>
+                        void confirm
+                          .confirm(
+                            `Delete the gateway ${g.name}?`,
+                            <p>
+                              The gateway {g.name} (id {g.id}) and its MQTT account <code>{g.mqtt.username}</code> go; it cannot connect any more. The service refuses while
+                              locks, the access log or lock commands refer to it.
+                            </p>,
+                            `Delete ${g.name}`,
+                          )
+                          .then((ok) => {
+                            if (!ok) return;
+                            void rotate.run(async () => {
+                              await api('DELETE', `/admin/v1/gateways/${g.id}`);
+                              document.getElementById('gateways-title')?.focus();
+                              gateways.reload();
+                            });
+                          })
+                      }
+                    >
+                      Delete<span class="visually-hidden"> {g.name}</span>
+                    </button>
+                  </div>
                 </td>
               </tr>
             ))}

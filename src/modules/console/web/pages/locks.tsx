@@ -1,7 +1,7 @@
 // Locks of an account: the public list (online live), create and change through the operator API.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, Time, usePaged, useSubmit } from '../components.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, Time, usePaged, useSort, useSubmit } from '../components.tsx';
 import { useLive } from '../live.ts';
 import { CONSOLE_KEY_NAME, type Account, type Gateway, type Lock, type LockCommand, type SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
@@ -12,6 +12,7 @@ export function LocksSection({ account }: { account: Account }) {
   const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, limit: 200 });
   const [editing, setEditing] = useState<number | null>(null);
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  const sorted = useSort(locks.items, { name: (l) => l.name, place: (l) => l.place, location: (l) => l.location.name, state: (l) => (l.online === null ? 'not remote' : l.online ? 'online' : 'offline'), groups: (l) => l.security_groups.join(', '), id: (l) => l.id });
   return (
     <section aria-labelledby="locks-title">
       <h2 id="locks-title">Locks</h2>
@@ -20,18 +21,18 @@ export function LocksSection({ account }: { account: Account }) {
         <Table label="Locks">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Place</th>
-              <th scope="col">Location</th>
-              <th scope="col">State</th>
-              <th scope="col">Security groups</th>
-              <th scope="col">ID</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('place', 'Place')}
+              {sorted.header('location', 'Location')}
+              {sorted.header('state', 'State')}
+              {sorted.header('groups', 'Security groups')}
+              {sorted.header('id', 'ID')}
               <th scope="col">Open</th>
               <th scope="col">Change</th>
             </tr>
           </thead>
           <tbody>
-            {locks.items.map((lock) => (
+            {sorted.rows.map((lock) => (
               <tr key={lock.id} data-testid={`lock-row-${lock.id}`}>
                 <td>{lock.name}</td>
                 <td>{lock.place}</td>

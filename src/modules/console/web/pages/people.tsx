@@ -3,8 +3,8 @@
 // devices (its passkeys: registered when, last used), one removed.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, isoFromLocal, usePaged, useResource, useSubmit } from '../components.tsx';
-import { Link, navigate } from '../router.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, downloadText, isoFromLocal, localFromIso, readAll, today, toCsv, useConfirm, usePaged, useResource, useSort, useSubmit } from '../components.tsx';
+import { Link, navigate, useLocation } from '../router.tsx';
 import type { Account, Invitation, Key, KeyDevice, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -14,13 +14,29 @@ export function PeopleSection({ account, personId }: { account: Account; personI
 }
 
 function PeopleList({ account }: { account: Account }) {
+  const { query: address } = useLocation();
+  const deleted = address.get('deleted');
   const [value, setValue] = useState('');
   const [q, setQ] = useState('');
   // The operator API's search: part of a name, an e-mail or a phone (the public API finds only exact matches).
-  const people = usePaged<Person>('/admin/v1/people', { query: { account_id: String(account.id), ...(q ? { q } : {}) }, topics: ['events'], liveAccount: account.id });
+  const query = { account_id: String(account.id), ...(q ? { q } : {}) };
+  const people = usePaged<Person>('/admin/v1/people', { query, topics: ['events'], liveAccount: account.id });
+  const sorted = useSort(people.items, { name: (p) => p.name, email: (p) => p.email, phone: (p) => p.phone, company: (p) => p.company_name, location: (p) => p.location.name });
+  const exporting = useSubmit();
+  const exportCsv = () =>
+    void exporting.run(async () => {
+      const all = await readAll<Person>('/admin/v1/people', { query });
+      const rows = all.rows.map((p) => [p.id, p.name, p.email, p.phone, p.company_name, p.title, p.language, p.location.name]);
+      downloadText(`people-${account.id}-${today()}.csv`, toCsv(['id', 'name', 'email', 'phone', 'company', 'title', 'language', 'location'], rows));
+    });
   return (
     <section aria-labelledby="people-title">
       <h2 id="people-title">People</h2>
+      {deleted && (
+        <p role="status" class="ok-text" data-testid="person-deleted">
+          Deleted {deleted}.
+        </p>
+      )}
       <form
         role="search"
         class="inline"
@@ -37,17 +53,27 @@ function PeopleList({ account }: { account: Account }) {
       </form>
       <ListState list={people} empty={q ? 'Nobody matches.' : 'No people yet.'} />
       {people.items.length > 0 && (
+        <div class="toolbar">
+          <button type="button" class="secondary" onClick={exportCsv} disabled={exporting.busy} data-testid="people-export">
+            Export CSV<span class="visually-hidden"> of the people {q ? 'found' : 'listed'}</span>
+          </button>
+          <span class="muted">{q ? `Everyone matching “${q}”` : 'Everyone in the account'}, every page.</span>
+        </div>
+      )}
+      <FormError error={exporting.error} />
+      {people.items.length > 0 && (
         <Table label="People">
           <thead>
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Phone</th>
-              <th scope="col">Location</th>
+              {sorted.header('name', 'Name')}
+              {sorted.header('email', 'E-mail')}
+              {sorted.header('phone', 'Phone')}
+              {sorted.header('company', 'Company')}
+              {sorted.header('location', 'Location')}
             </tr>
           </thead>
-          <tbody>
-            {people.items.map((p) => (
+          <tbody data-testid="people-rows">
+            {sorted.rows.map((p) => (
               <tr key={p.id}>
                 <td>
                   <Link href={`/console/accounts/${account.id}/people/${p.id}`} data-testid={`person-link-${p.id}`}>
@@ -56,6 +82,7 @@ function PeopleList({ account }: { account: Account }) {
                 </td>
                 <td>{p.email}</td>
                 <td>{p.phone}</td>
+                <td>{p.company_name}</td>
                 <td>{p.location.name}</td>
               </tr>
             ))}
@@ -112,13 +139,19 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
   const credentials = useCredentials(keys.items);
   const [editing, setEditing] = useState<number | null>(null);
+  const [changing, setChanging] = useState<number | null>(null);
+  const [editingPerson, setEditingPerson] = useState(false);
+  const confirm = useConfirm();
   const [showingDevices, setShowingDevices] = useState<number | null>(null);
   const action = useSubmit();
   const refresh = () => {
     keys.reload();
     invitations.reload();
   };
-  const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})${g.is_default ? ', default' : ''}` }));
+  // The API gives a new key exactly the groups sent (`is_default` is a field and a filter only): the forms start
+  // with the default groups ticked, so that "default" means what it says.
+  const defaults = groups.items.filter((g) => g.is_default).map((g) => g.code);
   // A resend by SMS fails (sms_disabled) unless the account sends SMS and the person has a phone.
   const resendChannel = account.sms_enabled && person.data?.phone ? 'sms' : 'email';
   // No such person here (404, or not an id at all): no keys to list, no forms to offer.
@@ -148,6 +181,10 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
             <dd>{person.data.phone ?? '—'}</dd>
             <dt>Company</dt>
             <dd>{person.data.company_name ?? '—'}</dd>
+            <dt>Job title</dt>
+            <dd>{person.data.title ?? '—'}</dd>
+            <dt>Language</dt>
+            <dd>{person.data.language ?? '—'}</dd>
             <dt>Location</dt>
             <dd>{person.data.location.name}</dd>
             <dt>ID</dt>
@@ -158,8 +195,60 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
           <p>
             <Link href={`/console/accounts/${account.id}/events?person_id=${person.data.id}`}>Access log of {person.data.name}</Link>
           </p>
+          <div class="actions">
+            <button type="button" class="secondary" aria-expanded={editingPerson} onClick={() => setEditingPerson(!editingPerson)} data-testid="edit-person">
+              Edit person
+            </button>
+            <button
+              type="button"
+              class="danger"
+              disabled={action.busy}
+              data-testid="delete-person"
+              onClick={() => {
+                const p = person.data;
+                if (!p) return;
+                const live = keys.items.filter((k) => k.state !== 'returned');
+                const pending = invitations.items.filter((i) => i.state === 'pending');
+                void confirm
+                  .confirm(
+                    `Delete ${p.name}?`,
+                    <>
+                      <p>
+                        {p.name}
+                        {p.email ? ` (${p.email})` : ''} leaves every list.{' '}
+                        {live.length > 0 ? `Their ${live.length === 1 ? 'key' : `${live.length} keys`} (${live.map((k) => k.name).join(', ')}) ${live.length === 1 ? 'stops' : 'stop'} opening doors. ` : 'They hold no key. '}
+                        {pending.length > 0 ? `${pending.length === 1 ? 'One pending invitation is' : `${pending.length} pending invitations are`} cancelled. ` : ''}
+                        The payloads of webhook deliveries about them are purged. This cannot be undone.
+                      </p>
+                    </>,
+                    `Delete ${p.name}`,
+                  )
+                  .then((ok) => {
+                    if (!ok) return;
+                    void action.run(async () => {
+                      await api('DELETE', `/v1/people/${encodeURIComponent(p.id)}`, { account: account.id });
+                      navigate(`/console/accounts/${account.id}/people?deleted=${encodeURIComponent(p.name)}`);
+                    });
+                  });
+              }}
+            >
+              Delete person
+            </button>
+          </div>
+          {editingPerson && (
+            <EditPerson
+              account={account}
+              person={person.data}
+              onDone={(saved) => {
+                setEditingPerson(false);
+                if (saved) person.reload();
+                requestAnimationFrame(() => document.querySelector<HTMLElement>('[data-testid="edit-person"]')?.focus());
+              }}
+            />
+          )}
         </>
       )}
+      {confirm.dialog}
       <FormError error={action.error} />
       <h3 id="keys-title" tabIndex={-1}>
         Keys
@@ -196,6 +285,15 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                     <span class="muted">returned</span>
                   ) : (
                     <div class="actions">
+                      <button
+                        type="button"
+                        class="secondary small"
+                        aria-expanded={changing === k.id}
+                        onClick={() => setChanging(changing === k.id ? null : k.id)}
+                        data-testid={`change-key-${k.id}`}
+                      >
+                        Change<span class="visually-hidden"> key {k.name}</span>
+                      </button>
                       {k.type !== 'digital' && (
                         <button
                           type="button"
@@ -223,15 +321,25 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         class="danger small"
                         disabled={action.busy}
                         data-testid={`return-key-${k.id}`}
-                        onClick={() => {
-                          if (!window.confirm(`Return the key ${k.name}? It stops opening doors.`)) return;
-                          void action.run(async () => {
-                            await api('POST', `/admin/v1/keys/${k.id}/return`);
-                            // The button goes with the answer: keep the focus in the list.
-                            document.getElementById('keys-title')?.focus();
-                            refresh();
-                          });
-                        }}
+                        onClick={() =>
+                          void confirm
+                            .confirm(
+                              `Return the key ${k.name}?`,
+                              <p>
+                                The {k.type} key {k.name} of {person.data?.name ?? 'this person'} stops opening doors ({k.security_groups.join(', ') || 'no security groups'}); it stays listed as returned.
+                              </p>,
+                              `Return ${k.name}`,
+                            )
+                            .then((ok) => {
+                              if (!ok) return;
+                              void action.run(async () => {
+                                await api('POST', `/admin/v1/keys/${k.id}/return`);
+                                // The button goes with the answer: keep the focus in the list.
+                                document.getElementById('keys-title')?.focus();
+                                refresh();
+                              });
+                            })
+                        }
                       >
                         Return<span class="visually-hidden"> {k.name}</span>
                       </button>
@@ -257,6 +365,21 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
               keys.reload();
             }
             requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="edit-credential-${id}"]`)?.focus());
+          }}
+        />
+      )}
+      {changing !== null && (
+        <ChangeKey
+          key={changing}
+          account={account}
+          keyItem={keys.items.find((k) => k.id === changing)}
+          groups={groupOptions}
+          defaults={defaults}
+          onDone={(saved) => {
+            const id = changing;
+            setChanging(null);
+            if (saved) keys.reload();
+            requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="change-key-${id}"]`)?.focus());
           }}
         />
       )}
@@ -331,11 +454,23 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
                         disabled={action.busy}
                         data-testid={`cancel-invitation-${inv.id}`}
                         onClick={() =>
-                          void action.run(async () => {
-                            await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
-                            document.getElementById('invitations-title')?.focus();
-                            refresh();
-                          })
+                          void confirm
+                            .confirm(
+                              `Cancel the invitation ${inv.name}?`,
+                              <p>
+                                Its setup link stops working; {person.data?.name ?? 'the person'} gets no key from it. A new invitation can be sent.
+                              </p>,
+                              'Cancel the invitation',
+                              'Keep it',
+                            )
+                            .then((ok) => {
+                              if (!ok) return;
+                              void action.run(async () => {
+                                await api('DELETE', `/v1/invitations/${inv.id}`, { account: account.id });
+                                document.getElementById('invitations-title')?.focus();
+                                refresh();
+                              });
+                            })
                         }
                       >
                         Cancel<span class="visually-hidden"> {inv.name}</span>
@@ -351,20 +486,84 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
         </Table>
       )}
       <LoadMore list={invitations} />
-      <IssueKey account={account} personId={id} groups={groupOptions} hasPhone={!!person.data?.phone} onDone={refresh} />
-      <HandOver personId={id} groups={groupOptions} onDone={refresh} />
+      <IssueKey account={account} personId={id} groups={groupOptions} defaults={defaults} hasPhone={!!person.data?.phone} onDone={refresh} />
+      <HandOver personId={id} groups={groupOptions} defaults={defaults} onDone={refresh} />
     </section>
   );
 }
 
 type Option = { value: string; label: string };
 
-function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Account; personId: string; groups: Option[]; hasPhone: boolean; onDone: () => void }) {
+const PERSON_FIELDS = ['name', 'email', 'phone', 'company_name', 'title', 'language'] as const;
+type PersonField = (typeof PERSON_FIELDS)[number];
+
+/** A person's details (`PUT /v1/people/{id}`: only the fields sent change; an emptied field is cleared). */
+function EditPerson({ account, person, onDone }: { account: Account; person: Person; onDone: (saved: boolean) => void }) {
+  const start = Object.fromEntries(PERSON_FIELDS.map((f) => [f, person[f] ?? ''])) as Record<PersonField, string>;
+  const [fields, setFields] = useState(start);
+  const set = (name: PersonField) => (value: string) => setFields((f) => ({ ...f, [name]: value }));
+  const form = useSubmit();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  return (
+    <section aria-labelledby="edit-person-title" class="panel" data-testid="edit-person-panel">
+      <h3 id="edit-person-title" tabIndex={-1} ref={heading}>
+        Edit {person.name}
+      </h3>
+      <form
+        data-testid="edit-person-form"
+        // The service checks the fields and its words show at each one.
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            const body: Record<string, unknown> = {};
+            for (const name of PERSON_FIELDS) {
+              const value = fields[name].trim();
+              if (value === start[name].trim()) continue;
+              body[name] = value === '' && name !== 'name' ? null : value;
+            }
+            if (Object.keys(body).length > 0) await api<Person>('PUT', `/v1/people/${encodeURIComponent(person.id)}`, { account: account.id, body });
+            onDone(true);
+          });
+        }}
+      >
+        <TextField label="Name" name="name" required value={fields.name} onValue={set('name')} error={form.error} data-testid="edit-person-name" />
+        <TextField label="E-mail" name="email" type="email" value={fields.email} onValue={set('email')} error={form.error} hint="Empty: none" data-testid="edit-person-email" />
+        <TextField label="Phone" name="phone" type="tel" value={fields.phone} onValue={set('phone')} error={form.error} hint="International format: + and the country code. Empty: none" data-testid="edit-person-phone" />
+        <TextField label="Company" name="company_name" value={fields.company_name} onValue={set('company_name')} error={form.error} data-testid="edit-person-company" />
+        <TextField label="Job title" name="title" value={fields.title} onValue={set('title')} error={form.error} data-testid="edit-person-title" />
+        <TextField label="Language" name="language" value={fields.language} onValue={set('language')} error={form.error} hint="Short code, e.g. en or en-GB" data-testid="edit-person-language" />
+        <FormError error={form.error} fields={[...PERSON_FIELDS]} />
+        <div class="actions">
+          <button type="submit" disabled={form.busy} data-testid="save-person">
+            Save person
+          </button>
+          <button type="button" class="secondary" onClick={() => onDone(false)}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+/** Words under a key form's security groups: what is ticked at first, and why. */
+export function defaultGroupsHint(defaults: string[]): string {
+  return defaults.length > 0
+    ? 'Default groups are ticked; untick to leave them out. A key opens only the doors of the groups ticked here.'
+    : 'No group of this account is a default one: tick the groups whose doors the key opens.';
+}
+
+function IssueKey(props: { account: Account; personId: string; groups: Option[]; defaults: string[]; hasPhone: boolean; onDone: () => void }) {
+  const { account, personId, groups, defaults, hasPhone, onDone } = props;
   const [name, setName] = useState('Phone key');
-  const [selected, setSelected] = useState<string[]>([]);
+  // null: not touched yet, so the default groups (read after this form is made) are ticked.
+  const [pickedGroups, setSelected] = useState<string[] | null>(null);
+  const selected = pickedGroups ?? defaults;
   // The person is read after this form is made: until the operator picks a channel, follow what is known.
-  const [picked, setChannel] = useState<string | null>(null);
-  const channel = picked ?? (hasPhone && account.sms_enabled ? 'sms' : 'email');
+  const [pickedChannel, setChannel] = useState<string | null>(null);
+  const channel = pickedChannel ?? (hasPhone && account.sms_enabled ? 'sms' : 'email');
   const [starts, setStarts] = useState('');
   const [expires, setExpires] = useState('');
   const [sent, setSent] = useState<string | null>(null);
@@ -391,7 +590,17 @@ function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Ac
         }}
       >
         <TextField label="Key name" name="name" value={name} onValue={setName} error={form.error} data-testid="issue-key-name" />
-        <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
+        <Checkboxes
+          legend="Security groups"
+          name="security_groups"
+          options={groups}
+          selected={selected}
+          onChange={setSelected}
+          error={form.error}
+          hint={defaultGroupsHint(defaults)}
+          empty="No security groups in this account yet."
+          testid="issue-key-groups"
+        />
         <Field label="Send the link by" name="channel" error={form.error}>
           {(a) => (
             <select {...a} value={channel} onChange={(e) => setChannel((e.currentTarget as HTMLSelectElement).value)} data-testid="issue-key-channel">
@@ -417,10 +626,11 @@ function IssueKey({ account, personId, groups, hasPhone, onDone }: { account: Ac
   );
 }
 
-function HandOver({ personId, groups, onDone }: { personId: string; groups: Option[]; onDone: () => void }) {
+function HandOver({ personId, groups, defaults, onDone }: { personId: string; groups: Option[]; defaults: string[]; onDone: () => void }) {
   const [type, setType] = useState('card');
   const [name, setName] = useState('');
-  const [selected, setSelected] = useState<string[]>([]);
+  const [picked, setSelected] = useState<string[] | null>(null);
+  const selected = picked ?? defaults;
   const [expires, setExpires] = useState('');
   const [credential, setCredential] = useState('');
   const form = useSubmit();
@@ -439,6 +649,7 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
             await api('POST', '/admin/v1/keys', { body });
             setName('');
             setCredential('');
+            setSelected(null);
             onDone();
           });
         }}
@@ -463,7 +674,17 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
           hint={`${CREDENTIAL_HINT} Empty: none yet (add it later).`}
           data-testid="hand-over-credential"
         />
-        <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
+        <Checkboxes
+          legend="Security groups"
+          name="security_groups"
+          options={groups}
+          selected={selected}
+          onChange={setSelected}
+          error={form.error}
+          hint={defaultGroupsHint(defaults)}
+          empty="No security groups in this account yet."
+          testid="hand-over-groups"
+        />
         <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} hint="Empty: no end" />
         <FormError error={form.error} fields={['type', 'name', 'credential', 'security_groups', 'expires_at']} />
         <button type="submit" disabled={form.busy} data-testid="hand-over">
@@ -471,6 +692,66 @@ function HandOver({ personId, groups, onDone }: { personId: string; groups: Opti
         </button>
       </form>
     </>
+  );
+}
+
+/**
+ * A key's name, security groups and expiry (`PATCH /v1/keys/{id}`). Its own groups are ticked at first; the
+ * default ones are marked, as in the issue forms, so an operator can put a key back on the defaults.
+ */
+function ChangeKey(props: { account: Account; keyItem: Key | undefined; groups: Option[]; defaults: string[]; onDone: (saved: boolean) => void }) {
+  const { account, keyItem, groups, defaults, onDone } = props;
+  const [name, setName] = useState(keyItem?.name ?? '');
+  const [selected, setSelected] = useState<string[]>(keyItem?.security_groups ?? []);
+  const [expires, setExpires] = useState(localFromIso(keyItem?.expires_at ?? null));
+  const form = useSubmit();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  if (!keyItem) return null;
+  // Groups the key holds that this account lists no more still show, so saving does not drop them unseen.
+  const options = groups.concat(keyItem.security_groups.filter((g) => !groups.some((o) => o.value === g)).map((g) => ({ value: g, label: g })));
+  return (
+    <section aria-labelledby="change-key-title" class="panel" data-testid="change-key">
+      <h3 id="change-key-title" tabIndex={-1} ref={heading}>
+        Change the key {keyItem.name}
+      </h3>
+      <form
+        data-testid="change-key-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void form.run(async () => {
+            const body: Record<string, unknown> = { name: name.trim(), security_groups: selected };
+            const expiresAt = isoFromLocal(expires);
+            if (expiresAt) body.expires_at = expiresAt;
+            else if (keyItem.expires_at) body.expires_at = null;
+            await api('PATCH', `/v1/keys/${keyItem.id}`, { account: account.id, body });
+            onDone(true);
+          });
+        }}
+      >
+        <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} data-testid="change-key-name" />
+        <Checkboxes
+          legend="Security groups"
+          name="security_groups"
+          options={options}
+          selected={selected}
+          onChange={setSelected}
+          error={form.error}
+          hint={`The key's groups are ticked.${defaults.length ? ` Default groups: ${defaults.join(', ')}.` : ''}`}
+          testid="change-key-groups"
+        />
+        <TextField label="Expires" name="expires_at" type="datetime-local" value={expires} onValue={setExpires} error={form.error} hint="Empty: no end" />
+        <FormError error={form.error} fields={['name', 'security_groups', 'expires_at']} />
+        <div class="actions">
+          <button type="submit" disabled={form.busy} data-testid="save-key">
+            Save key
+          </button>
+          <button type="button" class="secondary" onClick={() => onDone(false)}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
   );
 }
 
@@ -572,13 +853,19 @@ function EditCredential({ keyItem, current, onDone }: { keyItem: Key | undefined
 function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: Key | undefined; onDone: () => void }) {
   const devices = useResource<{ data: KeyDevice[] }>(keyItem ? `/admin/v1/keys/${keyItem.id}/devices` : null, { topics: ['events'], liveAccount: account.id });
   const form = useSubmit();
+  const confirm = useConfirm();
   const [removed, setRemoved] = useState<string | null>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
   if (!keyItem) return null;
   const list = devices.data?.data ?? [];
-  const remove = (device: KeyDevice) => {
-    if (!window.confirm(`Remove device ${device.id} from the key ${keyItem.name}? It opens nothing from its next tap; another device needs a new setup link.`)) return;
+  const remove = async (device: KeyDevice) => {
+    const ok = await confirm.confirm(
+      `Remove device ${device.id} from the key ${keyItem.name}?`,
+      <p>It opens nothing from its next tap; another device needs a new setup link.</p>,
+      `Remove device ${device.id}`,
+    );
+    if (!ok) return;
     setRemoved(null);
     void form.run(async () => {
       await api('DELETE', `/admin/v1/keys/${keyItem.id}/devices/${device.id}`);
@@ -622,7 +909,7 @@ function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: K
                   <Time iso={device.last_used_at} />
                 </td>
                 <td>
-                  <button type="button" class="danger small" disabled={form.busy} onClick={() => remove(device)} data-testid={`remove-device-${device.id}`}>
+                  <button type="button" class="danger small" disabled={form.busy} onClick={() => void remove(device)} data-testid={`remove-device-${device.id}`}>
                     Remove<span class="visually-hidden"> device {device.id} of {keyItem.name}</span>
                   </button>
                 </td>
@@ -631,6 +918,7 @@ function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: K
           </tbody>
         </Table>
       )}
+      {confirm.dialog}
       <FormError error={form.error} />
       {removed && (
         <p role="status" class="ok-text" data-testid="device-removed">

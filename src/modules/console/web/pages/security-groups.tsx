@@ -3,7 +3,7 @@
 // and windows.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, FormError, ListState, LoadMore, Table, TextField, usePaged, useSubmit } from '../components.tsx';
+import { Checkboxes, FormError, ListState, LoadMore, Table, TextField, usePaged, useSort, useSubmit } from '../components.tsx';
 import type { Account, Location, OperatorSecurityGroup, TimeWindow } from '../types.ts';
 import { windowsInWords } from '../window-words.ts';
 import { WindowsEditor } from '../windows.tsx';
@@ -14,6 +14,7 @@ export function SecurityGroupsSection({ account }: { account: Account }) {
   const locations = useLocations(account);
   const [editing, setEditing] = useState<number | null>(null);
   const locationOf = (id: number) => locations.items.find((l) => l.id === id);
+  const sorted = useSort(groups.items, { code: (g) => g.code, title: (g) => g.title, location: (g) => locationOf(g.location_id)?.name ?? g.location_id, default: (g) => (g.is_default ? 'yes' : 'no') });
   return (
     <section aria-labelledby="groups-title">
       <h2 id="groups-title">Security groups</h2>
@@ -22,16 +23,16 @@ export function SecurityGroupsSection({ account }: { account: Account }) {
         <Table label="Security groups">
           <thead>
             <tr>
-              <th scope="col">Code</th>
-              <th scope="col">Title</th>
+              {sorted.header('code', 'Code')}
+              {sorted.header('title', 'Title')}
               <th scope="col">When</th>
-              <th scope="col">Location</th>
-              <th scope="col">Default</th>
+              {sorted.header('location', 'Location')}
+              {sorted.header('default', 'Default')}
               <th scope="col">Change</th>
             </tr>
           </thead>
           <tbody>
-            {groups.items.map((g) => (
+            {sorted.rows.map((g) => (
               <tr key={g.id} data-testid={`group-row-${g.id}`}>
                 <td>
                   <code>{g.code}</code>
@@ -111,7 +112,7 @@ function EditGroup({ group, onDone }: { group: OperatorSecurityGroup | undefined
       >
         <TextField label="Title" name="title" required value={title} onValue={setTitle} error={form.error} data-testid="edit-group-title" />
         <TextField label="Description" name="description" value={description} onValue={setDescription} error={form.error} />
-        <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Given to new keys by default' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
+        <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Ticked at first in the console’s key forms (the API gives a key only the groups sent)' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
         <WindowsEditor value={windows} onChange={setWindows} error={form.error} />
         <FormError error={form.error} fields={['title', 'description', 'is_default', 'windows']} />
         <div class="actions">
@@ -159,7 +160,7 @@ function CreateGroup({ account, locations, onCreated }: { account: Account; loca
         <TextField label="Code" name="code" required value={code} onValue={setCode} error={form.error} hint="What key requests pass in security_groups" data-testid="group-code" />
         <TextField label="Title" name="title" required value={title} onValue={setTitle} error={form.error} data-testid="group-title" />
         <TextField label="Description" name="description" value={description} onValue={setDescription} error={form.error} />
-        <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Given to new keys by default' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
+        <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Ticked at first in the console’s key forms (the API gives a key only the groups sent)' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
         <WindowsEditor value={windows} onChange={setWindows} error={form.error} />
         <FormError error={form.error} fields={['location_id', 'code', 'title', 'description', 'is_default', 'windows']} />
         <button type="submit" disabled={form.busy} data-testid="create-security-group">

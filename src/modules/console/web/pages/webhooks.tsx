@@ -1,8 +1,8 @@
 // Webhook subscriptions of an account (public API): status, failure streak, create (secret once),
 // pause/resume, ping, and one subscription's deliveries with redeliver.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, usePaged, useResource, useSubmit } from '../components.tsx';
+import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, usePaged, useSort, useResource, useSubmit } from '../components.tsx';
 import { Link } from '../router.tsx';
 import { WEBHOOK_EVENTS, type Account, type Delivery, type Webhook } from '../types.ts';
 
@@ -13,6 +13,7 @@ export function WebhooksSection({ account, webhookId }: { account: Account; webh
 
 function WebhookList({ account }: { account: Account }) {
   const hooks = usePaged<Webhook>('/v1/webhooks', { account: account.id, topics: ['webhooks'] });
+  const sorted = useSort(hooks.items, { url: (h) => h.url, status: (h) => h.status, failing: (h) => (h.failing_since ? Date.parse(h.failing_since) : null), last: (h) => (h.last_delivery_at ? Date.parse(h.last_delivery_at) : null) });
   const [created, setCreated] = useState<Webhook | null>(null);
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>(['*']);
@@ -31,15 +32,15 @@ function WebhookList({ account }: { account: Account }) {
         <Table label="Webhook subscriptions">
           <thead>
             <tr>
-              <th scope="col">URL</th>
+              {sorted.header('url', 'URL')}
               <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Failing since</th>
-              <th scope="col">Last delivery</th>
+              {sorted.header('status', 'Status')}
+              {sorted.header('failing', 'Failing since')}
+              {sorted.header('last', 'Last delivery')}
             </tr>
           </thead>
           <tbody>
-            {hooks.items.map((h) => (
+            {sorted.rows.map((h) => (
               <tr key={h.id} data-testid={`webhook-row-${h.id}`}>
                 <td>
                   <Link href={`/console/accounts/${account.id}/webhooks/${h.id}`}>{h.url}</Link>
@@ -97,6 +98,7 @@ function WebhookDetail({ account, id }: { account: Account; id: string }) {
   const deliveries = usePaged<Delivery>(`/v1/webhooks/${encodeURIComponent(id)}/deliveries`, { account: account.id, query: { status }, topics: ['webhooks'] });
   const action = useSubmit();
   const [note, setNote] = useState<string | null>(null);
+  const [shown, setShown] = useState<string | null>(null);
   const h = hook.data;
   // No such subscription here (404, or not an id at all): no deliveries to list.
   if (hook.error && (hook.error.status === 404 || hook.error.status === 400)) {
@@ -184,7 +186,7 @@ function WebhookDetail({ account, id }: { account: Account; id: string }) {
               <th scope="col">Response</th>
               <th scope="col">Last error</th>
               <th scope="col">Next attempt</th>
-              <th scope="col">Redeliver</th>
+              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
@@ -200,20 +202,31 @@ function WebhookDetail({ account, id }: { account: Account; id: string }) {
                 <td>{d.last_error ?? ''}</td>
                 <td>{d.next_attempt_at ? <Time iso={d.next_attempt_at} /> : '—'}</td>
                 <td>
-                  <button
-                    type="button"
-                    class="secondary small"
-                    disabled={action.busy}
-                    data-testid={`redeliver-${d.id}`}
-                    onClick={() =>
-                      void action.run(async () => {
-                        await api('POST', `/v1/webhooks/${id}/deliveries/${d.id}/redeliver`, { account: account.id });
-                        deliveries.reload();
-                      })
-                    }
-                  >
-                    Redeliver<span class="visually-hidden"> {d.event_type}</span>
-                  </button>
+                  <div class="actions">
+                    <button
+                      type="button"
+                      class="secondary small"
+                      aria-expanded={shown === d.id}
+                      onClick={() => setShown(shown === d.id ? null : d.id)}
+                      data-testid={`show-delivery-${d.id}`}
+                    >
+                      Details<span class="visually-hidden"> of the {d.event_type} delivery</span>
+                    </button>
+                    <button
+                      type="button"
+                      class="secondary small"
+                      disabled={action.busy}
+                      data-testid={`redeliver-${d.id}`}
+                      onClick={() =>
+                        void action.run(async () => {
+                          await api('POST', `/v1/webhooks/${id}/deliveries/${d.id}/redeliver`, { account: account.id });
+                          deliveries.reload();
+                        })
+                      }
+                    >
+                      Redeliver<span class="visually-hidden"> {d.event_type}</span>
+                    </button>
+                  </div>
                 </td>
               </tr>
             ))}
@@ -221,6 +234,76 @@ function WebhookDetail({ account, id }: { account: Account; id: string }) {
         </Table>
       )}
       <LoadMore list={deliveries} />
+      {shown !== null && (
+        <DeliveryDetail
+          key={shown}
+          delivery={deliveries.items.find((d) => d.id === shown)}
+          onDone={() => {
+            const id = shown;
+            setShown(null);
+            requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-testid="show-delivery-${id}"]`)?.focus());
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+/** The most of a payload shown on the page; the rest is cut with a note (a delivery's `data` is small, as a rule). */
+const PAYLOAD_SHOWN = 20_000;
+
+/**
+ * One delivery: what was sent (the event's `data`) and what the receiver answered. The API keeps the answer's
+ * status and the last error, not its body, so no excerpt of the body can be shown.
+ */
+function DeliveryDetail({ delivery, onDone }: { delivery: Delivery | undefined; onDone: () => void }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  if (!delivery) return null;
+  const json = delivery.payload === undefined || delivery.payload === null ? null : JSON.stringify(delivery.payload, null, 2);
+  return (
+    <section aria-labelledby="delivery-title" class="panel" data-testid="delivery-detail">
+      <h3 id="delivery-title" tabIndex={-1} ref={heading}>
+        Delivery of {delivery.event_type}
+      </h3>
+      <dl class="facts">
+        <dt>Delivery</dt>
+        <dd>
+          <code>{delivery.id}</code>
+        </dd>
+        <dt>Event</dt>
+        <dd>
+          <code>{delivery.event_id}</code>
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          {delivery.status}, attempt {delivery.attempt}
+        </dd>
+        <dt>Receiver answered</dt>
+        <dd data-testid="delivery-answer">{delivery.response_status === null ? 'no HTTP answer' : `HTTP ${delivery.response_status}`}</dd>
+        <dt>Last error</dt>
+        <dd data-testid="delivery-error">{delivery.last_error ?? 'none'}</dd>
+        <dt>Delivered</dt>
+        <dd>
+          <Time iso={delivery.delivered_at} />
+        </dd>
+      </dl>
+      <h4>Payload (the event's data)</h4>
+      {json === null ? (
+        <p class="muted">Not kept: purged (the deliveries about a deleted person lose theirs).</p>
+      ) : (
+        <>
+          <pre class="payload" data-testid="delivery-payload" tabIndex={0} aria-label="Payload">
+            {json.length > PAYLOAD_SHOWN ? json.slice(0, PAYLOAD_SHOWN) : json}
+          </pre>
+          {json.length > PAYLOAD_SHOWN && <p class="muted">Cut at {PAYLOAD_SHOWN} characters of {json.length}.</p>}
+        </>
+      )}
+      <div class="actions">
+        <button type="button" class="secondary" onClick={onDone} data-testid="close-delivery">
+          Close
+        </button>
+      </div>
     </section>
   );
 }
