@@ -261,6 +261,27 @@ describe('keys become cards', () => {
   });
 });
 
+describe('credentials a board cannot hold', () => {
+  test('a card that is not Wiegand-26 is refused at the field; a phone key works beside the boards without a card on them', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    const uid = await ctx.service.admin<{ error: { details: Array<{ field: string; message: string }> } }>('POST', '/admin/v1/keys', {
+      person_id: s.personId, type: 'card', name: 'MIFARE', security_groups: ['staff'], credential: 'uid:04a1b2c3',
+    });
+    assert.equal(uid.status, 422, uid.text);
+    assert.equal(uid.body.error.details[0]?.field, 'credential');
+    assert.match(uid.body.error.details[0]?.message ?? '', /Wiegand-26/);
+
+    const phone = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: s.personId, type: 'digital', name: 'Phone', security_groups: ['staff'] });
+    assert.equal(phone.status, 201, phone.text);
+    const changed = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${phone.body.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.state, 'handed_over');
+    assert.equal(simulated.cards.size, 0);
+  });
+});
+
 describe('events', () => {
   test('swipes decided on the board reach the access log once, with person, key and reason, and a webhook', async () => {
     const s = await site();

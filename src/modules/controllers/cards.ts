@@ -50,6 +50,8 @@ export function planCard(grant: KeyGrant, doorLocks: ReadonlyArray<{ door: numbe
   }
   if (!opensAny) return { none: true };
   if (grant.startsAt.getTime() > now.getTime()) return { none: true };
+  // A phone key opens through the service (the holder's page, remote unlock), never as a card on a board.
+  if (grant.credential.startsWith('phone:')) return { none: true };
   const card = cardNumberOf(grant.credential);
   if (card === null) return { problem: `Key ${grant.keyId}'s credential is not a card number a UHPPOTE controller can hold.` };
   // The board knows dates only: valid from the day the key starts, through the day it expires (its last

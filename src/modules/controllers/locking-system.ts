@@ -9,6 +9,7 @@ import type { Database, Transaction } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { queueLockingSystemTask, type KeyChange, type LockingSystem, type LockingSystemOperation, type WriteOutcome } from '../locking-system/index.ts';
 import type { ControllerSync, SyncOutcome } from './sync.ts';
+import { cardNumberOf } from './uhppote/card-number.ts';
 
 /** A task's entity when every key of the account is to be brought in line (rules, doors or a zone changed). */
 export const EVERY_KEY = '*';
@@ -53,6 +54,12 @@ export class UhppoteLockingSystem implements LockingSystem {
     // change queues it in the change's transaction too: this one covers a write whose save then fails).
     await this.deps.db.transaction((tx) => queueBoardWrites(tx, this.accountId, [keyId], this.deps.clock.now()));
     return 'held';
+  }
+
+  /** Boards hold Wiegand-26 card numbers; a phone key's credential never goes to them (it opens through the service). */
+  checkCredential(credential: string): string | null {
+    if (credential.startsWith('phone:') || cardNumberOf(credential) !== null) return null;
+    return 'A UHPPOTE controller holds Wiegand-26 card numbers only (wiegand26:<facility>:<card>); this account uses UHPPOTE controllers.';
   }
 
   /** A queued write: the boards are brought in line with the key as saved; a board still away throws (retried). */

@@ -5,7 +5,7 @@ import { newPhoneCredential } from '../access/index.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { findPerson } from '../people/index.ts';
-import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, timestamp, type KeysDeps } from './common.ts';
+import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import type { OperatorKey, OperatorKeyCreate, OperatorKeyUpdate } from './schemas.ts';
 import { findKey, insertKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
 
@@ -29,6 +29,13 @@ export class HandOverService {
     return this.deps.clock.now();
   }
 
+  /** A credential the account's locking system cannot hold (a UHPPOTE board: Wiegand-26 only) is refused at the field. */
+  private async lockingSystemTakes(accountId: number, credential: StoredCredential, details: ErrorDetail[]): Promise<void> {
+    const system = lockingSystemOf(this.deps.lockingSystems, await accountOf(this.db, accountId));
+    const problem = system.checkCredential?.(this.deps.access.open(credential.box)) ?? null;
+    if (problem) details.push({ field: 'credential', code: 'invalid', message: problem });
+  }
+
   /** A key `handed_over` from the start, with key.activated; a phone key gets a credential of its own. */
   async createByOperator(body: OperatorKeyCreate): Promise<OperatorKey> {
     const person = await findPerson(this.db, null, body.person_id);
@@ -39,8 +46,10 @@ export class HandOverService {
     const startsAt = body.starts_at === undefined ? this.now() : timestamp(body.starts_at, 'starts_at', details);
     const expiresAt = body.expires_at == null ? null : timestamp(body.expires_at, 'expires_at', details);
     let credential: StoredCredential | null = null;
-    if (body.credential != null) credential = await credentialToStore(this.deps, person.account_id, body.credential, null, details);
-    else if (body.type === 'digital') credential = await credentialToStore(this.deps, person.account_id, newPhoneCredential(), null, details);
+    if (body.credential != null) {
+      credential = await credentialToStore(this.deps, person.account_id, body.credential, null, details);
+      if (credential) await this.lockingSystemTakes(person.account_id, credential, details);
+    } else if (body.type === 'digital') credential = await credentialToStore(this.deps, person.account_id, newPhoneCredential(), null, details);
     if (details.length > 0) throw errors.validation(details);
     const now = this.now();
     try {
@@ -88,6 +97,7 @@ export class HandOverService {
     if (!row) throw errors.notFound('key');
     const details: ErrorDetail[] = [];
     const credential = body.credential === null ? null : await credentialToStore(this.deps, row.account_id, body.credential, id, details);
+    if (credential) await this.lockingSystemTakes(row.account_id, credential, details);
     if (details.length > 0) throw errors.validation(details);
     const unchanged = credential === null ? row.credential_box === null : row.credential_box !== null && credentialOf(this.deps, row) === this.deps.access.open(credential.box);
     if (unchanged) return this.toOperatorKey(row);

@@ -37,6 +37,8 @@ export interface LockingSystem {
    * now; throws to be tried again later. Without it, the task writes again.
    */
   finish?(operation: LockingSystemOperation, entityId: string): Promise<void>;
+  /** Why the system cannot hold this (normalised) credential, or null; checked when a key is given one. */
+  checkCredential?(credential: string): string | null;
 }
 
 /** Builds the locking system of an account, for a kind other modules provide. */
