@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Latchkey: one image for the service and for `npm run migrate` (deploy/compose.yaml runs both).
 #   docker build -t latchkey .
-#   docker run -p 8080:8080 -p 1884:1884 -v latchkey-data:/data latchkey
+#   docker run -p 8080:8080 -p 1884:1884 -v latchkey-data:/data -e PUBLIC_URL=https://doors.example.com latchkey
 # The service runs from an esbuild bundle of src/main.ts (scripts/server-bundle.mjs), built here by the launcher
 # that `npm start` runs; `npm run migrate` runs src/migrate.ts through tsx. Both are runtime dependencies: no dev
 # dependency is needed.
@@ -27,6 +27,9 @@ COPY package.json package-lock.json ./
 COPY packages ./packages
 COPY src ./src
 COPY scripts/start.mjs scripts/server-bundle.mjs ./scripts/
+# The operator's commands (README "From embedded to PostgreSQL", "Lost the operator token?"), run through tsx:
+#   docker run --rm -v latchkey-data:/data -e DATABASE_URL=… latchkey npm run move-to-postgres
+COPY scripts/move-to-postgres.ts scripts/operator-token.ts ./scripts/
 # The bundle (.cache/server), built once here: the service starts without building, and without tsx.
 RUN node scripts/start.mjs --build
 # The embedded database and the generated secrets (unused with DATABASE_URL); owned by the image's

@@ -14,6 +14,11 @@ export interface Config {
   databaseTimeoutSeconds: number;
   dataDir: string; // 'memory' for a throw-away embedded store
   mqttUrl: string | null;
+  /**
+   * The broker URL gateways are given in their credentials (GATEWAY_MQTT_URL): the address they dial, which
+   * may differ from the one the service uses (a compose network's name, a TLS port). Null: derived.
+   */
+  gatewayMqttUrl: string | null;
   mqttPort: number;
   /**
    * The service's MQTT client id at MQTT_URL: its session there keeps what the service has not acknowledged
@@ -242,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseTimeoutSeconds: integer(env, 'DATABASE_TIMEOUT_SECONDS', 10, 1, 3600),
     dataDir: text(env, 'DATA_DIR') ?? './data',
     mqttUrl,
+    gatewayMqttUrl: url(env, 'GATEWAY_MQTT_URL', ['mqtt:', 'mqtts:', 'ws:', 'wss:']),
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
     mqttClientId: text(env, 'MQTT_CLIENT_ID') ?? `latchkey-${hostname()}`,
     mqttSessionExpirySeconds: integer(env, 'MQTT_SESSION_EXPIRY_SECONDS', 3600, 0, 4_294_967_295),

@@ -140,7 +140,7 @@ export async function startDevices(
         if (kind === 'events') metrics.dropped('retained');
       },
     });
-    gatewayUrl = config.mqttUrl;
+    gatewayUrl = config.gatewayMqttUrl ?? withoutCredentials(config.mqttUrl);
   } else {
     // Nobody is connected to a broker that is starting: what the store still holds online (a crash left
     // it so) goes offline, each gateway ahead of what its reconnection brings. One instance per embedded
@@ -156,7 +156,7 @@ export async function startDevices(
     const embedded = broker;
     const port = await startPart(parts.broker(config), () => embedded.start(config.mqttPort, config.host));
     link = broker.link();
-    gatewayUrl = `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
+    gatewayUrl = config.gatewayMqttUrl ?? `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
   }
   await startPart(parts.broker(config), () => link.start());
   return {
@@ -178,4 +178,12 @@ export async function startDevices(
       await pipeline.drained();
     },
   };
+}
+
+/** The service's broker URL as gateways may be shown it: never the service's own user and password. */
+export function withoutCredentials(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString().replace(/\/$/, '');
 }
