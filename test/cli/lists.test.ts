@@ -1,5 +1,5 @@
 // `latchkey admin accounts list` and `admin locations list` against a real Latchkey: tables, --json pages and
-// pagination like the other lists; `admin locks list` names the public `locks list` (the operator API has none).
+// pagination like the other lists; `admin locks list` through the operator API's list of locks.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { useTestService } from '../helpers/service.ts';
@@ -53,20 +53,27 @@ describe('operator lists', () => {
     assert.match(table.stdout, new RegExp(`^${department.id}\\s+Annex\\s+${account.root_location.id}\\s+${account.id}\\s+UTC$`, 'm'));
   });
 
-  test('admin locks list points to latchkey locks list, which lists them with an API key', async () => {
+  test('admin locks list: every account\'s locks, or one account\'s or a location\'s and below', async () => {
     const cli = cliFor(ctx.service);
-    const refused = await cli.run(['admin', 'locks', 'list']);
-    assert.equal(refused.code, 2);
-    assert.match(refused.stderr, /operator API has no list of locks: run `latchkey locks list` with an API key/);
-
-    const account = await cli.json<{ root_location: { id: number } }>(['admin', 'accounts', 'create', 'Locked']);
+    const account = await cli.json<{ id: number; root_location: { id: number } }>(['admin', 'accounts', 'create', 'Locked']);
+    const other = await cli.json<{ id: number; root_location: { id: number } }>(['admin', 'accounts', 'create', 'Elsewhere']);
     const location = String(account.root_location.id);
-    await cli.json(['admin', 'locks', 'create', 'Side door', '--location', location, '--place', 'Yard']);
-    const created = await cli.run(['admin', 'api-keys', 'create', 'Reader', '--location', location, '--scopes', 'catalog:read']);
-    const token = /^token\s+(lk_\S+)$/m.exec(created.stdout)?.[1] as string;
-    const locks = await cli.run(['locks', 'list'], { LATCHKEY_API_KEY: token });
-    assert.equal(locks.code, 0, locks.stderr);
-    assert.match(locks.stdout, /^ID\s+NAME\s+PLACE\s+ONLINE/m);
-    assert.match(locks.stdout, /Side door\s+Yard/);
+    const annex = await cli.json<{ id: number }>(['admin', 'locations', 'create', 'Annex', '--parent', location]);
+    const side = await cli.json<{ id: number }>(['admin', 'locks', 'create', 'Side door', '--location', location, '--place', 'Yard']);
+    const back = await cli.json<{ id: number }>(['admin', 'locks', 'create', 'Back door', '--location', String(annex.id)]);
+    const foreign = await cli.json<{ id: number }>(['admin', 'locks', 'create', 'Their door', '--location', String(other.root_location.id)]);
+
+    const table = await cli.run(['admin', 'locks', 'list', '--account', String(account.id)]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^ID\s+NAME\s+PLACE\s+LOCATION\s+ONLINE\s+GROUPS$/m);
+    assert.match(table.stdout, /Side door\s+Yard\s+Locked \(\d+\)\s+not remote/);
+    const ofAccount = await cli.json<Page<{ id: number }>>(['admin', 'locks', 'list', '--account', String(account.id)]);
+    assert.deepEqual(ofAccount.data.map((l) => l.id), [side.id, back.id]);
+    const ofAnnex = await cli.json<Page<{ id: number }>>(['admin', 'locks', 'list', '--location', String(annex.id)]);
+    assert.deepEqual(ofAnnex.data.map((l) => l.id), [back.id]);
+    const every = await cli.json<Page<{ id: number }>>(['admin', 'locks', 'list', '--all']);
+    assert.ok([side.id, back.id, foreign.id].every((id) => every.data.some((l) => l.id === id)));
+    const missing = await cli.run(['admin', 'locks', 'list', '--account', '999999']);
+    assert.notEqual(missing.code, 0);
   });
 });

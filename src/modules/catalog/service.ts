@@ -91,3 +91,11 @@ export async function lockById(db: Queryable, id: number): Promise<Lock | null> 
   const lock = await findLock(db, id);
   return lock ? publicLock(lock) : null;
 }
+
+/**
+ * Locks under every location of `underLocations` (none: every lock), as the public API shows them, for callers
+ * that checked scope themselves (the operator's list of locks).
+ */
+export async function locksUnder(db: Queryable, underLocations: number[], afterId: number | null, limit: number): Promise<Lock[]> {
+  return (await listLocks(db, underLocations, afterId, limit)).map(publicLock);
+}

@@ -4,7 +4,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { checkWindows, type TimeWindow } from '../access/index.ts';
 import { UHPPOTE_LOCKING_SYSTEM, windowsProblem } from '../controllers/index.ts';
-import { CATALOG_CHANNEL, lockById, unknownSecurityGroups } from '../catalog/index.ts';
+import { CATALOG_CHANNEL, lockById, locksUnder, unknownSecurityGroups } from '../catalog/index.ts';
 import type { Lock } from '../catalog/schemas.ts';
 import { requireLocation } from './accounts.ts';
 import type { LockCreate, LockUpdate, OperatorSecurityGroup, SecurityGroupCreate, SecurityGroupUpdate } from './schemas.ts';
@@ -14,6 +14,7 @@ import {
   findSecurityGroup,
   gatewayInAccount,
   touchesController,
+  accountRoot,
   lockingSystemOfAccount,
   insertLock,
   insertSecurityGroup,
@@ -65,6 +66,18 @@ export class LocksService {
   async listSecurityGroups(accountId: number, page: PageRequest): Promise<PageOf<OperatorSecurityGroup>> {
     if (!(await accountExists(this.deps.db, accountId))) throw errors.notFound('account');
     return toPage(await listAccountSecurityGroups(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (g) => g.id);
+  }
+
+  /** Every lock, or those of an account or at a location and below (the operator sees every account). */
+  async list(page: PageRequest, owner: { accountId?: number | undefined; locationId?: number | undefined }): Promise<PageOf<Lock>> {
+    const under: number[] = [];
+    if (owner.locationId !== undefined) under.push(owner.locationId);
+    if (owner.accountId !== undefined) {
+      const root = await accountRoot(this.deps.db, owner.accountId);
+      if (root === null) throw errors.notFound('account');
+      under.push(root);
+    }
+    return toPage(await locksUnder(this.deps.db, under, page.afterId, page.limit + 1), page.limit, (lock) => lock.id);
   }
 
   /** `gateway_id` makes it remote (a gateway of the same account); groups are codes of its location or above. */

@@ -5,7 +5,7 @@ import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { PageQuery, pageRequest } from '../../platform/pagination.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
-import { Lock } from '../catalog/schemas.ts';
+import { Lock, LockPage } from '../catalog/schemas.ts';
 import {
   Account,
   AccountCreate,
@@ -196,6 +196,10 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
       schema: { operationId: 'createLock', tags: ['Locks'], summary: 'Create a lock', description: '`gateway_id` makes it remote; `security_groups` are codes of its location or above.', body: ref(LockCreate), response: { 201: ref(Lock), ...invalid } },
     },
     async (request, reply) => reply.code(201).send(await operator.locks.create(request.body)));
+
+  app.get('/admin/v1/locks',
+    { config: admin, schema: { operationId: 'listLocks', tags: ['Locks'], summary: 'List locks', description: 'Every lock, or those of an account (`account_id`) or at a location and below (`location_id`), as the public API shows them.', querystring: ListQuery, response: { 200: ref(LockPage), ...notFound } } },
+    async (request) => operator.locks.list(pageRequest(request.query), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.patch('/admin/v1/locks/:id',
     {

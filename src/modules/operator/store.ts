@@ -328,6 +328,12 @@ export async function deleteGateway(tx: Queryable, id: number): Promise<void> {
   await tx.query('DELETE FROM gateways WHERE id = $1', [id]);
 }
 
+/** The root location of an account, or null when there is no such account. */
+export async function accountRoot(db: Queryable, accountId: number): Promise<number | null> {
+  const [row] = await db.query<{ id: number }>('SELECT id FROM locations WHERE account_id = $1 AND parent_id IS NULL', [accountId]);
+  return row ? Number(row.id) : null;
+}
+
 export async function lockingSystemOfAccount(db: Queryable, accountId: number): Promise<string | null> {
   const [row] = await db.query<{ locking_system: string | null }>('SELECT locking_system FROM accounts WHERE id = $1', [accountId]);
   return row?.locking_system ?? null;

@@ -2,7 +2,6 @@
 // hand-overs of cards and fobs, through the operator API (docs/spec/operator-api.md), with the operator token.
 import type { Command } from 'commander';
 import type { Context, Io } from '../context.ts';
-import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
@@ -21,6 +20,24 @@ interface GatewayWithPassword {
   mqtt: { url: string; password: string };
 }
 
+interface OperatorLock {
+  id: number;
+  name: string;
+  place: string;
+  online: boolean | null;
+  security_groups: string[];
+  location: { id: number; name: string };
+}
+
+const LOCK_COLUMNS: ReadonlyArray<Column<OperatorLock>> = [
+  ['id', (l) => l.id],
+  ['name', (l) => l.name],
+  ['place', (l) => l.place],
+  ['location', (l) => `${l.location.name} (${l.location.id})`],
+  ['online', (l) => (l.online === null ? 'not remote' : l.online)],
+  ['groups', (l) => l.security_groups.join(', ')],
+];
+
 const GATEWAY_COLUMNS: ReadonlyArray<Column<GatewaySummary>> = [
   ['id', (g) => g.id],
   ['name', (g) => g.name],
@@ -31,19 +48,20 @@ const GATEWAY_COLUMNS: ReadonlyArray<Column<GatewaySummary>> = [
 ];
 
 export function registerDevices(admin: Command, io: Io): void {
-  const locks = admin.command('locks').description('locks: create (to list them: latchkey locks list, with an API key)');
-  // The operator API has no list of locks (docs/operator-openapi.json); the public API's does, scoped to an
-  // API key's location. A command that says so beats "unknown command".
-  locks
-    .command('list')
-    .description('not in the operator API: use `latchkey locks list` with an API key of the location')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .action(() => {
-      throw new UsageError(
-        'the operator API has no list of locks: run `latchkey locks list` with an API key of the location (scope catalog:read), e.g. one made by `latchkey admin api-keys create`.',
-      );
-    });
+  const locks = admin.command('locks').description('locks: list, create');
+  withListFlags(
+    locks
+      .command('list')
+      .description('locks of every account, or of one (--account) or a location and below (--location)')
+      .option('--account <id>', 'only the locks of this account', positiveInteger)
+      .option('--location <id>', 'only the locks at this location and below', positiveInteger),
+  ).action(
+    action<ListFlags & { account?: number; location?: number }>(io, async (ctx, o) => {
+      const client = ctx.admin();
+      const page = await readPages((limit, cursor) => client.get<Page<OperatorLock>>('/locks', { limit, cursor, account_id: o.account, location_id: o.location }), o);
+      printPage(ctx, page, LOCK_COLUMNS, 'locks');
+    }),
+  );
   locks
     .command('create')
     .description('create a lock; with --gateway it is remote (can be unlocked through the API)')
