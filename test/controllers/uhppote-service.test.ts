@@ -82,8 +82,9 @@ async function site(labWindows: unknown = null): Promise<Site> {
   return { accountId: account.id, root, front, lab, personId: person.body.id, token: key.token };
 }
 
-async function setUp(s: Site, simulated: SimulatedController, doorLocks = [{ door: 1, lock_id: s.front }, { door: 2, lock_id: s.lab }]) {
+async function setUp(s: Site, simulated: SimulatedController, doorLocks = [{ door: 1, lock_id: s.front }, { door: 2, lock_id: s.lab }], extra: Record<string, unknown> = {}) {
   const res = await ctx.service.admin<ControllerView>('POST', '/admin/v1/controllers', {
+    ...extra,
     location_id: s.root,
     name: 'Hall board',
     serial_number: simulated.serial,
@@ -165,6 +166,15 @@ describe('set-up', () => {
     });
     assert.equal(bad.status, 422, bad.text);
     assert.deepEqual(bad.body.error.details.map((d) => d.field).sort(), ['door_locks[0].door', 'door_locks[0].lock_id', 'door_locks[1].lock_id']);
+  });
+
+  test('a board set up with transport tcp is spoken to over TCP only: polled, its cards written', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated, undefined, { transport: 'tcp' });
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card, over TCP');
+    assert.deepEqual([...simulated.transports], ['tcp']);
   });
 
   test('a window a board cannot hold exactly (the single minute 00:00) is refused on a UHPPOTE account', async () => {

@@ -13,6 +13,7 @@
 // the push button type 2, reason 20; a door opening/closing type 2, reasons 23/24. get-event past the last
 // index answers an all-zero event (index 0), as EventList.Get of the reference simulator does.
 import dgram from 'node:dgram';
+import net from 'node:net';
 import {
   decodeRequest,
   encodeResponse,
@@ -43,6 +44,8 @@ export interface SimulatedController {
   setReachable(reachable: boolean): void;
   dropPushes(drop: boolean): void;
   refuseWrites(refuse: boolean): void;
+  /** The transports requests came over (udp, tcp). */
+  transports: Set<'udp' | 'tcp'>;
   close(): Promise<void>;
 }
 
@@ -213,17 +216,45 @@ export async function startSimulatedController(options: {
     }
   };
 
-  socket.on('message', (message, from) => {
+  /** One request packet, whichever transport brought it: the answer's bytes, or null for none. */
+  const handle = (message: Buffer): Buffer | null => {
     try {
-      if (!reachable) return;
+      if (!reachable) return null;
       const { serial, request } = decodeRequest(message);
-      if (serial !== options.serial && !(serial === 0 && request.fn === 'get-device')) return;
+      if (serial !== options.serial && !(serial === 0 && request.fn === 'get-device')) return null;
       sim.requests.set(request.fn, (sim.requests.get(request.fn) ?? 0) + 1);
+      if (transportsUsed) transportsUsed.add(currentTransport);
       const response = answer(request);
-      if (response) socket.send(encodeResponse(options.serial, response), from.port, from.address, () => undefined);
+      return response ? encodeResponse(options.serial, response) : null;
     } catch {
-      // a packet the board does not understand gets no answer
+      return null; // a packet the board does not understand gets no answer
     }
+  };
+  let currentTransport: 'udp' | 'tcp' = 'udp';
+  const transportsUsed = new Set<'udp' | 'tcp'>();
+  socket.on('message', (message, from) => {
+    currentTransport = 'udp';
+    const reply = handle(message);
+    if (reply) socket.send(reply, from.port, from.address, () => undefined);
+  });
+  // Newer firmware also takes the same 64-byte frames over TCP, on the same port number.
+  const tcp = net.createServer((connection) => {
+    let pending = Buffer.alloc(0);
+    connection.on('error', () => undefined);
+    connection.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 64) {
+        const frame = pending.subarray(0, 64);
+        pending = pending.subarray(64);
+        currentTransport = 'tcp';
+        const reply = handle(frame);
+        if (reply) connection.write(reply);
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject);
+    tcp.listen(socket.address().port, '127.0.0.1', () => resolve());
   });
 
   const address = socket.address();
@@ -272,10 +303,11 @@ export async function startSimulatedController(options: {
     refuseWrites(refuse: boolean) {
       writesRefused = refuse;
     },
+    transports: transportsUsed,
     close(): Promise<void> {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
-      return new Promise((resolve) => socket.close(() => resolve()));
+      return new Promise((resolve) => tcp.close(() => socket.close(() => resolve())));
     },
   };
   return sim;
