@@ -12,6 +12,8 @@ import { waitFor } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { useTestService } from '../helpers/service.ts';
 import { startSimulatedController, type SimulatedController } from '../helpers/uhppote-simulator.ts';
+import { encodeResponse, type ControllerEvent } from '../../src/modules/controllers/uhppote/codec.ts';
+import dgram from 'node:dgram';
 
 const ZONE = 'Europe/Berlin';
 const CARD = 'wiegand26:100:58400';
@@ -330,6 +332,39 @@ describe('events', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100));
     await runJobs();
     assert.equal((await accessLog(s)).length, 4);
+  });
+});
+
+describe('forged pushes', () => {
+  /** Sends an event packet as if from the board, from `host` (UDP says nothing of who really sent it). */
+  async function forge(simulated: SimulatedController, host: string, event: ControllerEvent): Promise<void> {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, host, () => resolve()));
+    const status = {
+      serial: simulated.serial, systemTime: simulated.time(), doorsOpen: [false, false, false, false] as [boolean, boolean, boolean, boolean],
+      buttons: [false, false, false, false] as [boolean, boolean, boolean, boolean], relays: 0, inputs: 0, systemError: 0, specialInfo: 0, sequence: 1, event,
+    };
+    const packet = encodeResponse(simulated.serial, { fn: 'get-status', serial: simulated.serial, status });
+    await new Promise<void>((resolve) => socket.send(packet, simulated.listener!.port, simulated.listener!.address, () => resolve()));
+    await new Promise<void>((resolve) => socket.close(() => resolve()));
+  }
+
+  test('a push from another address is ignored; a claimed index the board does not have makes nothing skipped', async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const fake = (index: number): ControllerEvent => ({ index, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
+    await forge(simulated, '127.0.0.2', fake(1)); // another host on the network
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await accessLog(s)).length, 0);
+
+    await forge(simulated, '127.0.0.1', fake(1_000_000)); // the board's address, an index it never recorded
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await accessLog(s)).length, 0);
+    simulated.swipe(CARD_NUMBER, 1); // the board's real next event (index 1) is not skipped
+    await waitFor(async () => (await accessLog(s)).length === 1, 'the real swipe');
   });
 });
 

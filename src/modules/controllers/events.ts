@@ -40,8 +40,8 @@ export function toGatewayEvent(controller: ControllerRow, event: ControllerEvent
 }
 
 export class ControllerEvents {
-  /** Pushed events not yet stored, per board serial and index: a burst is stored in one batch. */
-  private readonly received = new Map<number, Map<number, ControllerEvent>>();
+  /** Pushed events not yet stored, per board serial and index, with the address each came from. */
+  private readonly received = new Map<number, Map<number, { event: ControllerEvent; from: string }>>();
 
   constructor(
     private readonly deps: {
@@ -54,21 +54,23 @@ export class ControllerEvents {
   ) {}
 
   /** Notes a pushed event of a board; returns true when it is the first waiting (the caller schedules a drain). */
-  push(serial: number, event: ControllerEvent): boolean {
+  push(serial: number, event: ControllerEvent, from: string): boolean {
     const waiting = this.received.get(serial);
     if (waiting) {
-      waiting.set(event.index, event);
+      waiting.set(event.index, { event, from });
       return false;
     }
-    this.received.set(serial, new Map([[event.index, event]]));
+    this.received.set(serial, new Map([[event.index, { event, from }]]));
     return true;
   }
 
-  /** Takes what was pushed by a board so far. */
-  takePushed(serial: number): Map<number, ControllerEvent> {
-    const waiting = this.received.get(serial) ?? new Map<number, ControllerEvent>();
+  /** Takes what was pushed by a board so far, from its own address only (null: none is). */
+  takePushed(serial: number, boardAddress: string | null): Map<number, ControllerEvent> {
+    const waiting = this.received.get(serial);
     this.received.delete(serial);
-    return waiting;
+    const taken = new Map<number, ControllerEvent>();
+    for (const [index, { event, from }] of waiting ?? []) if (from === boardAddress) taken.set(index, event);
+    return taken;
   }
 
   /** Stores events of one board in index order and moves its read index on past them. */
@@ -110,10 +112,14 @@ export class ControllerEvents {
       if (!event) {
         if (fetches === MISSED_EVENTS_PER_POLL) break;
         fetches++;
-        event = (await this.deps.client.getEvent(addressOf(controller), index)) ?? undefined;
+        const fetched = await this.deps.client.getEvent(addressOf(controller), index);
+        // The board has no such event: the index claimed was not the board's (a forged or garbled push). Stop
+        // here, so nothing the board did record is ever skipped.
+        if (!fetched) break;
+        event = fetched;
       }
       upTo = index;
-      if (event && event.index === index) events.push(event);
+      if (event.index === index) events.push(event);
     }
     if (events.length === 0) {
       await advanceEventIndex(this.deps.db, controller.gateway_id, upTo); // overwritten on the board: gone

@@ -79,17 +79,18 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
 
   // Pushed events: each board's in order, with what was missed before them.
   const listener = config.controllerListen
-    ? await ControllerEventListener.start(config.controllerListen, (status) => {
+    ? await ControllerEventListener.start(config.controllerListen, (status, from) => {
         const serial = status.serial;
-        if (!status.event || !events.push(serial, status.event)) return; // a drain of this board is waiting already
+        if (!status.event || !events.push(serial, status.event, from.address)) return; // a drain of this board is waiting already
         // After the event loop's I/O (every packet already read joins the batch; PGlite's queries would otherwise
         // run before the next packet is read) and behind the board's earlier work: one batch per drain.
         setImmediate(() => {
           void sync
             .serial(-serial, async () => {
               const controller = await findControllerBySerial(db, serial);
-              const pushed = events.takePushed(serial);
-              if (!controller) return; // not one of ours: ignored (no log line per stray packet)
+              // Only what came from the board's own address: UDP carries no proof of who sent it (README).
+              const pushed = events.takePushed(serial, controller?.host ?? null);
+              if (!controller || pushed.size === 0) return; // not one of ours: ignored (no log line per stray packet)
               deps.presence.heard(controller.gateway_id);
               const latest = [...pushed.values()].reduce((a, b) => (b.index > a.index ? b : a));
               await events.caughtUp(controller, latest, pushed);
