@@ -414,7 +414,7 @@ function ControllerView({ account, id, locks }: { account: Account; id: number; 
         <dd data-testid="controller-last-error">{c.last_error ?? <span class="muted">none</span>}</dd>
         <dt>Doors</dt>
         <dd>
-          {c.doors}: <DoorsToLocks account={account} controller={c} locks={locks.locks} />
+          {c.doors} door{c.doors === 1 ? '' : 's'}; <DoorsToLocks account={account} controller={c} locks={locks.locks} />
         </dd>
       </dl>
       <ReconcileNow controller={c} onDone={controller.reload} />
