@@ -225,3 +225,41 @@ export const WEBHOOK_EVENTS = [
   'person.updated',
   'person.deleted',
 ] as const;
+
+/** A door of a UHPPOTE controller and the lock it is (`door_locks` of /admin/v1/controllers). */
+export interface DoorLock {
+  door: number;
+  lock_id: number;
+}
+/** What a reconciliation found on a board and repaired (ControllerReconciliation). */
+export interface Reconciliation {
+  at: string;
+  cards_on_controller: number;
+  added: { key_id: number; reason: string }[];
+  changed: { key_id: number; reason: string }[];
+  /** `card`: the card number masked (its last three digits). */
+  removed: { card: string; key_id: number | null; reason: string }[];
+  profiles_rewritten: number[];
+  problems: string[];
+}
+/** A UHPPOTE controller (/admin/v1/controllers). */
+export interface Controller {
+  id: number;
+  account_id: number;
+  location_id: number;
+  name: string;
+  serial_number: number;
+  address: string;
+  port: number;
+  transport: 'udp' | 'tcp';
+  doors: number;
+  door_locks: DoorLock[];
+  time_zone: string;
+  online: boolean;
+  last_seen_at: string | null;
+  clock_set_at: string | null;
+  listener_set_at: string | null;
+  last_error: string | null;
+  reconciliation: Reconciliation | null;
+  created_at: string;
+}

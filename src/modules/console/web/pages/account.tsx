@@ -5,6 +5,7 @@ import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, us
 import { Link } from '../router.tsx';
 import type { Account, Location, User } from '../types.ts';
 import { ApiKeysSection } from './api-keys.tsx';
+import { ControllersSection } from './controllers.tsx';
 import { EventsSection } from './events.tsx';
 import { GatewaysSection } from './gateways.tsx';
 import { LocksSection } from './locks.tsx';
@@ -17,6 +18,7 @@ const TABS: { id: string; label: string }[] = [
   { id: 'locks', label: 'Locks' },
   { id: 'security-groups', label: 'Security groups' },
   { id: 'gateways', label: 'Gateways' },
+  { id: 'controllers', label: 'Controllers' },
   { id: 'api-keys', label: 'API keys' },
   { id: 'users', label: 'Users' },
   { id: 'people', label: 'People' },
@@ -62,6 +64,7 @@ export function AccountPage({ id, tab, item }: { id: number; tab: string; item?:
       {tab === 'locks' && <LocksSection account={a} />}
       {tab === 'security-groups' && <SecurityGroupsSection account={a} />}
       {tab === 'gateways' && <GatewaysSection account={a} />}
+      {tab === 'controllers' && <ControllersSection account={a} controllerId={item} />}
       {tab === 'api-keys' && <ApiKeysSection account={a} />}
       {tab === 'users' && <UsersSection account={a} />}
       {tab === 'people' && <PeopleSection account={a} personId={item} />}
@@ -360,6 +363,7 @@ function SettingsSection({ account, onSaved }: { account: Account; onSaved: () =
             <select {...a} value={lockingSystem} onChange={(e) => setLockingSystem((e.currentTarget as HTMLSelectElement).value)} data-testid="locking-system">
               <option value="">None (no sync)</option>
               <option value="sandbox">Sandbox simulator</option>
+              <option value="uhppote">UHPPOTE controllers</option>
             </select>
           )}
         </Field>

@@ -12,6 +12,16 @@ export function LocksSection({ account }: { account: Account }) {
   const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, limit: 200 });
   const [editing, setEditing] = useState<number | null>(null);
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  // A link to one lock (`…/locks#lock-12`, from a controller's doors) scrolls to its row once the rows are in.
+  const wanted = useRef(window.location.hash);
+  useEffect(() => {
+    const hash = wanted.current;
+    if (!/^#lock-\d+$/.test(hash)) return;
+    const row = document.getElementById(hash.slice(1));
+    if (!row) return;
+    wanted.current = '';
+    row.scrollIntoView({ block: 'center' });
+  }, [locks.items]);
   const sorted = useSort(locks.items, { name: (l) => l.name, place: (l) => l.place, location: (l) => l.location.name, state: (l) => (l.online === null ? 'not remote' : l.online ? 'online' : 'offline'), groups: (l) => l.security_groups.join(', '), id: (l) => l.id });
   return (
     <section aria-labelledby="locks-title">
@@ -33,7 +43,7 @@ export function LocksSection({ account }: { account: Account }) {
           </thead>
           <tbody>
             {sorted.rows.map((lock) => (
-              <tr key={lock.id} data-testid={`lock-row-${lock.id}`}>
+              <tr key={lock.id} id={`lock-${lock.id}`} data-testid={`lock-row-${lock.id}`}>
                 <td>{lock.name}</td>
                 <td>{lock.place}</td>
                 <td>{lock.location.name}</td>
