@@ -179,6 +179,17 @@ describe('set-up', () => {
     assert.deepEqual([...simulated.transports], ['tcp']);
   });
 
+  test('an account with controllers cannot stop using UHPPOTE until they are deleted', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated, []);
+    const refused = await ctx.service.admin('PATCH', `/admin/v1/accounts/${s.accountId}`, { locking_system: null });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`)).status, 204);
+    const allowed = await ctx.service.admin('PATCH', `/admin/v1/accounts/${s.accountId}`, { locking_system: null });
+    assert.equal(allowed.status, 200, allowed.text);
+  });
+
   test('a window a board cannot hold exactly (the single minute 00:00) is refused on a UHPPOTE account', async () => {
     const s = await site();
     const res = await ctx.service.admin('POST', '/admin/v1/security_groups', {

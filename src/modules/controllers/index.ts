@@ -172,7 +172,8 @@ function validityEdgesJob(db: Database, clock: Clock, sync: ControllerSync): Job
     everySeconds: 15,
     run: async () => {
       const now = clock.now();
-      const from = checkedUpTo ?? new Date(now.getTime() - 60_000);
+      // The first run looks back a day: edges passed while no instance ran are caught at the start too.
+      const from = checkedUpTo ?? new Date(now.getTime() - 86_400_000);
       checkedUpTo = now;
       const byAccount = new Map<number, number[]>();
       for (const { account_id, key_id } of await keysWithValidityEdge(db, from, now)) byAccount.set(account_id, [...(byAccount.get(account_id) ?? []), key_id]);

@@ -9,6 +9,7 @@ import type { Account, AccountCreate, AccountUpdate, Location, LocationCreate, L
 import type { OperatorDeps } from './service.ts';
 import {
   accountExists,
+  controllersOfAccount,
   findAccount,
   findLocation,
   insertAccount,
@@ -85,6 +86,10 @@ export class AccountsService {
 
   async update(id: number, body: AccountUpdate): Promise<Account> {
     return this.deps.db.transaction(async (tx) => {
+      // Its boards would keep every card they hold, never written again: their controllers go first.
+      if (body.locking_system !== undefined && body.locking_system !== 'uhppote' && (await controllersOfAccount(tx, id)) > 0) {
+        throw errors.invalidField('locking_system', 'This account has UHPPOTE controllers; delete them (DELETE /admin/v1/controllers/{id}) before it stops using them.');
+      }
       if (!(await updateAccount(tx, id, body))) throw errors.notFound('account');
       // reseller decides what every key of the account may do: drop cached keys everywhere.
       await tx.notify(AUTH_CHANNEL);

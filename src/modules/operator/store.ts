@@ -334,6 +334,15 @@ export async function accountRoot(db: Queryable, accountId: number): Promise<num
   return row ? Number(row.id) : null;
 }
 
+/** How many UHPPOTE controllers an account has. */
+export async function controllersOfAccount(db: Queryable, accountId: number): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM gateways g JOIN locations l ON l.id = g.location_id WHERE l.account_id = $1 AND g.kind = 'uhppote'",
+    [accountId],
+  );
+  return Number(row?.n ?? 0);
+}
+
 export async function lockingSystemOfAccount(db: Queryable, accountId: number): Promise<string | null> {
   const [row] = await db.query<{ locking_system: string | null }>('SELECT locking_system FROM accounts WHERE id = $1', [accountId]);
   return row?.locking_system ?? null;
