@@ -21,8 +21,14 @@ import type { Database } from '../../platform/db/index.ts';
 import type { EventType } from '../../platform/domain-events.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
-import { LIVE_CHANNEL } from '../console/live.ts';
 import { signatureHeader } from './sender.ts';
+import { domainEventsAfter, keysThatMayListen, newestDomainEventId, type ListenedEventRow } from './store.ts';
+
+/**
+ * The channel migration 012's trigger on domain_events notifies (`{"topic":"events","account_id":…}` per
+ * statement and account, whoever inserted); the console's live updates hear the same.
+ */
+const EVENTS_CHANNEL = 'console_live';
 
 /** Streams at once per API key, on this instance (a 429 beyond). */
 export const MAX_LISTENERS_PER_KEY = 3;
@@ -48,14 +54,7 @@ interface Listener {
   response: ServerResponse;
 }
 
-interface EventRow {
-  id: string;
-  type: EventType;
-  account_id: string;
-  path: string[];
-  data: unknown;
-  occurred_at: Date;
-}
+type EventRow = ListenedEventRow & { type: EventType };
 
 /** Opens and feeds the listen streams of this instance. */
 export class WebhookListeners {
@@ -100,7 +99,7 @@ export class WebhookListeners {
   /** Listens for NOTIFYs once, at the first stream. */
   async prepare(): Promise<void> {
     this.started ??= (async () => {
-      await this.db.listen(LIVE_CHANNEL, (payload) => this.heard(payload));
+      await this.db.listen(EVENTS_CHANNEL, (payload) => this.heard(payload));
       await this.db.listen(AUTH_CHANNEL, () => void this.checkKeys());
     })();
     await this.started.catch((error: unknown) => {
@@ -110,9 +109,8 @@ export class WebhookListeners {
   }
 
   /** The highest event id now: a new stream gets the events after it. */
-  async newestId(): Promise<bigint> {
-    const [row] = await this.db.query<{ id: string | null }>('SELECT max(id)::text AS id FROM domain_events');
-    return BigInt(row?.id ?? 0);
+  newestId(): Promise<bigint> {
+    return newestDomainEventId(this.db);
   }
 
   /** Takes over the response (the route has hijacked it): the `ready` message first, then events and heartbeats. */
@@ -217,13 +215,7 @@ export class WebhookListeners {
     let newest = await this.newestId();
     let from = this.floor;
     for (;;) {
-      const rows = await this.db.query<EventRow>(
-        `SELECT e.id::text AS id, e.type, e.account_id::text AS account_id, l.path::text[] AS path, e.data, e.occurred_at
-           FROM domain_events e JOIN locations l ON l.id = e.location_id
-          WHERE e.id > $1 AND e.account_id = ANY($2::bigint[])
-          ORDER BY e.id LIMIT ${READ_BATCH}`,
-        [from.toString(), accounts],
-      );
+      const rows = (await domainEventsAfter(this.db, from, accounts, READ_BATCH)) as EventRow[];
       for (const row of rows) {
         const id = BigInt(row.id);
         if (id > newest) newest = id;
@@ -294,12 +286,7 @@ export class WebhookListeners {
     const ids = [...new Set([...this.listeners].map((l) => l.caller.apiKeyId))];
     let valid: Set<number>;
     try {
-      const rows = await this.db.query<{ id: string }>(
-        `SELECT k.id::text AS id FROM api_keys k
-          WHERE k.id = ANY($1::bigint[]) AND k.revoked_at IS NULL AND k.expires_at > $2 AND 'webhooks:manage' = ANY(k.scopes)`,
-        [ids, this.clock.now()],
-      );
-      valid = new Set(rows.map((row) => Number(row.id)));
+      valid = await keysThatMayListen(this.db, ids, this.clock.now());
     } catch (error) {
       this.log.warn({ err: error }, 'webhook listen: keys not checked; the next heartbeat checks again'); // a database blip ends nobody's stream
       return;
