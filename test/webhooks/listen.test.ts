@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { verifyWebhook } from '../../packages/sdk/src/index.ts';
+import { backend } from '../helpers/database.ts';
 import { createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
-import { useTestService } from '../helpers/service.ts';
+import { startService, useTestService } from '../helpers/service.ts';
 
 const ctx = useTestService(undefined, { WEBHOOK_ALLOW_HOSTS: 'localhost' });
 
@@ -199,5 +200,25 @@ describe('listen', () => {
     const refused = await ctx.service.request<{ error: { code: string } }>('GET', '/v1/webhooks/listen', { token: reader.token });
     assert.equal(refused.status, 403);
     assert.equal(refused.body.error.code, 'insufficient_scope');
+  });
+
+  test('two instances: an event emitted and a key revoked through another instance reach the stream on this one', { skip: backend !== 'postgres' && 'a second instance needs PostgreSQL' }, async () => {
+    const other = await startService(await ctx.database.openAnother(), { WEBHOOK_ALLOW_HOSTS: 'localhost' });
+    try {
+      const t = await tenant();
+      const stream = await listen(t.token);
+      const ready = await stream.ready();
+      const res = await other.request<{ id: string }>('POST', '/v1/people', { token: t.token, body: { name: 'From B' } });
+      assert.equal(res.status, 201, res.text);
+      await waitFor(() => stream.deliveries().length > 0, 'the event from the other instance');
+      const [delivery] = stream.deliveries();
+      const now = (await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now;
+      const event = await verifyWebhook(delivery?.body ?? '', delivery?.headers ?? {}, ready.secret, { now: new Date(now) });
+      assert.equal((event.data as { id: string }).id, res.body.id);
+      await other.admin('DELETE', `/admin/v1/api_keys/${t.keyId}`);
+      await waitFor(() => stream.ended(), 'the end of the stream');
+    } finally {
+      await other.close();
+    }
   });
 });
