@@ -292,6 +292,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/listen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream events as signed deliveries (for forwarding to a local receiver)
+         * @description Server-sent events: the events of the API key's location and of its departments, as they are emitted, each as the delivery a subscription would get. No subscription or delivery record is made, and nothing is retried: an event emitted while no stream is open is not sent later (read it from `GET /events`).
+         *
+         *     - `event: ready` first, its data `{ secret, events, location_id, heartbeat_seconds }`: `secret` signs the deliveries of this stream (the same for every stream of this API key).
+         *     - `event: delivery` for each event, its data `{ headers, body }`: `body` is the raw JSON body (`{ id, type, created_at, data }`), `headers` the delivery headers with `X-Service-Signature` over `body` with `secret`, so a receiver verifies it as a real delivery.
+         *     - A comment line every 15 seconds.
+         *     - `event: end` before the service ends the stream, its data `{ reason }`: `key_revoked` (revoked, expired or without `webhooks:manage`), `too_slow` or `shutdown`.
+         *
+         *     At most 3 streams per API key at once (429 beyond). `latchkey webhooks listen --forward-to <url>` forwards the deliveries to a local URL.
+         */
+        get: operations["listenWebhooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -2849,6 +2876,89 @@ export interface operations {
                 };
             };
             /** @description Too many requests. `rate_limited`: a rate limit is exhausted; retry after Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listenWebhooks: {
+        parameters: {
+            query?: {
+                /** @description event names, comma-separated, or `*` (default): the events to stream; an unknown name: 400 */
+                events?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream (text/event-stream) until the client leaves, the key is revoked or the service stops. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the API key is missing, invalid, expired or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden. `insufficient_scope`: the API key lacks the scope of this operation. `not_available`: the API key belongs to a reseller (platform-mode) account. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. `rate_limited`: 3 streams of this API key are open already (or the instance's limit is reached); retry after Retry-After; or a rate limit is exhausted; retry after Retry-After. */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

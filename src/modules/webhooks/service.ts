@@ -72,8 +72,16 @@ export interface WebhooksDeps {
 export class WebhooksService {
   constructor(private readonly deps: WebhooksDeps) {}
 
-  private get db(): Database {
+  get db(): Database {
     return this.deps.db;
+  }
+
+  get clock(): Clock {
+    return this.deps.clock;
+  }
+
+  get secrets(): SecretBox {
+    return this.deps.secrets;
   }
 
   async list(caller: Caller, query: { limit?: number; cursor?: string }): Promise<PageOf<Subscription>> {

@@ -126,3 +126,43 @@ export async function insertPing(
   );
   return row as DeliveryRow;
 }
+
+// Listen streams (listen.ts): the domain events they are fed from and the keys they belong to.
+
+/** A domain event as a listen stream reads it; ids as text (bigint). */
+export interface ListenedEventRow {
+  id: string;
+  type: string;
+  account_id: string;
+  /** Its location's path, root first, as text. */
+  path: string[];
+  data: unknown;
+  occurred_at: Date;
+}
+
+/** The highest domain event id handed out so far (0 without any). */
+export async function newestDomainEventId(db: Queryable): Promise<bigint> {
+  const [row] = await db.query<{ id: string | null }>('SELECT max(id)::text AS id FROM domain_events');
+  return BigInt(row?.id ?? 0);
+}
+
+/** The domain events of these accounts with an id above `after`, in id order, at most `limit`. */
+export async function domainEventsAfter(db: Queryable, after: bigint, accountIds: readonly number[], limit: number): Promise<ListenedEventRow[]> {
+  return db.query<ListenedEventRow>(
+    `SELECT e.id::text AS id, e.type, e.account_id::text AS account_id, l.path::text[] AS path, e.data, e.occurred_at
+       FROM domain_events e JOIN locations l ON l.id = e.location_id
+      WHERE e.id > $1 AND e.account_id = ANY($2::bigint[])
+      ORDER BY e.id LIMIT $3`,
+    [after.toString(), accountIds, limit],
+  );
+}
+
+/** Which of these API keys are still live (not revoked, not expired) and hold `webhooks:manage`. */
+export async function keysThatMayListen(db: Queryable, apiKeyIds: readonly number[], now: Date): Promise<Set<number>> {
+  const rows = await db.query<{ id: string }>(
+    `SELECT id::text AS id FROM api_keys
+      WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL AND expires_at > $2 AND 'webhooks:manage' = ANY(scopes)`,
+    [apiKeyIds, now],
+  );
+  return new Set(rows.map((row) => Number(row.id)));
+}

@@ -122,4 +122,50 @@ export function registerWebhooks(program: Command, io: Io): void {
     .description('send one ping delivery now and show how the receiver answered')
     .argument('<id>', 'subscription id (uuid)')
     .action(action(io, async (ctx, _o, [id]) => ctx.print(await ctx.sdk().webhooks.ping(id as string), printDelivery)));
+
+  webhooks
+    .command('listen')
+    .description(
+      "receive the events of the API key's location as they happen and forward each, signed as a delivery, to a local URL (no subscription needed; plain http to localhost is fine), until Ctrl-C",
+    )
+    .option('--forward-to <url>', 'where each delivery is POSTed, e.g. http://localhost:3000/hook')
+    .option('--events <names>', EVENTS_HELP, list, ['*'])
+    .option('--print-secret', 'print the signing secret of listen sessions and end')
+    .action(
+      action<{ forwardTo?: string; events: string[]; printSecret?: boolean }>(io, async (ctx, o) => {
+        if (!o.printSecret && !o.forwardTo) throw new UsageError('give --forward-to <url> (e.g. http://localhost:3000/hook), or --print-secret.');
+        const forwardTo = o.forwardTo ?? '';
+        if (o.forwardTo) {
+          let parsed: URL;
+          try {
+            parsed = new URL(o.forwardTo);
+          } catch {
+            throw new UsageError(`--forward-to is not a URL: ${o.forwardTo}`);
+          }
+          if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--forward-to must be http:// or https://: ${o.forwardTo}`);
+        }
+        const apiKey = ctx.settings.apiKey;
+        if (!apiKey) throw new UsageError('no API key: set LATCHKEY_API_KEY, pass --api-key or save one with latchkey login.');
+        // Loaded here, not with the CLI: only this command needs it.
+        const { listenAndForward } = await import('../webhook-listen.ts');
+        const stop = new AbortController();
+        const quit = () => stop.abort();
+        process.once('SIGINT', quit).once('SIGTERM', quit);
+        try {
+          await listenAndForward({
+            url: ctx.settings.url,
+            apiKey,
+            forwardTo,
+            events: o.events,
+            printSecret: o.printSecret === true,
+            json: ctx.json,
+            out: (line) => ctx.io.out(line),
+            err: (line) => ctx.io.err(line),
+            signal: stop.signal,
+          });
+        } finally {
+          process.off('SIGINT', quit).off('SIGTERM', quit);
+        }
+      }),
+    );
 }

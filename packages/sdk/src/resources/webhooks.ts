@@ -1,5 +1,6 @@
 // Webhook subscriptions and deliveries (docs/spec/public-api-v1.md, Webhooks).
 import { idempotencyHeader, init, unwrap, type Api, type CallOptions, type CreateOptions } from '../api.js';
+import { LatchkeyError } from '../errors.js';
 import { PageList } from '../pagination.js';
 import type {
   PageQuery,
@@ -60,4 +61,20 @@ export class Webhooks {
 
   /** The standalone verifyWebhook(), for a receiver that holds a client anyway. */
   readonly verify = verifyWebhook;
+
+  /**
+   * `GET /webhooks/listen`: the raw server-sent-event stream of the key's events as signed deliveries (`ready`
+   * with the signing secret, then `delivery` messages `{ headers, body }`, comment lines as heartbeats, `end`).
+   * Abort `signal` to close it. `latchkey webhooks listen --forward-to <url>` reads it and forwards each delivery.
+   */
+  async listen(query: { events?: string } = {}, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const { response, error } = await this.api.GET('/v1/webhooks/listen', {
+      params: { query },
+      headers: { accept: 'text/event-stream' },
+      parseAs: 'stream',
+      ...init(options),
+    });
+    if (!response.ok || !response.body) throw LatchkeyError.fromResponse(response, error);
+    return response.body;
+  }
 }

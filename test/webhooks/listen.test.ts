@@ -1,0 +1,224 @@
+// GET /v1/webhooks/listen: events streamed as signed deliveries over server-sent events (README: Webhooks,
+// "Local development"): verifiable with the stream's secret like a real delivery, the key's location only,
+// ended when the key is revoked, a few streams per key, and no subscription or delivery row written.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { verifyWebhook } from '../../packages/sdk/src/index.ts';
+import { backend } from '../helpers/database.ts';
+import { createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
+import { waitFor } from '../helpers/gateways.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { startService, useTestService } from '../helpers/service.ts';
+
+const ctx = useTestService(undefined, { WEBHOOK_ALLOW_HOSTS: 'localhost' });
+
+let receiver: Receiver;
+before(async () => {
+  receiver = await startReceiver();
+});
+after(async () => receiver?.close());
+
+interface Message {
+  event: string;
+  data: string;
+}
+
+/** A listen stream read as a client would: its messages in order, comment lines counted. */
+async function listen(token: string, query = '') {
+  const abort = new AbortController();
+  const response = await fetch(`${ctx.service.url}/v1/webhooks/listen${query}`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
+  const messages: Message[] = [];
+  let comments = 0;
+  let ended = false;
+  const reading = (async () => {
+    if (!response.ok || !response.body) return;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let at: number;
+        while ((at = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, at);
+          buffer = buffer.slice(at + 2);
+          let event = 'message';
+          const data: string[] = [];
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) comments++;
+            else if (line.startsWith('event: ')) event = line.slice(7);
+            else if (line.startsWith('data: ')) data.push(line.slice(6));
+          }
+          if (data.length > 0) messages.push({ event, data: data.join('\n') });
+        }
+      }
+    } catch {
+      // aborted by the test
+    }
+    ended = true;
+  })();
+  return {
+    response,
+    messages,
+    comments: () => comments,
+    ended: () => ended,
+    deliveries: () => messages.filter((m) => m.event === 'delivery').map((m) => JSON.parse(m.data) as { headers: Record<string, string>; body: string }),
+    async ready() {
+      await waitFor(() => messages.length > 0, 'the ready message');
+      const first = messages[0] as Message;
+      assert.equal(first.event, 'ready');
+      return JSON.parse(first.data) as { secret: string; events: string[]; location_id: number };
+    },
+    async close() {
+      abort.abort();
+      await reading;
+    },
+  };
+}
+
+async function tenant() {
+  const account = await createAccount(ctx.service);
+  const key = await createApiKey(ctx.service, account.rootLocationId, ['webhooks:manage', 'people:write']);
+  return { account, token: key.token, keyId: key.id };
+}
+
+async function createPerson(token: string, name: string): Promise<string> {
+  const res = await ctx.service.request<{ id: string }>('POST', '/v1/people', { token, body: { name } });
+  assert.equal(res.status, 201, res.text);
+  return res.body.id;
+}
+
+const countRows = async (table: string) => Number((await ctx.database.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}`))[0]?.n);
+
+describe('listen', () => {
+  test('streams each event as a signed delivery that verifyWebhook accepts with the stream secret, the body a subscription gets', async () => {
+    const t = await tenant();
+    const sub = await ctx.service.request<{ secret: string }>('POST', '/v1/webhooks', { token: t.token, body: { url: receiver.url('/listen-compare'), events: ['person.created'] } });
+    assert.equal(sub.status, 201, sub.text);
+    const deliveriesBefore = await countRows('webhook_deliveries');
+    const subscriptionsBefore = await countRows('webhook_subscriptions');
+
+    const stream = await listen(t.token, '?events=person.created');
+    assert.equal(stream.response.status, 200);
+    assert.match(stream.response.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const ready = await stream.ready();
+    assert.match(ready.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(ready.secret, sub.body.secret);
+    assert.deepEqual(ready.events, ['person.created']);
+
+    const personId = await createPerson(t.token, 'Streamed Person');
+    await waitFor(() => stream.deliveries().length > 0, 'a delivery on the stream');
+    const [delivery] = stream.deliveries();
+    assert.ok(delivery);
+    const now = (await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now;
+    const event = await verifyWebhook(delivery.body, delivery.headers, ready.secret, { now: new Date(now) });
+    assert.equal(event.type, 'person.created');
+    assert.equal((event.data as { id: string }).id, personId);
+    assert.equal(delivery.headers['x-service-event'], 'person.created');
+    assert.equal(delivery.headers['x-service-delivery'], event.id);
+    assert.equal(delivery.headers['user-agent'], 'Service-Webhooks/1.0');
+    await assert.rejects(verifyWebhook(delivery.body, delivery.headers, sub.body.secret, { now: new Date(now) }), /signature/);
+
+    // The subscription of the same location got the same event with the same body but for its id.
+    await waitFor(() => receiver.received.some((r) => r.path === '/listen-compare'), 'the subscription delivery', 10_000);
+    const real = receiver.received.find((r) => r.path === '/listen-compare');
+    const streamed = JSON.parse(delivery.body) as Record<string, unknown>;
+    assert.deepEqual({ ...streamed, id: null }, { ...real?.body, id: null });
+    assert.deepEqual(Object.keys(streamed), ['id', 'type', 'created_at', 'data']);
+
+    // Nothing written for the stream: the one new delivery row is the subscription's.
+    assert.equal(await countRows('webhook_deliveries'), deliveriesBefore + 1);
+    assert.equal(await countRows('webhook_subscriptions'), subscriptionsBefore);
+    await stream.close();
+  });
+
+  test("only the key's location and its departments: a sibling department's and another account's events are not streamed", async () => {
+    const t = await tenant();
+    const deptA = await createDepartment(ctx.service, t.account.rootLocationId, 'A');
+    const deptB = await createDepartment(ctx.service, t.account.rootLocationId, 'B');
+    const keyA = await createApiKey(ctx.service, deptA, ['webhooks:manage', 'people:write']);
+    const keyB = await createApiKey(ctx.service, deptB, ['people:write']);
+    const other = await tenant();
+
+    const streamA = await listen(keyA.token);
+    const streamRoot = await listen(t.token);
+    await streamA.ready();
+    await streamRoot.ready();
+    await createPerson(keyB.token, 'In B');
+    await createPerson(other.token, 'Elsewhere');
+    await createPerson(t.token, 'At the root');
+    await createPerson(keyA.token, 'In A');
+    await waitFor(() => streamA.deliveries().length >= 1 && streamRoot.deliveries().length >= 3, 'the deliveries');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const names = (stream: typeof streamA) => stream.deliveries().map((d) => (JSON.parse(d.body) as { data: { name: string } }).data.name);
+    assert.deepEqual(names(streamA), ['In A']);
+    assert.deepEqual(names(streamRoot).sort(), ['At the root', 'In A', 'In B']);
+    await streamA.close();
+    await streamRoot.close();
+  });
+
+  test('the stream ends when its key is revoked', async () => {
+    const t = await tenant();
+    const stream = await listen(t.token);
+    await stream.ready();
+    const revoked = await ctx.service.admin('DELETE', `/admin/v1/api_keys/${t.keyId}`);
+    assert.ok(revoked.status < 300, revoked.text);
+    await waitFor(() => stream.ended(), 'the end of the stream');
+    assert.deepEqual(stream.messages.at(-1), { event: 'end', data: JSON.stringify({ reason: 'key_revoked' }) });
+    const again = await ctx.service.request('GET', '/v1/webhooks/listen', { token: t.token });
+    assert.equal(again.status, 401);
+  });
+
+  test('three streams per key at once, 429 beyond; a closed one makes room', async () => {
+    const t = await tenant();
+    const streams = [await listen(t.token), await listen(t.token), await listen(t.token)];
+    for (const stream of streams) await stream.ready();
+    const fourth = await ctx.service.request<{ error: { code: string } }>('GET', '/v1/webhooks/listen', { token: t.token });
+    assert.equal(fourth.status, 429);
+    assert.equal(fourth.body.error.code, 'rate_limited');
+    assert.ok(fourth.headers.get('retry-after'));
+    // Another key of the same account is not held back.
+    const otherKey = await createApiKey(ctx.service, t.account.rootLocationId, ['webhooks:manage']);
+    const other = await listen(otherKey.token);
+    await other.ready();
+    await other.close();
+    await streams[0]?.close();
+    await waitFor(async () => {
+      const next = await listen(t.token);
+      const ok = next.response.status === 200;
+      await next.close();
+      return ok;
+    }, 'room for a stream');
+    for (const stream of streams.slice(1)) await stream.close();
+  });
+
+  test('refuses unknown event names and keys without webhooks:manage', async () => {
+    const t = await tenant();
+    const unknown = await ctx.service.request<{ error: { code: string; message: string } }>('GET', '/v1/webhooks/listen?events=person.created,nope', { token: t.token });
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.body.error.message, /"nope"/);
+    const reader = await createApiKey(ctx.service, t.account.rootLocationId, ['people:write']);
+    const refused = await ctx.service.request<{ error: { code: string } }>('GET', '/v1/webhooks/listen', { token: reader.token });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.code, 'insufficient_scope');
+  });
+
+  test('two instances: an event emitted and a key revoked through another instance reach the stream on this one', { skip: backend !== 'postgres' && 'a second instance needs PostgreSQL' }, async () => {
+    const other = await startService(await ctx.database.openAnother(), { WEBHOOK_ALLOW_HOSTS: 'localhost' });
+    try {
+      const t = await tenant();
+      const stream = await listen(t.token);
+      const ready = await stream.ready();
+      const res = await other.request<{ id: string }>('POST', '/v1/people', { token: t.token, body: { name: 'From B' } });
+      assert.equal(res.status, 201, res.text);
+      await waitFor(() => stream.deliveries().length > 0, 'the event from the other instance');
+      const [delivery] = stream.deliveries();
+      const now = (await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now;
+      const event = await verifyWebhook(delivery?.body ?? '', delivery?.headers ?? {}, ready.secret, { now: new Date(now) });
+      assert.equal((event.data as { id: string }).id, res.body.id);
+      await other.admin('DELETE', `/admin/v1/api_keys/${t.keyId}`);
+      await waitFor(() => stream.ended(), 'the end of the stream');
+    } finally {
+      await other.close();
+    }
+  });
+});
