@@ -98,7 +98,9 @@ describe('every public route', () => {
     for (const op of await publicOperations()) {
       for (const scope of op.scopes) {
         const key = await createApiKey(ctx.service, account.rootLocationId, [scope]);
-        const res = await ctx.service.request<ErrorBody>(op.method, op.path, { token: key.token });
+        // The listener stream never ends: an unknown event name answers 400 after authorisation, no stream.
+        const path = op.path === '/v1/webhooks/listen' ? `${op.path}?events=nope` : op.path;
+        const res = await ctx.service.request<ErrorBody>(op.method, path, { token: key.token });
         assert.notEqual(res.status, 401, `${op.method} ${op.path} with ${scope}`);
         assert.ok(res.status !== 403 || res.body.error.code !== 'insufficient_scope', `${op.method} ${op.path} with ${scope}`);
       }

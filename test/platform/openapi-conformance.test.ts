@@ -163,9 +163,22 @@ test('webhooks answer as documented', async () => {
   assert.equal((await manage('POST', redelivered)).status, 409);
 });
 
+test('a listener stream of webhook events answers as documented', async () => {
+  const s = await site();
+  // The stream never ends, so it is read as a client would: its head and first message, then closed.
+  const aborter = new AbortController();
+  const res = await fetch(`${client.url}/v1/webhooks/listen`, { headers: { authorization: `Bearer ${s.token}` }, signal: aborter.signal });
+  const first = await (res.body as ReadableStream<Uint8Array>).getReader().read();
+  aborter.abort();
+  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  assert.match(new TextDecoder().decode(first.value), /event: ready/);
+  checkers.public.check('GET', '/v1/webhooks/listen', { status: res.status, headers: res.headers, body: null, text: '' });
+  assert.equal((await client.request('GET', '/v1/webhooks/listen?events=nope', { token: s.token })).status, 400);
+});
+
 test('every public operation was exercised, with a success and an error', () => {
   const operations = checkers.public.operationIds();
-  assert.equal(operations.length, 27);
+  assert.equal(operations.length, 28);
   for (const operation of operations) {
     const statuses = [...checkers.public.answered].filter((a) => a.startsWith(`${operation} `)).map((a) => Number(a.split(' ')[1]));
     assert.ok(statuses.some((status) => status < 300), `${operation}: no success (${statuses.join(', ')})`);
