@@ -19,6 +19,7 @@ import { stripVTControlCharacters } from 'node:util';
 /** Files (or folders, ending in /) that must run alone, with the reason. */
 const SERIAL = {
   'test/faults/': 'stops, freezes or kills a server (Mosquitto, PostgreSQL, Redis, an instance) and times the recovery in seconds',
+  'test/webhooks/window.test.ts': 'its 300 HTTPS deliveries must all land within the 2.5 s a slow receiver takes, which a shared CPU misses',
   // Gateway topics are latchkey/gateways/<id>/…, and every test database numbers its gateways from 1.
   'test/devices/presence.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
   'test/devices/instances.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
