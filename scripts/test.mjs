@@ -1,8 +1,59 @@
-// npm test: the whole suite on the embedded database, then again on server PostgreSQL when
-// TEST_DATABASE_URL is set. Extra arguments are passed to node --test (e.g. a file list).
-import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+// npm test: every test file on the embedded database (PGlite) and, when TEST_DATABASE_URL is set, again on
+// server PostgreSQL. Arguments are test files or folders of them (`npm test -- test/access`); arguments that
+// start with `-` go to node --test as they are.
+//
+// Wall time on a small machine: each test file is a process of its own with a database of its own (a PGlite in
+// memory, or a schema of its own on PostgreSQL) listening on free ports, so files do not see each other, and
+// most of their time is spent waiting (timers, sockets, child processes). So the files of both backends share
+// one pool of LATCHKEY_TEST_JOBS processes (default: twice the cores), the longest first (durations of the
+// last run are kept in node_modules/.cache/latchkey/test-durations.json); the pure tier (test/unit) runs
+// once, on PGlite, since it uses no database. The files in SERIAL then run one at a time with nothing
+// beside them. Each file's report is printed whole when it ends, headed by its backend, file and duration;
+// the failures are listed again at the end.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
+
+/** Files (or folders, ending in /) that must run alone, with the reason. */
+const SERIAL = {
+  'test/faults/': 'stops, freezes or kills a server (Mosquitto, PostgreSQL, Redis, an instance) and times the recovery in seconds',
+  'test/webhooks/window.test.ts': 'its 300 HTTPS deliveries must all land within the 2.5 s a slow receiver takes, which a shared CPU misses',
+  // Gateway topics are latchkey/gateways/<id>/…, and every test database numbers its gateways from 1.
+  'test/devices/presence.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
+  'test/devices/instances.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
+  'test/access/instances.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
+};
+/**
+ * Seconds a file took on this project's 2-core CI machine (embedded PGlite), for the files over 15 s: the order
+ * of a run with no durations of its own yet (after npm ci). An order only: a stale figure costs wall time, never
+ * a test.
+ */
+const EXPECTED = {
+  'test/webhooks/crash.test.ts': 61, 'test/devices/crash-events.test.ts': 48, 'test/console/browser.test.ts': 36,
+  'test/devices/crash-results.test.ts': 32, 'test/platform/main.test.ts': 30, 'test/devices/broker-credentials.test.ts': 26,
+  'test/access/gateway-access.test.ts': 25, 'test/webhooks/webhooks.test.ts': 24, 'test/platform/data-dir-lock.test.ts': 20,
+  'test/console/operator-day.test.ts': 20, 'test/sdk/retries.test.ts': 20, 'test/console/session.test.ts': 19,
+  'test/platform/properties.test.ts': 19, 'test/cli/public.test.ts': 17, 'test/webhooks/window.test.ts': 17,
+  'test/console/access.test.ts': 17, 'test/devices/broker.test.ts': 16, 'test/platform/api-docs-browser.test.ts': 16,
+};
+/**
+ * CPU-bound files with deadlines of their own: they run beside light files but never beside one another
+ * (either backend), or two of them starve each other past their timeouts on a 2-core machine.
+ */
+const HEAVY = {
+  'test/devices/crash-events.test.ts': 'a burst of 10,000 door events, the service killed and restarted',
+  'test/devices/crash-results.test.ts': 'a burst of unlock results, the service killed and restarted',
+  'test/webhooks/crash.test.ts': 'a burst of webhook deliveries, the service killed and restarted',
+  'test/console/browser.test.ts': 'Chromium',
+  'test/platform/api-docs-browser.test.ts': 'Chromium',
+  'test/cli/operator.test.ts': 'a CLI process (tsx) per command',
+  'test/cli/public.test.ts': 'a CLI process (tsx) per command',
+  'test/platform/main.test.ts': 'the service started as a process, again and again',
+};
+/** Uses no database: runs on the first backend only. */
+const PURE = 'test/unit/';
 
 function testFiles(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -11,25 +62,122 @@ function testFiles(dir) {
     return name.endsWith('.test.ts') ? [full] : [];
   });
 }
+const relative = (file) => path.relative(process.cwd(), path.resolve(file)).split(path.sep).join('/');
 
 const args = process.argv.slice(2);
-// Arguments are test files or folders of them (npm run test:unit passes test/unit).
-const files = (args.length > 0 ? args : ['test']).flatMap((arg) => (!arg.startsWith('-') && statSync(arg).isDirectory() ? testFiles(arg).sort() : [arg]));
-const backends = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
+const nodeFlags = args.filter((arg) => arg.startsWith('-'));
+const named = args.filter((arg) => !arg.startsWith('-'));
+const files = (named.length > 0 ? named : ['test']).flatMap((arg) => (statSync(arg).isDirectory() ? testFiles(arg).sort() : [arg])).map(relative);
+const isSerial = (file) => Object.keys(SERIAL).some((key) => (key.endsWith('/') ? file.startsWith(key) : file === key));
 
-let failed = false;
-for (const backend of backends) {
-  console.log(`\n# Latchkey tests on ${backend === 'pglite' ? 'embedded PGlite' : 'PostgreSQL'}\n`);
-  const result = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=120000', ...files],
-    {
-      stdio: 'inherit',
-      // The webhook tests' local HTTPS receiver uses a self-signed certificate (test fixture), trusted
-      // the way an operator would trust a private CA.
-      env: { ...process.env, LATCHKEY_TEST_BACKEND: backend, NODE_EXTRA_CA_CERTS: path.resolve('test/fixtures/tls/cert.pem') },
-    },
-  );
-  if (result.status !== 0) failed = true;
+const backends = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
+const label = { pglite: 'embedded PGlite', postgres: 'PostgreSQL' };
+const jobs = Math.max(1, Number(process.env.LATCHKEY_TEST_JOBS) || 2 * availableParallelism());
+const reporter = nodeFlags.some((flag) => flag.startsWith('--test-reporter')) ? [] : ['--test-reporter=spec'];
+
+const durationsFile = path.resolve('node_modules/.cache/latchkey/test-durations.json');
+let lastDurations = {};
+try {
+  lastDurations = JSON.parse(readFileSync(durationsFile, 'utf8'));
+} catch {
+  // first run: files start in name order
 }
-process.exit(failed ? 1 : 0);
+
+/** One file on one backend: node --test in a process of its own, its report collected. */
+function runFile({ backend, file }) {
+  const started = Date.now();
+  // On Node 20, --test-timeout under --test bounds the whole file (checked: a file of two 1.5 s tests fails at
+  // 2 s), not each test. The longest file takes about 60 s alone and two to three times that beside others, so
+  // the bound is 300 s a file; tests that need a bound of their own set `timeout`.
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, file], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      ...(process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: '1' } : {}),
+      LATCHKEY_TEST_BACKEND: backend,
+      // The webhook tests' local HTTPS receiver uses a self-signed certificate (test fixture), trusted the way
+      // an operator would trust a private CA.
+      NODE_EXTRA_CA_CERTS: path.resolve('test/fixtures/tls/cert.pem'),
+    },
+  });
+  const out = [];
+  child.stdout.on('data', (chunk) => out.push(chunk));
+  child.stderr.on('data', (chunk) => out.push(chunk));
+  return new Promise((resolve) =>
+    child.once('close', (code, signal) => {
+      const report = Buffer.concat(out).toString();
+      // The spec reporter's closing counts (`ℹ pass 12`).
+      const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(stripVTControlCharacters(report))?.[1] ?? 0);
+      resolve({ backend, file, code: code ?? (signal ? 1 : 0), seconds: (Date.now() - started) / 1000, report, pass: count('pass'), fail: count('fail'), skipped: count('skipped') });
+    }),
+  );
+}
+
+const results = [];
+function print(result, alone) {
+  const status = result.code === 0 ? 'passed' : 'FAILED';
+  console.log(`\n# ${status}  ${label[result.backend]}  ${result.file}  ${result.seconds.toFixed(1)} s${alone ? ' (alone)' : ''}\n`);
+  process.stdout.write(result.report);
+}
+
+/** Runs `list` through `width` processes at a time, the longest (by the last run) first. */
+async function runPool(list, width, alone) {
+  const expected = (job) => lastDurations[`${job.backend} ${job.file}`] ?? EXPECTED[job.file] ?? 5;
+  const queue = [...list].sort((a, b) => expected(b) - expected(a));
+  let heavyRunning = false;
+  const runningFiles = new Set();
+  // The next job: the longest waiting, but not a heavy one while a heavy one runs, nor a file running on the
+  // other backend (the same load twice at once).
+  const next = () => {
+    const i = queue.findIndex((job) => !(heavyRunning && HEAVY[job.file]) && !runningFiles.has(job.file));
+    return i === -1 ? undefined : queue.splice(i, 1)[0];
+  };
+  const wake = new Set();
+  const worker = async () => {
+    while (queue.length > 0) {
+      const job = next();
+      if (!job) {
+        await new Promise((resolve) => wake.add(resolve)); // nothing that may start now: wait for a job to end
+        continue;
+      }
+      const heavy = Boolean(HEAVY[job.file]);
+      if (heavy) heavyRunning = true;
+      runningFiles.add(job.file);
+      const result = await runFile(job);
+      runningFiles.delete(job.file);
+      if (heavy) heavyRunning = false;
+      for (const resolve of wake) resolve();
+      wake.clear();
+      results.push(result);
+      print(result, alone);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, queue.length) }, worker));
+}
+
+const started = Date.now();
+const all = files.flatMap((file) => backends.filter((_, i) => i === 0 || !file.startsWith(PURE)).map((backend) => ({ backend, file })));
+console.log(`# Latchkey tests on ${backends.map((b) => label[b]).join(' and ')}: ${all.length} file runs, ${jobs} at a time, then ${all.filter((j) => isSerial(j.file)).length} alone`);
+await runPool(all.filter((job) => !isSerial(job.file)), jobs, false);
+const parallelSeconds = (Date.now() - started) / 1000;
+await runPool(all.filter((job) => isSerial(job.file)), 1, true);
+
+const durations = { ...lastDurations };
+for (const r of results) durations[`${r.backend} ${r.file}`] = Math.round(r.seconds * 10) / 10;
+try {
+  mkdirSync(path.dirname(durationsFile), { recursive: true });
+  writeFileSync(durationsFile, `${JSON.stringify(durations, null, 1)}\n`);
+} catch {
+  // read-only tree: the next run orders by name
+}
+
+const failed = results.filter((r) => r.code !== 0);
+console.log('\n# Summary');
+for (const backend of backends) {
+  const mine = results.filter((r) => r.backend === backend);
+  const sum = (key) => mine.reduce((total, r) => total + r[key], 0);
+  console.log(`# ${label[backend]}: ${mine.length} files, ${sum('pass')} tests passed, ${sum('fail')} failed, ${sum('skipped')} skipped; ${Math.round(sum('seconds'))} s of file time`);
+}
+console.log(`# ${Math.round(parallelSeconds)} s side by side (${jobs} at a time), ${Math.round((Date.now() - started) / 1000 - parallelSeconds)} s alone, ${Math.round((Date.now() - started) / 1000)} s in all`);
+for (const r of failed) console.log(`# FAILED  ${label[r.backend]}  ${r.file}`);
+process.exit(failed.length > 0 ? 1 : 0);

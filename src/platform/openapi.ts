@@ -59,8 +59,8 @@ export async function registerOpenApiDocuments(app: FastifyInstance, settings: D
     // components.schemas keep the names the schemas were given (openapi-schemas.ts), not def-0, def-1, …
     refResolver: { buildLocalReference: (json: { $id?: string }, _base: unknown, _fragment: unknown, i: number) => json.$id ?? `def-${i}` },
   };
-  // The project grants no licence yet (package.json is private): npm's word for that, until one is chosen.
-  const license = { name: 'UNLICENSED' };
+  // Apache-2.0 (LICENSE), named by its SPDX identifier.
+  const license = { name: 'Apache-2.0', identifier: 'Apache-2.0' };
   const contact = { name: `${settings.brandName} maintainers` };
 
   const publicDocument: SwaggerOptions = {
