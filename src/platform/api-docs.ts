@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { errors } from './errors.ts';
+import { escapeHtml, pageHeaders } from './html-page.ts';
 
 const ASSET_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
@@ -71,15 +72,7 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-function securityHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('content-security-policy', CONTENT_SECURITY_POLICY)
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer');
-}
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+const securityHeaders = (reply: FastifyReply): FastifyReply => pageHeaders(reply, CONTENT_SECURITY_POLICY);
 
 function page(title: string, document: string, tokenForm: boolean): string {
   const form = tokenForm

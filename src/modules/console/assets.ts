@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { errors } from '../../platform/errors.ts';
+import { escapeHtml, pageHeaders } from '../../platform/html-page.ts';
 
 const WEB_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'web');
 
@@ -38,15 +39,7 @@ interface Asset {
   etag: string;
 }
 
-function securityHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('content-security-policy', CONTENT_SECURITY_POLICY)
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer');
-}
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+const securityHeaders = (reply: FastifyReply): FastifyReply => pageHeaders(reply, CONTENT_SECURITY_POLICY);
 
 function shell(brandName: string): string {
   const brand = escapeHtml(brandName);

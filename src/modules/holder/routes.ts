@@ -11,6 +11,7 @@ import { Id, NoContent } from '../../platform/schemas.ts';
 import { KeyDeviceList } from './schemas.ts';
 import { HOLDER_PNG_ICONS, holderAsset } from './assets.ts';
 import type { HolderService } from './service.ts';
+import { escapeHtml, pageHeaders } from '../../platform/html-page.ts';
 
 export const HOLDER_CSP = [
   "default-src 'self'",
@@ -31,11 +32,7 @@ const Assertion = Type.Object({ response: Type.Object({}, { additionalProperties
 const OpenBody = Type.Object({ response: Type.Object({}, { additionalProperties: true }), lock_id: Type.Integer({ minimum: 1 }) });
 
 export function holderHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('content-security-policy', HOLDER_CSP)
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer')
-    .header('cache-control', 'no-store');
+  return pageHeaders(reply, HOLDER_CSP).header('cache-control', 'no-store');
 }
 
 /** German when the browser asks for it first; English otherwise. */
@@ -43,8 +40,7 @@ export function languageOf(request: FastifyRequest): 'de' | 'en' {
   return /^\s*de\b/i.test(request.headers['accept-language'] ?? '') ? 'de' : 'en';
 }
 
-const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+
 
 function myKeyPage(brand: string, lang: 'de' | 'en'): string {
   const t =
@@ -57,7 +53,7 @@ function myKeyPage(brand: string, lang: 'de' | 'en'): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="theme-color" content="#0b57d0">
-<title>${escape(t.title)} · ${escape(brand)}</title>
+<title>${escapeHtml(t.title)} · ${escapeHtml(brand)}</title>
 <link rel="manifest" href="/my-key/manifest.webmanifest">
 <link rel="icon" href="/my-key/assets/icon.svg" type="image/svg+xml">
 <link rel="apple-touch-icon" href="/my-key/assets/apple-touch-icon.png">
@@ -66,10 +62,10 @@ function myKeyPage(brand: string, lang: 'de' | 'en'): string {
 </head>
 <body>
 <main id="my-key">
-<h1>${escape(t.title)}</h1>
-<p>${escape(t.intro)}</p>
-<noscript><p>${escape(t.noscript)}</p></noscript>
-<button type="button" id="show-doors">${escape(t.show)}</button>
+<h1>${escapeHtml(t.title)}</h1>
+<p>${escapeHtml(t.intro)}</p>
+<noscript><p>${escapeHtml(t.noscript)}</p></noscript>
+<button type="button" id="show-doors">${escapeHtml(t.show)}</button>
 <p id="status" role="status" aria-live="polite"></p>
 <section id="key" aria-labelledby="key-name" hidden>
 <h2 id="key-name"></h2>
