@@ -6,9 +6,8 @@
 //               the burst over the time until every one is in GET /v1/events. Pushes the kernel drops are read
 //               by index (the gap logic), so the count must come out exact: none lost, none twice (the access log
 //               is unique on (controller, event index)).
-import dgram from 'node:dgram';
 import os from 'node:os';
-import { startSimulatedController } from '../test/helpers/uhppote-simulator.ts';
+import { freeUdpPort, startSimulatedController } from '../test/helpers/uhppote-simulator.ts';
 import { admin, percentile, startBenchService, stop } from './common.ts';
 
 /** Keys revoked one after another (BENCH_CONTROLLER_KEYS, default 200). */
@@ -28,13 +27,6 @@ export interface ControllerFigures {
   fetched: number;
 }
 
-async function freeUdpPort(): Promise<number> {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -3,13 +3,12 @@
 // change goes through writes the board; every swipe is in the access log once, whoever read it.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import dgram from 'node:dgram';
 import { after, test } from 'node:test';
 import { backend } from '../helpers/database.ts';
 import { advanceClock, createAccount, createApiKey, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/gateways.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
-import { startSimulatedController } from '../helpers/uhppote-simulator.ts';
+import { freeUdpPort, startSimulatedController } from '../helpers/uhppote-simulator.ts';
 
 const skip = backend !== 'postgres' ? 'needs PostgreSQL (LATCHKEY_TEST_BACKEND=postgres)' : false;
 const ctx = useTestService();
@@ -18,14 +17,6 @@ after(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
 });
 
-/** A UDP port free right now on 127.0.0.1 (for the listener of instance A). */
-async function freeUdpPort(): Promise<number> {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 test('two instances: writes through either reach the board, pushed and polled events are stored once', { skip }, async () => {
   const listen = `127.0.0.1:${await freeUdpPort()}`;

@@ -312,3 +312,12 @@ export async function startSimulatedController(options: {
   };
   return sim;
 }
+
+/** A UDP port free right now on 127.0.0.1 (for a service's controller listener). */
+export async function freeUdpPort(): Promise<number> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  const { port } = socket.address();
+  await new Promise<void>((resolve) => socket.close(() => resolve()));
+  return port;
+}
