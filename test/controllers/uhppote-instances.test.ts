@@ -17,7 +17,6 @@ after(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
 });
 
-
 test('two instances: writes through either reach the board, pushed and polled events are stored once', { skip }, async () => {
   const listen = `127.0.0.1:${await freeUdpPort()}`;
   const common = { CONTROLLER_EVENT_ADDRESS: listen, CONTROLLER_POLL_SECONDS: '1', CONTROLLER_TIMEOUT_MS: '150' };
