@@ -264,9 +264,16 @@ function assertEnvelope(res: HttpResult<unknown>, label: string): void {
 test('any request drawn for any operation of the public document: never a 5xx, always the envelope and Cache-Control, only documented statuses', async () => {
   const { service } = ctx;
   const document = (await service.request<OpenApi>('GET', '/v1/openapi.json')).body;
+  // A stream (text/event-stream: GET /v1/webhooks/listen) never ends, so a drawn request that opens one would wait
+  // forever for its body: streams are tested where they are read as streams (test/webhooks/listen.test.ts).
+  const streams = (operation: Operation) =>
+    Object.values(operation.responses).some((response) => Object.keys((response as { content?: object }).content ?? {}).includes('text/event-stream'));
   const operations = Object.entries(inlineRefs(document.paths, document.components?.schemas ?? {})).flatMap(([path, methods]) =>
-    Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+    Object.entries(methods)
+      .filter(([, operation]) => !streams(operation))
+      .map(([method, operation]) => ({ path, method, operation })),
   );
+  assert.ok(operations.length >= 27, 'every operation but the stream is drawn');
   const drawn = fc.oneof(...operations.map(({ path, method, operation }) => requestFor(path, method, operation).map((request) => ({ request, statuses: Object.keys(operation.responses), label: `${method.toUpperCase()} ${path}` }))));
   await fc.assert(
     fc.asyncProperty(drawn, async ({ request, statuses, label }) => {
