@@ -42,8 +42,12 @@ test('events recorded while the service was down are read when it starts again; 
   board.swipe(900999, 1);
   await waitFor(async () => (await log()).length === 1, 'the first swipe');
 
-  // The board goes away, a change is queued for it, the service stops.
+  // The board goes away (its polls say so), a change is queued for it, the service stops.
   board.setReachable(false);
+  await waitFor(async () => {
+    await advanceClock(service, 1.1);
+    return !(await service.admin<{ online: boolean }>('GET', `/admin/v1/controllers/${controller.body.id}`)).body.online;
+  }, 'the board offline', 8000);
   const changed = await service.request<{ state: string }>('PATCH', `/v1/keys/${key.body.id}`, { token, body: { security_groups: ['staff', 'lab'] } });
   assert.equal(changed.body.state, 'sent');
   await service.close();
@@ -58,8 +62,9 @@ test('events recorded while the service was down are read when it starts again; 
     await advanceClock(service, 0); // polls (the sandbox runs jobs when told)
     return (await log()).length === 4;
   }, 'the three swipes made while the service was down', 8000);
+  // Its first poll finds the board back: what waits for it is written at once, not at the retry's rung.
   await waitFor(async () => {
-    await advanceClock(service, 1.1);
+    await advanceClock(service, 0);
     return (await service.request<{ state: string }>('GET', `/v1/keys/${key.body.id}`, { token })).body.state === 'handed_over';
   }, 'the queued change applied by the new service', 8000);
   assert.deepEqual(board.cards.get(900999)?.doors, [1, 1, 0, 0]);
