@@ -1,5 +1,18 @@
 // Every environment variable the service reads, typed and validated in one place.
 // An invalid value stops start-up with a message naming the variable.
+//
+// Written by hand rather than with env-schema (ajv over a TypeBox schema), judged in issue 26: about half of
+// what is checked here is not a property of one variable's value that a JSON schema states. Defaults come
+// from other variables (PUBLIC_URL from PORT, SMTP_FROM and SMS_FROM from BRAND_NAME, MQTT_CLIENT_ID from the
+// host name); variables depend on each other (MQTT_DYNSEC_* both or neither and only with a user in MQTT_URL,
+// METRICS_PORT not PORT); TRUST_PROXY is a boolean, a number or a list of addresses and CIDRs;
+// CONTROLLER_LISTEN and CONTROLLER_EVENT_ADDRESS are host:port; WEBHOOK_SECRET_KEY is 32 bytes of base64.
+// ajv's coercion would also change rules deployments rely on: it takes " 12" and "1e3" as integers and
+// refuses a blank value and any boolean but true and false, where here an integer is digits only, a blank
+// means unset and 1/0, yes/no, on/off are booleans. Its messages (`/PORT must be <= 65535`) name no remedy;
+// these say what to run (openssl rand -base64 32). A schema would hold the simple half and leave the other
+// half as code beside it, for one more dependency: the helpers below (text, integer, boolean, url) are that
+// simple half.
 import { hostname } from 'node:os';
 import ipaddr from 'ipaddr.js';
 

@@ -2,49 +2,28 @@
 // and when the LISTEN connection was lost and is back (Database.listen then calls with an empty payload:
 // what was notified meanwhile was missed). Entries also age out after a short TTL, a net for a NOTIFY
 // missed any other way (README: Architecture).
+//
+// The storage, the TTL and the bound are lru-cache's (already a dependency, as the page and credential
+// caches use it): past `limit` entries the least recently used goes. What is this project's own is only
+// the following of a channel.
+import { LRUCache } from 'lru-cache';
 import type { Database } from './db/index.ts';
 
 export interface InvalidatedCacheOptions {
   ttlMs: number;
-  /** Past this many entries the cache starts over: bounded memory whatever the callers ask for. */
+  /** At most this many entries (the least recently used goes first): bounded memory whatever the callers ask for. */
   limit: number;
-  /** Monotonic milliseconds; a test passes its own. Wall time, not the service clock: the TTL is about staleness. */
-  now?: () => number;
 }
 
-export class InvalidatedCache<K, V> {
-  private readonly entries = new Map<K, { value: V; storedAt: number }>();
-  private readonly now: () => number;
-
-  constructor(private readonly options: InvalidatedCacheOptions) {
-    this.now = options.now ?? (() => performance.now());
+/** Keys and values are never null or undefined (lru-cache's bound). */
+export class InvalidatedCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> extends LRUCache<K, V> {
+  constructor(options: InvalidatedCacheOptions) {
+    // Wall time (performance.now), not the service clock: the TTL is about staleness. A stale entry read is dropped.
+    super({ max: options.limit, ttl: options.ttlMs });
   }
 
   /** Drops the cache on every notification of `channel` and on every LISTEN reconnection. */
   async follow(db: Database, channel: string): Promise<void> {
     await db.listen(channel, () => this.clear());
-  }
-
-  get(key: K): V | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (this.now() - entry.storedAt > this.options.ttlMs) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry.value;
-  }
-
-  set(key: K, value: V): void {
-    if (this.entries.size >= this.options.limit) this.entries.clear();
-    this.entries.set(key, { value, storedAt: this.now() });
-  }
-
-  clear(): void {
-    this.entries.clear();
-  }
-
-  get size(): number {
-    return this.entries.size;
   }
 }

@@ -1,14 +1,22 @@
-// A per-instance cache of list pages as the JSON bytes they were sent as (GET /v1/locks, GET /v1/events):
+// A per-instance cache of list pages as the JSON bytes they were sent as (GET /v1/events, /v1/keys, /v1/locks,
+// /v1/people):
 // clients poll these lists far more often than their rows change, and a page served from memory costs no
 // query, no row parsing and no serialization. A page is kept per account and dropped when a NOTIFY says
 // rows of that account changed (from any instance, job or script: the notifications come from triggers or
 // from the writers' transactions), when the LISTEN connection was lost and is back, and after a short TTL
 // (the net for a notification missed any other way). Memory is bounded by bytes, not entries.
+//
+// A page is found by a key derived from the route's query schema (pageKey): every property the route
+// declares is in the key by construction, so a filter added to a list later cannot be left out of it and
+// serve another query's page; the caller's scope (account and location) is in it too.
+import type { Static, TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Database } from './db/index.ts';
 
-export interface PageCacheOptions {
+export interface PageCacheOptions<Q extends TObject = TObject> {
+  /** The querystring schema of the route whose pages these are (the one its `schema.querystring` declares). */
+  query: Q;
   /** The most bytes of pages kept. */
   maxBytes: number;
   ttlMs: number;
@@ -34,7 +42,29 @@ export interface Followed {
   parse?: (payload: string) => Changed;
 }
 
-export class PageCache {
+/** Whose page it is: the rows a list shows depend on the caller's account and location, nothing else of the key. */
+export interface PageScope {
+  accountId: number;
+  locationId: number;
+}
+
+/**
+ * The canonical key of a page: the scope, then every property of the route's query schema in sorted
+ * order with the value the validated query gives it (those left out of the request are skipped). Derived
+ * from the schema, not listed by hand: a filter the route declares is in the key the day it is added.
+ * Anything in the query the schema does not declare is no filter (the handler cannot read it) and is left
+ * out, so `?utm=x` shares the page of the same query without it.
+ */
+export function pageKey<Q extends TObject>(schema: Q, scope: PageScope, query: Static<Q>): string {
+  const values = query as Record<string, unknown>;
+  const fields = Object.keys(schema.properties)
+    .sort()
+    .filter((name) => values[name] !== undefined)
+    .map((name) => [name, values[name]]);
+  return JSON.stringify([scope.accountId, scope.locationId, fields]);
+}
+
+export class PageCache<Q extends TObject = TObject> {
   // Bytes, not strings: a string would be encoded to UTF-8 again on every send.
   private readonly pages: LRUCache<string, Buffer>;
   /** Bumped per account by its changes: a page stored under an older generation is never read again. */
@@ -42,9 +72,11 @@ export class PageCache {
   /** Bumped by a change of every account. */
   private epoch = 0;
   private readonly enabled: boolean;
+  private readonly query: Q;
 
-  constructor(options: PageCacheOptions) {
+  constructor(options: PageCacheOptions<Q>) {
     this.enabled = options.enabled ?? true;
+    this.query = options.query;
     this.pages = new LRUCache<string, Buffer>({
       maxSize: options.maxBytes,
       sizeCalculation: (body, key) => body.length + key.length,
@@ -68,13 +100,14 @@ export class PageCache {
   }
 
   /**
-   * The page of `account` that `query` names, from memory or from `produce`. A page produced while a change
-   * of the account was notified is sent but not kept: it may have been read before the change.
+   * The page the validated `query` names in `scope`, from memory or from `produce`. A page produced while a
+   * change of the account was notified is sent but not kept: it may have been read before the change.
    */
-  async page(account: number, query: string, produce: () => Promise<string>): Promise<Buffer> {
+  async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string>): Promise<Buffer> {
     if (!this.enabled) return Buffer.from(await produce());
+    const account = scope.accountId;
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
-    const key = `${account}:${version}:${query}`;
+    const key = `${version}:${pageKey(this.query, scope, query)}`;
     const hit = this.pages.get(key);
     if (hit !== undefined) return hit;
     const body = Buffer.from(await produce());
@@ -114,12 +147,12 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * committed is read again. A request refused before authentication drops nothing.
  */
 export class PageCaches {
-  private readonly caches: PageCache[] = [];
+  private readonly caches: Array<Pick<PageCache, 'changed'>> = [];
 
   constructor(private readonly enabled = true) {}
 
-  create(options: PageCacheOptions): PageCache {
-    const cache = new PageCache({ ...options, enabled: this.enabled });
+  create<Q extends TObject>(options: PageCacheOptions<Q>): PageCache<Q> {
+    const cache = new PageCache<Q>({ ...options, enabled: this.enabled });
     this.caches.push(cache);
     return cache;
   }

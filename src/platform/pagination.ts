@@ -1,5 +1,5 @@
 // Keyset pagination for every list: `WHERE id > $after ORDER BY id LIMIT n + 1`, never OFFSET.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
 import { errors } from './errors.ts';
 
 export const DEFAULT_LIMIT = 50;
@@ -10,6 +10,8 @@ export const PageQuery = {
   limit: Type.Optional(Type.Integer({ description: '1 to 200, default 50; out-of-range values are clamped' })),
   cursor: Type.Optional(Type.String({ description: 'opaque; pass back next_cursor verbatim', maxLength: 512 })),
 };
+/** The validated `limit` and `cursor` of a list's query. */
+export type PageQueryValues = Static<TObject<typeof PageQuery>>;
 
 /** The page envelope of every list (spec: Page envelope). */
 export const Page = <T extends TSchema>(item: T, description = 'A page of the list.') =>
@@ -55,7 +57,7 @@ export interface PageRequest {
   afterId: number | null;
 }
 
-export function pageRequest(query: { limit?: number; cursor?: string }): PageRequest {
+export function pageRequest(query: PageQueryValues): PageRequest {
   return { limit: clampLimit(query.limit), afterId: decodeCursor(query.cursor, 'number') };
 }
 

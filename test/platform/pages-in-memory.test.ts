@@ -5,7 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
+import { LockListQuery } from '../../src/modules/catalog/schemas.ts';
 import { AccessLogWriter, type AccessEvent, type AccessLogLock } from '../../src/modules/events/index.ts';
+import { EventQuery } from '../../src/modules/events/schemas.ts';
+import { KeyListQuery } from '../../src/modules/keys/schemas.ts';
+import { PersonListQuery } from '../../src/modules/people/schemas.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { useTestService } from '../helpers/service.ts';
 import type { Page } from '../helpers/types.ts';
@@ -159,5 +163,44 @@ describe('GET /v1/people and GET /v1/keys from memory', () => {
     const fob = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'fob', name: 'Fob' });
     assert.equal(fob.status, 201, fob.text);
     assert.deepEqual(await ids('/v1/keys', s.deptToken), [card.body.id, fob.body.id], 'handed over by the operator, listed at once');
+  });
+});
+
+describe("a cached page never shows another scope's rows", () => {
+  test('sibling departments and another account asking the same queries each get their own rows, from memory too', async () => {
+    const s = await site();
+    const other = await site();
+    const wing = await createDepartment(ctx.service, s.account.rootLocationId, 'Wing');
+    const wingLock = await createLock(ctx.service, wing, { name: 'Wing door' });
+    const scopes = ['events:read', 'catalog:read', 'people:read', 'keys:read'];
+    const wingToken = (await createApiKey(ctx.service, wing, scopes)).token;
+    const rows = async (location: number, lock: number) => {
+      const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Same Name', location_id: location });
+      const key = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge' });
+      assert.equal(key.status, 201, key.text);
+      const event = await writeElsewhere(lock);
+      return { people: [person.body.id], keys: [key.body.id], locks: [lock], events: [event.id] };
+    };
+    const annexRows = await rows(s.dept, s.annex);
+    const wingRows = await rows(wing, wingLock);
+    const otherRows = await rows(other.dept, other.annex);
+    const lists = { people: '/v1/people?limit=50', keys: '/v1/keys?limit=50', locks: '/v1/locks?limit=50', events: '/v1/events?limit=50' };
+    for (let round = 0; round < 2; round++) {
+      for (const [list, path] of Object.entries(lists) as Array<[keyof typeof lists, string]>) {
+        const when = round === 0 ? 'read' : 'from memory';
+        assert.deepEqual(await ids(path, s.deptToken), annexRows[list], `${list}, ${when}: the Annex key`);
+        assert.deepEqual(await ids(path, wingToken), wingRows[list], `${list}, ${when}: the Wing key`);
+        assert.deepEqual(await ids(path, other.deptToken), otherRows[list], `${list}, ${when}: another account's key`);
+      }
+    }
+  });
+
+  test('each cached list declares the query schema its key is derived from', async () => {
+    type Operation = { parameters?: Array<{ name: string; in: string }> };
+    const document = (await ctx.service.request<{ paths: Record<string, { get: Operation }> }>('GET', '/v1/openapi.json')).body;
+    for (const [path, schema] of [['/v1/events', EventQuery], ['/v1/keys', KeyListQuery], ['/v1/locks', LockListQuery], ['/v1/people', PersonListQuery]] as const) {
+      const declared = (document.paths[path]?.get.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+      assert.deepEqual(declared.sort(), Object.keys(schema.properties).sort(), path);
+    }
   });
 });

@@ -6,7 +6,7 @@ import { ref } from '../../platform/openapi-schemas.ts';
 import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
 import { PageQuery, pageRequest } from '../../platform/pagination.ts';
 import { Id } from '../../platform/schemas.ts';
-import { Lock, LockPage, SecurityGroupPage } from './schemas.ts';
+import { Lock, LockListQuery, LockPage, SecurityGroupPage } from './schemas.ts';
 import type { CatalogService } from './service.ts';
 
 const IdParams = Type.Object({ id: Id() });
@@ -21,19 +21,11 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
         tags: ['Locks'],
         summary: 'List locks',
         description: "The locks of the API key's location and its departments, in id order.",
-        querystring: Type.Object({
-          ...PageQuery,
-          location_id: Type.Optional(
-            Id({ description: 'only locks at this location and its descendants (inside the key scope); another location gives an empty page' }),
-          ),
-        }),
+        querystring: LockListQuery,
         response: { 200: ref(LockPage) },
       },
     },
-    async (request, reply) => {
-      const page = await catalog.listLocks(callerOf(request), pageRequest(request.query), request.query.location_id, pageSerializer(reply));
-      return sendSerialized(reply, page);
-    },
+    async (request, reply) => sendSerialized(reply, await catalog.listLocksJson(callerOf(request), request.query, pageSerializer(reply))),
   );
 
   app.get(

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
-import { Page } from '../../platform/pagination.ts';
+import { Page, PageQuery } from '../../platform/pagination.ts';
+import { Id } from '../../platform/schemas.ts';
 
 export const LocationRef = named(
   'LocationRef',
@@ -41,4 +42,13 @@ export const SecurityGroup = named(
 export type SecurityGroup = Static<typeof SecurityGroup>;
 
 export const LockPage = named('LockPage', Page(ref(Lock), 'A page of locks.'));
+
+/** The query of GET /v1/locks (its page-cache key is derived from it: platform/page-cache.ts). */
+export const LockListQuery = Type.Object({
+  ...PageQuery,
+  location_id: Type.Optional(
+    Id({ description: 'only locks at this location and its descendants (inside the key scope); another location gives an empty page' }),
+  ),
+});
+export type LockListQuery = Static<typeof LockListQuery>;
 export const SecurityGroupPage = named('SecurityGroupPage', Page(ref(SecurityGroup), 'A page of security groups.'));

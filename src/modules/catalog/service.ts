@@ -4,8 +4,8 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
 import { everyAccount, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
-import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
-import type { Lock, SecurityGroup } from './schemas.ts';
+import { pageRequest, toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
+import { LockListQuery, type Lock, type SecurityGroup } from './schemas.ts';
 import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
 
 /** Every write to locks, gateways (presence) or locations NOTIFYs this channel in its transaction. */
@@ -22,13 +22,13 @@ export class CatalogService {
   // on every catalog NOTIFY, so a change made through any instance is seen at once.
   private readonly lockCache = new InvalidatedCache<number, ScopedLock>({ ttlMs: CACHE_TTL_MS, limit: CACHE_LIMIT });
   // Lock pages likewise; a catalog NOTIFY names no account, so it drops every page.
-  private readonly pageCache: PageCache;
+  private readonly pageCache: PageCache<typeof LockListQuery>;
 
   constructor(
     private readonly db: Database,
     pages: PageCaches,
   ) {
-    this.pageCache = pages.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: CACHE_TTL_MS });
+    this.pageCache = pages.create({ query: LockListQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: CACHE_TTL_MS });
   }
 
   async start(): Promise<void> {
@@ -50,14 +50,10 @@ export class CatalogService {
   }
 
   /** GET /v1/locks as the JSON sent (`serialize` is the route's), from the page cache when it has it. */
-  async listLocks(
-    caller: Caller,
-    page: PageRequest,
-    locationId: number | undefined,
-    serialize: (page: PageOf<Lock>) => string,
-  ): Promise<Buffer> {
-    const under = locationId === undefined ? [caller.locationId] : [caller.locationId, locationId];
-    return this.pageCache.page(caller.accountId, `${under.join('/')}:${page.afterId ?? 0}:${page.limit}`, async () => {
+  async listLocksJson(caller: Caller, query: LockListQuery, serialize: (page: PageOf<Lock>) => string): Promise<Buffer> {
+    return this.pageCache.page(caller, query, async () => {
+      const page = pageRequest(query);
+      const under = query.location_id === undefined ? [caller.locationId] : [caller.locationId, query.location_id];
       const rows = await listLocks(this.db, under, page.afterId, page.limit + 1);
       return serialize(toPage(rows.map(publicLock), page.limit, (lock) => lock.id));
     });

@@ -4,6 +4,7 @@
 // vanish in a crash; and every write is retried while the database is away, the gateway's later messages
 // waiting behind it.
 import type { FastifyBaseLogger } from 'fastify';
+import { backoffMs } from '../../platform/backoff.ts';
 import type { GatewayEvent } from '../events/index.ts';
 
 /** Where the pipeline writes what it is given. */
@@ -20,10 +21,6 @@ export interface PipelineOptions {
   /** A door event the database refused as data, dropped (latchkey_door_events_dropped_total). */
   onEventRefused?: () => void;
 }
-
-/** The longest wait between two attempts to write a gateway's message while the database is away. */
-const STORE_RETRY_MAX_MS = 5000;
-const backOff = (attempt: number): number => Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt);
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the rows, not the database. */
 const REFUSED_AS_DATA = /^2[23]/;
@@ -57,7 +54,7 @@ export class GatewayMessagePipeline {
     private readonly log: Pick<FastifyBaseLogger, 'warn' | 'error'>,
     options: PipelineOptions = {},
   ) {
-    this.retryDelayMs = options.retryDelayMs ?? backOff;
+    this.retryDelayMs = options.retryDelayMs ?? backoffMs;
     this.onEventRefused = options.onEventRefused ?? (() => undefined);
   }
 

@@ -5,17 +5,8 @@ import { errors } from '../../platform/errors.ts';
 import { ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
-import { DOOR_EVENT_TYPES, type AccessEvent, type DoorEventType } from './schemas.ts';
+import { DOOR_EVENT_TYPES, EventQuery, type AccessEvent, type DoorEventType } from './schemas.ts';
 import { listEvents } from './store.ts';
-
-export interface EventQuery {
-  limit?: number;
-  cursor?: string;
-  since?: string;
-  lock_id?: number;
-  person_id?: string;
-  type?: string;
-}
 
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
 const PAGE_CACHE_BYTES = 16 * 2 ** 20;
@@ -27,13 +18,13 @@ const isDoorEventType = (type: string): type is DoorEventType => (DOOR_EVENT_TYP
 export class AccessLogReader {
   // Clients poll GET /events far more often than a door is used: pages are served from memory until a
   // notification says the account's log changed (see PageCache).
-  private readonly pages: PageCache;
+  private readonly pages: PageCache<typeof EventQuery>;
 
   constructor(
     private readonly db: Database,
     caches: PageCaches,
   ) {
-    this.pages = caches.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+    this.pages = caches.create({ query: EventQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
   }
 
   async start(): Promise<void> {
@@ -47,8 +38,7 @@ export class AccessLogReader {
 
   /** GET /events as the JSON sent (`serialize` is the route's), from memory when this query was answered since the last change. */
   async listJson(caller: Caller, query: EventQuery, serialize: (page: PageOf<AccessEvent>) => string): Promise<Buffer> {
-    const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.since, query.lock_id, query.person_id, query.type]);
-    return this.pages.page(caller.accountId, key, async () => serialize(await this.list(caller, query)));
+    return this.pages.page(caller, query, async () => serialize(await this.list(caller, query)));
   }
 
   /** GET /events: locks in the caller's scope, oldest first, the four door types only (unlock.failed is webhook-only). */

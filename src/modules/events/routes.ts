@@ -1,12 +1,9 @@
-import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
-import { PageQuery } from '../../platform/pagination.ts';
-import { Id } from '../../platform/schemas.ts';
 import type { AccessLogReader } from './reader.ts';
-import { EventPage } from './schemas.ts';
+import { EventPage, EventQuery } from './schemas.ts';
 
 export function eventsRoutes(app: ApiInstance, accessLog: AccessLogReader): void {
   app.get(
@@ -19,13 +16,7 @@ export function eventsRoutes(app: ApiInstance, accessLog: AccessLogReader): void
         summary: 'The access log of the locks in scope, oldest first',
         description:
           'Door activity only (`access.granted`, `access.denied`, `door.closed`, `door.left_open`), in order of receipt. Poll it, or replay a webhook gap with `since`.',
-        querystring: Type.Object({
-          ...PageQuery,
-          since: Type.Optional(Type.String({ maxLength: 64, description: 'inclusive, compared with `occurred_at`; UTC unless an offset is given; not a date-time: 400' })),
-          lock_id: Type.Optional(Id()),
-          person_id: Type.Optional(Type.String({ format: 'uuid' })),
-          type: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated event types; an unrecognised list matches nothing' })),
-        }),
+        querystring: EventQuery,
         response: { 200: ref(EventPage) },
       },
     },

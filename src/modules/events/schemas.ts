@@ -2,8 +2,8 @@
 // what other modules hand the log to write.
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
-import { Page } from '../../platform/pagination.ts';
-import { Nullable } from '../../platform/schemas.ts';
+import { Page, PageQuery } from '../../platform/pagination.ts';
+import { Id, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 
 /** The door activity a gateway reports and GET /events lists (unlock.failed is webhook-only). */
@@ -29,6 +29,16 @@ export const EventSchema = named(
     { description: 'An entry of the access log (and the `data` of the access.* and door.* webhooks).' },
   ),
 );
+/** The query of GET /v1/events (its page-cache key is derived from it: platform/page-cache.ts). */
+export const EventQuery = Type.Object({
+  ...PageQuery,
+  since: Type.Optional(Type.String({ maxLength: 64, description: 'inclusive, compared with `occurred_at`; UTC unless an offset is given; not a date-time: 400' })),
+  lock_id: Type.Optional(Id()),
+  person_id: Type.Optional(Type.String({ format: 'uuid' })),
+  type: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated event types; an unrecognised list matches nothing' })),
+});
+export type EventQuery = Static<typeof EventQuery>;
+
 export const EventPage = named('EventPage', Page(ref(EventSchema), 'A page of the access log.'));
 /** The Event object of GET /events and of the access.* / door.* webhooks. */
 export type AccessEvent = Static<typeof EventSchema>;

@@ -8,7 +8,7 @@ import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pa
 import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import { queueLockingSystemTask } from '../locking-system/index.ts';
 import { accountOf, checkGroups, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
-import type { EmbeddedKey, Key, KeyListQuery, KeyUpdate } from './schemas.ts';
+import { KeyListQuery, type EmbeddedKey, type Key, type KeyUpdate } from './schemas.ts';
 import {
   confirmAppliedKeys,
   confirmHeldKeys,
@@ -29,10 +29,10 @@ const PAGE_CACHE_BYTES = 8 * 2 ** 20;
 const PAGE_CACHE_TTL_MS = 30_000;
 
 export class KeysService {
-  private readonly pages: PageCache;
+  private readonly pages: PageCache<typeof KeyListQuery>;
 
   constructor(private readonly deps: KeysDeps) {
-    this.pages = deps.pages.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+    this.pages = deps.pages.create({ query: KeyListQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
   }
 
   /**
@@ -49,8 +49,7 @@ export class KeysService {
 
   /** GET /v1/keys as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
   async listJson(caller: Caller, query: KeyListQuery, serialize: (page: PageOf<Key>) => string): Promise<Buffer> {
-    const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.person_id, query.state, query.security_group]);
-    return this.pages.page(caller.accountId, key, async () => serialize(await this.listKeys(caller, query)));
+    return this.pages.page(caller, query, async () => serialize(await this.listKeys(caller, query)));
   }
 
   private get db(): Database {

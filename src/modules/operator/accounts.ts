@@ -5,7 +5,7 @@ import { errors } from '../../platform/errors.ts';
 import { isValidTimeZone } from '../access/index.ts';
 import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
-import type { Account, AccountCreate, AccountUpdate, Location, LocationCreate, LocationUpdate, Overview, User } from './schemas.ts';
+import type { Account, AccountCreate, AccountUpdate, Location, LocationCreate, LocationUpdate, Overview, User, UserCreate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
 import {
   accountExists,
@@ -127,7 +127,7 @@ export class AccountsService {
     });
   }
 
-  async createUser(body: { account_id: number; name: string; email: string }): Promise<User> {
+  async createUser(body: UserCreate): Promise<User> {
     if (!(await accountExists(this.deps.db, body.account_id))) throw errors.invalidField('account_id', `No account with id ${body.account_id}.`);
     return insertUser(this.deps.db, body, this.deps.clock.now());
   }

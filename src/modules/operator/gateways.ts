@@ -6,7 +6,7 @@ import { hashToken, newToken } from '../../platform/secrets.ts';
 import { gatewayAccessSecret } from '../access/index.ts';
 import { BrokerUnavailableError, gatewayUsername, MQTT_TOPIC_PREFIX } from '../devices/index.ts';
 import { requireLocation } from './accounts.ts';
-import type { Gateway, GatewaySummary } from './schemas.ts';
+import type { Gateway, GatewayCreate, GatewaySummary } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
 import {
   deleteGateway,
@@ -31,7 +31,7 @@ export class GatewaysService {
    * row after it: a gateway the operator is shown can always connect. When the broker cannot be provisioned
    * the answer is 503 broker_unavailable and nothing is created (docs/brokers.md).
    */
-  async create(body: { location_id: number; name: string }): Promise<Gateway> {
+  async create(body: GatewayCreate): Promise<Gateway> {
     const { db, gatewayAccounts } = this.deps;
     await requireLocation(db, body.location_id, 'location_id');
     const id = await reserveGatewayId(db);

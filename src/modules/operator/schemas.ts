@@ -76,6 +76,7 @@ export const UserCreate = named('UserCreate', Type.Object(
   { account_id: RowId, name: Name, email: Type.String({ format: 'email', maxLength: 254 }) },
   { additionalProperties: false },
 ));
+export type UserCreate = Static<typeof UserCreate>;
 export const User = named('User', Type.Object({ id: Type.Integer(), account_id: Type.Integer(), name: Type.String(), email: Type.String() }));
 export type User = Static<typeof User>;
 
@@ -145,6 +146,7 @@ export type OperatorSecurityGroup = Static<typeof OperatorSecurityGroup>;
 export const OperatorSecurityGroupPage = named('OperatorSecurityGroupPage', Page(ref(OperatorSecurityGroup), 'A page of security groups.'));
 
 export const GatewayCreate = named('GatewayCreate', Type.Object({ location_id: RowId, name: Name }, { additionalProperties: false }));
+export type GatewayCreate = Static<typeof GatewayCreate>;
 const GatewayMqttFields = {
   url: Type.String(),
   client_id: Type.String(),

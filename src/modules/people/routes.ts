@@ -4,10 +4,18 @@ import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
-import { PageQuery } from '../../platform/pagination.ts';
-import { Id, NoContent } from '../../platform/schemas.ts';
+import { NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
-import { OperatorPersonCreate, Person, PersonCreate, PersonPage, PersonUpdate, PersonWithKeys } from './schemas.ts';
+import {
+  OperatorPersonCreate,
+  Person,
+  PersonCreate,
+  PersonListQuery,
+  PersonPage,
+  PersonSearchQuery,
+  PersonUpdate,
+  PersonWithKeys,
+} from './schemas.ts';
 import type { PeopleService } from './service.ts';
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
@@ -30,11 +38,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         tags,
         summary: 'List people',
         description: 'The people in scope, in creation order; `email` and `phone` find one person.',
-        querystring: Type.Object({
-          ...PageQuery,
-          email: Type.Optional(Type.String({ maxLength: 254, description: 'exact, case-insensitive' })),
-          phone: Type.Optional(Type.String({ maxLength: 40, description: 'any international format; normalised before matching (another answers 400)' })),
-        }),
+        querystring: PersonListQuery,
         response: { 200: ref(PersonPage) },
       },
     },
@@ -133,11 +137,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         tags: ['People'],
         summary: "Search an account's people",
         description: '`q` is found in the name or the e-mail (case-insensitive) or, with digits, in the phone; in id order.',
-        querystring: Type.Object({
-          ...PageQuery,
-          account_id: Id({ description: 'the account' }),
-          q: Type.Optional(Type.String({ maxLength: 200, description: 'part of a name, an e-mail or a phone number' })),
-        }),
+        querystring: PersonSearchQuery,
         response: { 200: ref(PersonPage) },
       },
     },

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
-import { Page } from '../../platform/pagination.ts';
+import { Page, PageQuery } from '../../platform/pagination.ts';
 import { Id, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
@@ -81,3 +81,19 @@ export const PersonWithKeys = named(
   ),
 );
 export const PersonPage = named('PersonPage', Page(ref(Person), 'A page of people.'));
+
+/** The query of GET /v1/people (its page-cache key is derived from it: platform/page-cache.ts). */
+export const PersonListQuery = Type.Object({
+  ...PageQuery,
+  email: Type.Optional(Type.String({ maxLength: 254, description: 'exact, case-insensitive' })),
+  phone: Type.Optional(Type.String({ maxLength: 40, description: 'any international format; normalised before matching (another answers 400)' })),
+});
+export type PersonListQuery = Static<typeof PersonListQuery>;
+
+/** The query of GET /admin/v1/people. */
+export const PersonSearchQuery = Type.Object({
+  ...PageQuery,
+  account_id: Id({ description: 'the account' }),
+  q: Type.Optional(Type.String({ maxLength: 200, description: 'part of a name, an e-mail or a phone number' })),
+});
+export type PersonSearchQuery = Static<typeof PersonSearchQuery>;

@@ -18,7 +18,14 @@ import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import { purgePersonPayloads } from '../webhooks/index.ts';
 import { emailKey, isReservedName, normalisePhone } from './rules.ts';
-import type { OperatorPersonCreate, Person, PersonCreate, PersonUpdate } from './schemas.ts';
+import {
+  PersonListQuery,
+  type OperatorPersonCreate,
+  type Person,
+  type PersonCreate,
+  type PersonSearchQuery,
+  type PersonUpdate,
+} from './schemas.ts';
 import {
   findAccountLockingSystem,
   findDuplicate,
@@ -56,8 +63,6 @@ export interface PeopleDeps {
 const PAGE_CACHE_BYTES = 8 * 2 ** 20;
 const PAGE_CACHE_TTL_MS = 30_000;
 
-type PeopleQuery = { limit?: number; cursor?: string; email?: string; phone?: string };
-
 interface TargetLocation {
   id: number;
   accountId: number;
@@ -65,10 +70,10 @@ interface TargetLocation {
 }
 
 export class PeopleService {
-  private readonly pages: PageCache;
+  private readonly pages: PageCache<typeof PersonListQuery>;
 
   constructor(private readonly deps: PeopleDeps) {
-    this.pages = deps.pages.create({ maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+    this.pages = deps.pages.create({ query: PersonListQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
   }
 
   /** Follows what changes a page: people, and locations (their names, the scope tree) through the catalog's channel. */
@@ -83,12 +88,11 @@ export class PeopleService {
   // ---- reads ----------------------------------------------------------------------------------
 
   /** GET /v1/people as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
-  async listJson(caller: Caller, query: PeopleQuery, serialize: (page: PageOf<Person>) => string): Promise<Buffer> {
-    const key = JSON.stringify([caller.locationId, query.limit, query.cursor, query.email, query.phone]);
-    return this.pages.page(caller.accountId, key, async () => serialize(await this.list(caller, query)));
+  async listJson(caller: Caller, query: PersonListQuery, serialize: (page: PageOf<Person>) => string): Promise<Buffer> {
+    return this.pages.page(caller, query, async () => serialize(await this.list(caller, query)));
   }
 
-  async list(caller: Caller, query: PeopleQuery): Promise<PageOf<Person>> {
+  async list(caller: Caller, query: PersonListQuery): Promise<PageOf<Person>> {
     const limit = clampLimit(query.limit);
     const afterId = decodeCursor(query.cursor, 'uuid');
     let phone: string | null = null;
@@ -101,7 +105,7 @@ export class PeopleService {
   }
 
   /** GET /admin/v1/people: the console's search by name, e-mail or phone within an account. */
-  async search(query: { account_id: number; q?: string; limit?: number; cursor?: string }): Promise<PageOf<Person>> {
+  async search(query: PersonSearchQuery): Promise<PageOf<Person>> {
     const limit = clampLimit(query.limit);
     const afterId = decodeCursor(query.cursor, 'uuid');
     const q = query.q === undefined || query.q.trim() === '' ? null : query.q.trim();

@@ -1,5 +1,6 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
 import pg from 'pg';
+import { backoffMs } from '../backoff.ts';
 import type { Database, PoolStats, Row, Sql, Transaction } from './database.ts';
 import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
@@ -52,9 +53,6 @@ async function run<T extends object>(on: pg.Pool | pg.PoolClient, sql: Sql, para
  * cancellation, which keeps the connection, normally comes first.
  */
 const CLIENT_TIMEOUT_MARGIN_MS = 500;
-/** The LISTEN connection is made again after a loss: first after this long, doubling up to the maximum. */
-const LISTEN_RETRY_FIRST_MS = 100;
-const LISTEN_RETRY_MAX_MS = 5000;
 
 export interface PostgresOptions {
   connectionString: string;
@@ -211,8 +209,9 @@ export class PostgresDatabase implements Database {
   private reconnectListener(): void {
     if (this.closed || this.listenerConnecting) return;
     this.listenerConnecting = (async () => {
+      // First after 100 ms, doubling up to 5 s.
       for (let attempt = 0; !this.closed; attempt++) {
-        await new Promise((resolve) => setTimeout(resolve, Math.min(LISTEN_RETRY_MAX_MS, LISTEN_RETRY_FIRST_MS * 2 ** attempt)).unref());
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)).unref());
         if (this.closed) return;
         try {
           await this.connectListener();
