@@ -3,8 +3,8 @@
 import dgram from 'node:dgram';
 import { decodeEventPacket, type ControllerStatus } from './codec.ts';
 
-/** Asked of the kernel for the listener's socket (about 1,300 pushed packets of 64 bytes with their overhead). */
-const RECEIVE_BUFFER_BYTES = 1 << 20;
+/** Asked of the kernel for the listener's socket (a few thousand pushed packets with their overhead); capped at net.core.rmem_max. */
+const RECEIVE_BUFFER_BYTES = 4 << 20;
 
 export class ControllerEventListener {
   private ignoredCount = 0;
