@@ -4,7 +4,7 @@
 import { newPhoneCredential } from '../access/index.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
-import { findPerson } from '../people/index.ts';
+import { livePerson } from '../people/index.ts';
 import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import type { OperatorKey, OperatorKeyCreate, OperatorKeyUpdate } from './schemas.ts';
 import { findKey, insertKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
@@ -38,7 +38,7 @@ export class HandOverService {
 
   /** A key `handed_over` from the start, with key.activated; a phone key gets a credential of its own. */
   async createByOperator(body: OperatorKeyCreate): Promise<OperatorKey> {
-    const person = await findPerson(this.db, null, body.person_id);
+    const person = await livePerson(this.db, null, body.person_id);
     if (!person) throw errors.invalidField('person_id', `No person ${body.person_id}.`);
     const details: ErrorDetail[] = [];
     const groups = body.security_groups ?? [];

@@ -7,7 +7,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { invitationTemplate, type InvitationMessageSent } from '../notifications/index.ts';
-import { findPerson, type PersonRow } from '../people/index.ts';
+import { livePerson, type PersonRow } from '../people/index.ts';
 import { accountOf, checkGroups, timestamp, type KeysDeps } from './common.ts';
 import {
   cancelInvitation,
@@ -44,7 +44,7 @@ export class InvitationsService {
 
   /** POST /keys: an invitation whose setup link goes out by SMS, e-mail or both. */
   async issue(caller: Caller, body: KeyCreate): Promise<InvitationCreated> {
-    const person = await findPerson(this.db, caller.locationId, body.person_id);
+    const person = await livePerson(this.db, caller.locationId, body.person_id);
     if (!person) throw errors.notFound('person');
     const account = await accountOf(this.db, person.account_id);
     const channel = body.channel ?? 'sms';
@@ -130,7 +130,7 @@ export class InvitationsService {
   async resend(caller: Caller, id: number, requested: Channel | undefined): Promise<Invitation> {
     const invitation = await this.invitationInScope(caller, id);
     if (invitation.state !== 'pending') throw errors.invitationNotPending();
-    const person = (await findPerson(this.db, null, invitation.person_id)) as PersonRow;
+    const person = (await livePerson(this.db, null, invitation.person_id)) as PersonRow;
     const account = await accountOf(this.db, invitation.account_id);
     const channel = requested ?? 'sms';
     const details: ErrorDetail[] = [];

@@ -1,6 +1,5 @@
 // The notifications module's surface for the rest of the service: the message queue, its port for the
 // invitations' sent times, the message texts and the notifier's types.
 export { MESSAGE_WORK, MessageQueue, type InvitationMessageSent } from './message-queue.ts';
-export { LINK_REMOVED } from './store.ts';
-export { invitationTemplate } from './templates.ts';
+export { invitationTemplate, LINK_REMOVED } from './templates.ts';
 export type { Channel, OutgoingMessage } from './notifier.ts';

@@ -14,8 +14,8 @@ import type { Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { STANDARD_LADDER_SECONDS, WorkQueue, type WorkKind } from '../../platform/work-queue.ts';
 import type { Channel, Notifier, OutgoingMessage } from './notifier.ts';
+import { LINK_REMOVED } from './templates.ts';
 import {
-  LINK_REMOVED,
   claimDueMessages,
   endMessage,
   insertMessage,

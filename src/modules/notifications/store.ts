@@ -2,9 +2,9 @@
 import type { Queryable } from '../../platform/db/index.ts';
 import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
 import type { Channel, OutgoingMessage } from './notifier.ts';
+import { LINK_REMOVED } from './templates.ts';
 
 /** What stands in the stored body where the link was. */
-export const LINK_REMOVED = '[setup link removed]';
 /**
  * Drops what only sending needed. Rows queued before migration 009 kept `link` (and the body with it) in
  * clear: the link is cut out of their body here too.

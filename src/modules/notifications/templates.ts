@@ -1,5 +1,8 @@
 // The texts of setup-link messages. English, and the person's language where a template exists.
 
+/** What a sent message's setup link is replaced with once the message is purged (the link is a credential). */
+export const LINK_REMOVED = '[setup link removed]';
+
 export interface InvitationText {
   brand: string;
   personName: string;

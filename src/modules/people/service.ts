@@ -16,7 +16,7 @@ import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pa
 import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
-import { purgePersonPayloads } from '../webhooks/index.ts';
+import { forgetPersonInDeliveries } from '../webhooks/index.ts';
 import { emailKey, isReservedName, normalisePhone } from './rules.ts';
 import {
   PersonListQuery,
@@ -216,7 +216,7 @@ export class PeopleService {
     const now = this.deps.clock.now();
     await this.db.transaction(async (tx) => {
       if (!(await softDeletePerson(tx, id, now))) return; // deleted meanwhile: one event only
-      await purgePersonPayloads(tx, id);
+      await forgetPersonInDeliveries(tx, id);
       await this.deps.revokeEverythingOf(tx, id, now);
       await emitDomainEvent(tx, {
         type: 'person.deleted',

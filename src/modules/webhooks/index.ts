@@ -1,2 +1,2 @@
 // The webhooks module's surface for the rest of the service.
-export { purgePersonPayloads } from './delivery-store.ts';
+export { forgetPersonInDeliveries } from './person-data.ts';
