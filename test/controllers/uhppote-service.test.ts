@@ -147,6 +147,13 @@ describe('set-up', () => {
     const boardTime = DateTime.fromFormat(simulated.time(), 'yyyy-MM-dd HH:mm:ss', { zone: ZONE });
     assert.ok(Math.abs(boardTime.diff(berlin, 'seconds').seconds) < 5, `board at ${simulated.time()}, Berlin at ${berlin.toISO()}`);
     assert.equal(simulated.listener?.address, '127.0.0.1');
+    // It is no MQTT gateway: the gateways of the operator API neither list nor take it.
+    const gateways = await ctx.service.admin<{ data: Array<{ id: number }> }>('GET', `/admin/v1/gateways?account_id=${s.accountId}`);
+    assert.equal(gateways.status, 200, gateways.text);
+    assert.deepEqual(gateways.body.data, []);
+    assert.equal((await ctx.service.admin('GET', `/admin/v1/gateways/${controller.id}`)).status, 404);
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/gateways/${controller.id}/rotate_password`)).status, 404);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/gateways/${controller.id}`)).status, 404);
     // The lock is a door of the controller: it is remote, and its gateway changes only through the controller.
     const moved = await ctx.service.admin('PATCH', `/admin/v1/locks/${s.front}`, { gateway_id: null });
     assert.equal(moved.status, 422, moved.text);

@@ -205,9 +205,9 @@ export async function onlineGatewayIds(db: Queryable): Promise<number[]> {
   return (await db.query<{ id: number }>("SELECT id FROM gateways WHERE online AND kind = 'mqtt' ORDER BY id")).map((r) => Number(r.id));
 }
 
-/** How many gateways the store holds online (latchkey_gateways_connected with MQTT_URL). */
+/** How many MQTT gateways the store holds online (latchkey_gateways_connected with MQTT_URL). */
 export async function onlineGatewayCount(db: Queryable): Promise<number> {
-  const [row] = await db.query<{ n: number }>({ name: 'gateways.onlineCount', text: 'SELECT count(*)::int AS n FROM gateways WHERE online' });
+  const [row] = await db.query<{ n: number }>({ name: 'gateways.onlineCount', text: "SELECT count(*)::int AS n FROM gateways WHERE online AND kind = 'mqtt'" });
   return row?.n ?? 0;
 }
 
@@ -255,11 +255,12 @@ export async function gatewayPasswordHash(db: Queryable, gatewayId: number, user
   return row?.password_hash;
 }
 
+/** Whether an MQTT gateway with this id exists (a UHPPOTE controller's id is no broker user's). */
 export async function gatewayExists(db: Queryable, gatewayId: number): Promise<boolean> {
-  return (await db.query('SELECT 1 FROM gateways WHERE id = $1', [gatewayId])).length > 0;
+  return (await db.query("SELECT 1 FROM gateways WHERE id = $1 AND kind = 'mqtt'", [gatewayId])).length > 0;
 }
 
-/** Every gateway's id, in order (the broker accounts to check at start-up). */
+/** Every MQTT gateway's id, in order (the broker accounts to check at start-up). */
 export async function allGatewayIds(db: Queryable): Promise<number[]> {
-  return (await db.query<{ id: number }>('SELECT id FROM gateways ORDER BY id')).map((row) => Number(row.id));
+  return (await db.query<{ id: number }>("SELECT id FROM gateways WHERE kind = 'mqtt' ORDER BY id")).map((row) => Number(row.id));
 }

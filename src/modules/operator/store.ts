@@ -40,7 +40,7 @@ const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, 
 const GATEWAY_SELECT = `SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at,
          access_secret_box IS NOT NULL AS list_enabled, access_list_version, access_applied_version, access_list_expired,
          EXISTS (SELECT 1 FROM access_rebuilds r JOIN locations l ON l.account_id = r.account_id WHERE l.id = gateways.location_id) AS list_rebuilding
-    FROM gateways`;
+    FROM (SELECT * FROM gateways WHERE kind = 'mqtt') AS gateways`; // controllers are seen at /admin/v1/controllers
 
 // ---- accounts -----------------------------------------------------------------------------------
 
