@@ -9,9 +9,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { chromium } from 'playwright-core';
-import { simulateGateway } from '../packages/cli/src/gateway-simulator.ts';
+import { runSimulatedGateway, type SimulatedGateway } from '../test/helpers/simulated-gateway.ts';
 import { freePort } from '../test/helpers/mosquitto.ts';
 import { startServiceProcess } from '../test/helpers/process.ts';
 
@@ -26,8 +25,7 @@ const dataDir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-screenshots-'));
 const port = await freePort();
 const origin = `http://localhost:${port}`;
 const service = await startServiceProcess({ SANDBOX: 'true', PORT: String(port), PUBLIC_URL: origin, ADMIN_TOKEN, DATA_DIR: dataDir });
-const input = new PassThrough();
-let gateway: Promise<void> | null = null;
+let gateway: SimulatedGateway | null = null;
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 
 async function call<T>(method: string, pathname: string, body?: unknown, token = ADMIN_TOKEN): Promise<T> {
@@ -65,22 +63,8 @@ try {
   const desk = await call<{ token: string }>('POST', '/admin/v1/api_keys', { location_id: root, name: 'Reception desk', scopes: ['locks:control', 'events:read'], lock_allowlist: [front.id] });
 
   // The gateway at the doors: it takes its access list, decides the cards from it and answers unlocks.
-  const log: string[] = [];
-  gateway = simulateGateway({
-    url: gw.mqtt.url.replace('localhost', '127.0.0.1'),
-    id: String(gw.id),
-    password: gw.mqtt.password,
-    prefix: gw.mqtt.topic_prefix,
-    answer: 'ok',
-    error: 'device_error',
-    locks: [],
-    key: null,
-    randomPerMinute: 0,
-    input,
-    log: (line) => log.push(line),
-  });
-  for (let i = 0; i < 100 && !log.some((line) => line.includes('online at')); i++) await pause(50);
-  assert.ok(log.some((line) => line.includes('online at')), `the gateway simulator is online:\n${log.join('\n')}`);
+  gateway = await runSimulatedGateway({ url: gw.mqtt.url, id: gw.id, password: gw.mqtt.password, prefix: gw.mqtt.topic_prefix });
+  const { log } = gateway;
   await pause(500);
 
   const typed = [
@@ -92,7 +76,7 @@ try {
     `left-open ${workshop.id}`,
   ];
   for (const line of typed) {
-    input.write(`${line}\n`);
+    gateway.type(line);
     await pause(300);
   }
   await call('POST', `/v1/locks/${front.id}/unlock`, {}, desk.token);
@@ -114,10 +98,7 @@ try {
   await context.close();
 } finally {
   await browser.close();
-  if (gateway) {
-    input.write('quit\n');
-    await gateway.catch(() => undefined);
-  }
+  await gateway?.stop();
   service.child.kill('SIGTERM');
   await service.exited;
   await rm(dataDir, { recursive: true, force: true });

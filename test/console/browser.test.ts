@@ -6,12 +6,11 @@
 // one failed); each has a browser context of its own. Contract: docs/console.md.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { PassThrough } from 'node:stream';
 import { after, before, test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Locator, Page } from 'playwright-core';
-import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
+import { runSimulatedGateway, type SimulatedGateway } from '../helpers/simulated-gateway.ts';
 import { DESKTOP, PHONE, axeCheck, describeViolations, recordRequests, screenshot, useBrowser, watchProblems, type Requests } from '../helpers/browser.ts';
-import { waitFor, within } from '../helpers/gateways.ts';
+import { waitFor } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
@@ -99,32 +98,14 @@ function needs<K extends keyof typeof made>(t: TestContext, ...keys: K[]): boole
 const accountPath = (tab: string) => `/console/accounts/${made.account?.id}/${tab}`;
 
 // The simulated gateway (packages/cli's simulator, in this process), fed commands as typed lines.
-let simulator: { input: PassThrough; done: Promise<void>; log: string[] } | undefined;
+let simulator: SimulatedGateway | undefined;
 
 async function startSimulator(gateway: NonNullable<typeof made.gateway>): Promise<void> {
-  const input = new PassThrough();
-  const log: string[] = [];
-  const done = simulateGateway({
-    url: gateway.url.replace('localhost', '127.0.0.1'),
-    id: String(gateway.id),
-    password: gateway.password,
-    prefix: gateway.prefix,
-    answer: 'ok',
-    error: 'device_error',
-    locks: [],
-    key: null,
-    randomPerMinute: 0,
-    input,
-    log: (line) => log.push(line),
-  });
-  simulator = { input, done, log };
-  await waitFor(() => log.some((line) => line.includes('online at')), 'the simulated gateway is online');
+  simulator = await runSimulatedGateway(gateway);
 }
 
 async function stopSimulator(): Promise<void> {
-  if (!simulator) return;
-  simulator.input.write('quit\n');
-  await within(simulator.done, 5000, 'the simulated gateway stops').catch(() => undefined);
+  await simulator?.stop();
   simulator = undefined;
 }
 
@@ -301,11 +282,11 @@ test('door events from the gateway appear in the live access-log tail without a 
   await page.getByTestId('live-status').filter({ hasText: /^Live$/ }).waitFor();
   const same = await markDocument(page);
   const rows = page.locator('[data-testid^="event-row-"]');
-  simulator.input.write(`grant ${made.lock?.id} ${made.key?.id ?? ''}\n`);
+  simulator.type(`grant ${made.lock?.id} ${made.key?.id ?? ''}`);
   const granted = rows.filter({ hasText: 'access.granted' }).filter({ hasText: made.lock?.name as string });
   await granted.waitFor();
   if (made.person) await granted.filter({ hasText: made.person.name }).waitFor();
-  simulator.input.write(`close ${made.lock?.id}\n`);
+  simulator.type(`close ${made.lock?.id}`);
   const closed = rows.filter({ hasText: 'door.closed' });
   await closed.waitFor();
   // Newest on top, marked fresh.

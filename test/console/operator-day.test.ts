@@ -4,13 +4,12 @@
 // (the console operator, an API key, a key holder at the door, "unknown" only for nobody). Contract:
 // docs/console.md. Also: the access log's Since empty as its hint says, and revoked API keys hidden unless asked.
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Page } from 'playwright-core';
-import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
+import { runSimulatedGateway, type SimulatedGateway } from '../helpers/simulated-gateway.ts';
 import { DESKTOP, PHONE, assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, recordRequests, useBrowser, watchProblems, type WatchedPage } from '../helpers/browser.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
+import { createGateway, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
 after(async () => {
@@ -43,32 +42,14 @@ function needsSite(t: TestContext): NonNullable<typeof site> | undefined {
   return site;
 }
 
-let simulator: { input: PassThrough; done: Promise<void>; log: string[] } | undefined;
+let simulator: SimulatedGateway | undefined;
 
 async function startSimulator(gateway: GatewayCredentials, answer: 'ok' | 'none'): Promise<void> {
-  const input = new PassThrough();
-  const log: string[] = [];
-  const done = simulateGateway({
-    url: gateway.mqtt.url.replace('localhost', '127.0.0.1'),
-    id: String(gateway.id),
-    password: gateway.mqtt.password,
-    prefix: gateway.mqtt.topic_prefix,
-    answer,
-    error: 'device_error',
-    locks: [],
-    key: null,
-    randomPerMinute: 0,
-    input,
-    log: (line) => log.push(line),
-  });
-  simulator = { input, done, log };
-  await waitFor(() => log.some((line) => line.includes('online at')), 'the simulated gateway is online');
+  simulator = await runSimulatedGateway({ url: gateway.mqtt.url, id: gateway.id, password: gateway.mqtt.password, prefix: gateway.mqtt.topic_prefix }, answer);
 }
 
 async function stopSimulator(): Promise<void> {
-  if (!simulator) return;
-  simulator.input.write('quit\n');
-  await within(simulator.done, 5000, 'the simulated gateway stops').catch(() => undefined);
+  await simulator?.stop();
   simulator = undefined;
 }
 
@@ -132,9 +113,9 @@ test('the access log names who acted: console operator, API key, key holder at t
   const byDesk = await ctx.service.request<{ id: string }>('POST', `/v1/locks/${s.lock}/unlock`, { token: s.desk });
   assert.equal(byDesk.status, 202, byDesk.text);
   await waitFor(async () => (await accessLog(s.reader)).filter((e) => e.type === 'access.granted' && e.source === 'api').length === 2, 'the desk unlock confirmed');
-  simulator.input.write(`grant ${s.lock} ${s.card}\n`);
+  simulator.type(`grant ${s.lock} ${s.card}`);
   await waitFor(async () => (await accessLog(s.reader)).some((e) => e.source === 'gateway' && e.key?.id === s.card), 'the card grant in the log');
-  simulator.input.write(`grant ${s.lock}\n`);
+  simulator.type(`grant ${s.lock}`);
   await waitFor(async () => (await accessLog(s.reader)).some((e) => e.source === 'gateway' && e.key === null), 'the keyless grant in the log');
   const log = await accessLog(s.reader);
   const byConsole = log.find((e) => e.source === 'api' && e.api_key?.name === 'Operator console');

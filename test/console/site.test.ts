@@ -6,13 +6,12 @@
 // axe runs on each page with its forms open. Contract: docs/console.md.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { PassThrough } from 'node:stream';
 import { after, test, type TestContext } from 'node:test';
 import type { BrowserContextOptions, Page } from 'playwright-core';
 import { assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
 import { createAccount, createApiKey, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
-import { simulateGateway } from '../../packages/cli/src/gateway-simulator.ts';
-import { createGateway, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
+import { runSimulatedGateway, type SimulatedGateway } from '../helpers/simulated-gateway.ts';
+import { createGateway, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, useTestService } from '../helpers/service.ts';
 
@@ -52,32 +51,14 @@ const ctx = useTestService(async (service) => {
 
 let site: { account: number; root: number; gateway: GatewayCredentials; front: number; back: number; ana: string; bo: string; card: number; hook: string } | undefined;
 
-let simulator: { input: PassThrough; done: Promise<void>; log: string[] } | undefined;
+let simulator: SimulatedGateway | undefined;
 
 async function startSimulator(gateway: GatewayCredentials): Promise<void> {
-  const input = new PassThrough();
-  const log: string[] = [];
-  const done = simulateGateway({
-    url: gateway.mqtt.url.replace('localhost', '127.0.0.1'),
-    id: String(gateway.id),
-    password: gateway.mqtt.password,
-    prefix: gateway.mqtt.topic_prefix,
-    answer: 'ok',
-    error: 'device_error',
-    locks: [],
-    key: null,
-    randomPerMinute: 0,
-    input,
-    log: (line) => log.push(line),
-  });
-  simulator = { input, done, log };
-  await waitFor(() => log.some((line) => line.includes('online at')), 'the simulated gateway is online');
+  simulator = await runSimulatedGateway({ url: gateway.mqtt.url, id: gateway.id, password: gateway.mqtt.password, prefix: gateway.mqtt.topic_prefix });
 }
 
 async function stopSimulator(): Promise<void> {
-  if (!simulator) return;
-  simulator.input.write('quit\n');
-  await within(simulator.done, 5000, 'the simulated gateway stops').catch(() => undefined);
+  await simulator?.stop();
   simulator = undefined;
 }
 
@@ -237,11 +218,11 @@ test("access log: times in the zone of the lock's location, person and lock pick
   const s = needsSite(t);
   if (!s) return;
   await startSimulator(s.gateway);
-  simulator?.input.write(`grant ${s.front} ${s.card}\n`);
-  simulator?.input.write(`grant ${s.back} ${s.card}\n`);
-  simulator?.input.write(`close ${s.front}\n`);
+  simulator?.type(`grant ${s.front} ${s.card}`);
+  simulator?.type(`grant ${s.back} ${s.card}`);
+  simulator?.type(`close ${s.front}`);
   // A card nobody holds: denied, naming no person.
-  simulator?.input.write(`deny ${s.front}\n`);
+  simulator?.type(`deny ${s.front}`);
   const watched = await openSignedIn(`/console/accounts/${s.account}/events`, { bypassCSP: true, acceptDownloads: true, timezoneId: 'America/New_York' });
   const { page } = watched;
   const rows = page.locator('[data-testid^="event-row-"]');
