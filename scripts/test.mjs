@@ -171,7 +171,34 @@ try {
   // read-only tree: the next run orders by name
 }
 
+// A file that failed beside others runs once more, alone: a test that is slow only on a starved CPU passes
+// then, and is reported as flaky (with its first failure printed at the end), never hidden; one that fails
+// alone too fails the run.
+const firstFailures = results.filter((r) => r.code !== 0 && !isSerial(r.file));
+const flaky = [];
+if (firstFailures.length > 0) {
+  console.log(`\n# ${firstFailures.length} file run(s) failed beside others: each runs again, alone`);
+  for (const first of firstFailures) {
+    const again = await runFile(first);
+    print(again, true);
+    results.splice(results.indexOf(first), 1, again);
+    if (again.code === 0) flaky.push(first);
+  }
+}
+
+/** The failures of a file's report: from the spec reporter's closing list of failing tests, at most 6,000 characters. */
+function failureDetails(report) {
+  const plain = stripVTControlCharacters(report);
+  const at = plain.lastIndexOf('✖ failing tests:');
+  const details = at === -1 ? plain.slice(-3000) : plain.slice(at);
+  return details.length > 6000 ? `${details.slice(0, 6000)}\n…` : details;
+}
+
 const failed = results.filter((r) => r.code !== 0);
+for (const r of [...flaky, ...failed]) {
+  console.log(`\n# ${failed.includes(r) ? 'FAILED' : 'FLAKY (failed beside others, passed alone)'}  ${label[r.backend]}  ${r.file}: what failed\n`);
+  console.log(failureDetails(r.report));
+}
 console.log('\n# Summary');
 for (const backend of backends) {
   const mine = results.filter((r) => r.backend === backend);
@@ -179,5 +206,6 @@ for (const backend of backends) {
   console.log(`# ${label[backend]}: ${mine.length} files, ${sum('pass')} tests passed, ${sum('fail')} failed, ${sum('skipped')} skipped; ${Math.round(sum('seconds'))} s of file time`);
 }
 console.log(`# ${Math.round(parallelSeconds)} s side by side (${jobs} at a time), ${Math.round((Date.now() - started) / 1000 - parallelSeconds)} s alone, ${Math.round((Date.now() - started) / 1000)} s in all`);
+for (const r of flaky) console.log(`# FLAKY  ${label[r.backend]}  ${r.file} (failed beside others, passed alone)`);
 for (const r of failed) console.log(`# FAILED  ${label[r.backend]}  ${r.file}`);
 process.exit(failed.length > 0 ? 1 : 0);
