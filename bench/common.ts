@@ -56,7 +56,7 @@ export const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 export const PINNED = process.env.BENCH_PIN !== '0' && os.cpus().length >= 2;
 
 /** CPU seconds (user + system, every thread) a process has used so far. */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
@@ -115,3 +115,18 @@ export function startBenchService(env: Record<string, string>): Promise<ServiceP
     ...env,
   }, undefined, profile);
 }
+
+/** Bare Fastify serving `body` from memory, measured like the service (pinned the same way in pinned mode). */
+export async function bareRun(name: string, body: string): Promise<Measured> {
+  const bareServer = await startServiceProcess({ BARE_BODY: body }, 'bench/bare-server.ts');
+  const pid = bareServer.child.pid as number;
+  if (PINNED) {
+    pin(pid, 0);
+    pin(process.pid, 1);
+  }
+  return load(name, `${bareServer.url}/v1/locks/1`, null, pid).finally(() => {
+    if (PINNED) pin(process.pid, '0-1');
+    return stop(bareServer);
+  });
+}
+

@@ -8,16 +8,21 @@ import { admin, load, pin, PINNED, rssMiB, startBenchService, stop, type Measure
 /** Rows of each list: more than a page, so every page is full. */
 const ROWS = 60;
 
-interface Seeded {
+export interface Seeded {
   token: string;
   lockId: number;
+  locks: number[];
+  /** A card key per person, in the people's order. */
+  cards: number[];
+  people: string[];
+  gateway: { id: number; mqtt: { url: string; client_id: string; username: string; password: string } };
 }
 
 /**
  * An account with ROWS locks on one gateway, ROWS people with a card each, and ROWS door events published
  * by the gateway over MQTT (so they are stored the way gateways store them, on either database).
  */
-async function seed(url: string): Promise<Seeded> {
+export async function seed(url: string): Promise<Seeded> {
   const account = await admin<{ root_location: { id: number } }>(url, 'POST', '/admin/v1/accounts', { name: 'Bench' });
   const location = account.root_location.id;
   await admin(url, 'POST', '/admin/v1/security_groups', { location_id: location, code: 'staff', title: 'Staff' });
@@ -37,14 +42,17 @@ async function seed(url: string): Promise<Seeded> {
     locks.push(lock.id);
   }
   const cards: number[] = [];
+  const people: string[] = [];
   for (let i = 0; i < ROWS; i++) {
     const person = await admin<{ id: string }>(url, 'POST', '/admin/v1/people', { name: `Person ${i}`, email: `person${i}@example.com`, location_id: location });
+    people.push(person.id);
     cards.push((await admin<{ id: number }>(url, 'POST', '/admin/v1/keys', { person_id: person.id, type: 'card', name: `Badge ${i}` })).id);
   }
   const key = await admin<{ token: string }>(url, 'POST', '/admin/v1/api_keys', {
     location_id: location,
     name: 'bench',
-    scopes: ['catalog:read', 'events:read', 'people:read', 'keys:read'],
+    // The writes are for the live-site section (people and keys changing while clients read).
+    scopes: ['catalog:read', 'events:read', 'people:read', 'keys:read', 'people:write', 'keys:write'],
   });
   const c = await mqtt.connectAsync(gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
     clientId: gateway.mqtt.client_id,
@@ -66,7 +74,7 @@ async function seed(url: string): Promise<Seeded> {
     if (stored < ROWS) await new Promise((resolve) => setTimeout(resolve, 50));
   }
   if (stored < ROWS) throw new Error(`only ${stored} of ${ROWS} seeded door events were stored`);
-  return { token: key.token, lockId: locks[30] as number };
+  return { token: key.token, lockId: locks[30] as number, locks, cards, people, gateway };
 }
 
 export interface ReadFigures {

@@ -11,8 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startServiceProcess } from '../test/helpers/process.ts';
-import { load, pin, PINNED, PG_URL, stop, type Measured } from './common.ts';
+import { bareRun, PG_URL } from './common.ts';
 import { accessRuns, formatAccess, type AccessFigures } from './access.ts';
 import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.ts';
 import { consoleRuns } from './console.ts';
@@ -20,23 +19,10 @@ import { controllerRuns, formatControllers } from './controllers.ts';
 import { startupRuns, startupSummary } from './startup.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { formatHolder, holderRuns } from './holder.ts';
+import { formatLiveSite, liveSiteMachine, liveSiteRuns } from './live-site.ts';
 import { serviceRuns } from './reads.ts';
 import { writeReport } from './report.ts';
 import { webhookRuns } from './webhooks.ts';
-
-/** Bare Fastify serving `body` from memory, measured like the service (pinned the same way in pinned mode). */
-async function bareRun(name: string, body: string): Promise<Measured> {
-  const bareServer = await startServiceProcess({ BARE_BODY: body }, 'bench/bare-server.ts');
-  const pid = bareServer.child.pid as number;
-  if (PINNED) {
-    pin(pid, 0);
-    pin(process.pid, 1);
-  }
-  return load(name, `${bareServer.url}/v1/locks/1`, null, pid).finally(() => {
-    if (PINNED) pin(process.pid, '0-1');
-    return stop(bareServer);
-  });
-}
 
 /**
  * Access decisions on PostgreSQL through the embedded broker and through Mosquitto, and on embedded PGlite
@@ -83,6 +69,19 @@ async function main(): Promise<void> {
       for (const m of [bare, ...results.flatMap((r) => [r.one, r.locks, r.events, r.people, r.keys])]) {
         console.log(`${m.name.padEnd(44)} ${String(m.rps).padStart(6)} rps (${(m.rps / bare.rps).toFixed(2)})  p50 ${m.p50} p99 ${m.p99} ms  cpu ${m.cpu}  runs ${m.runs.join(' ')}`);
       }
+      return;
+    }
+    if (process.env.BENCH_ONLY === 'live-site') {
+      // BENCH_LIVE=postgres, embedded or database-path (PostgreSQL, PAGE_CACHE_ENABLED=false) measures one only.
+      const only = process.env.BENCH_LIVE;
+      const runs = [
+        ...(!only || only === 'postgres' ? [await liveSiteRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() })] : []),
+        ...(only === 'database-path' ? [await liveSiteRuns('PostgreSQL, pages not cached', { DATABASE_URL: pgUrl.toString(), PAGE_CACHE_ENABLED: 'false' })] : []),
+        ...(!only || only === 'embedded' ? [await liveSiteRuns('embedded', { DATA_DIR: path.join(dataDir, 'live') })] : []),
+      ];
+      const bare = await bareRun('bare Fastify', '{"id":1}');
+      console.log(liveSiteMachine());
+      console.log(formatLiveSite(bare, runs));
       return;
     }
     if (process.env.BENCH_ONLY === 'startup') {

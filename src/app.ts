@@ -185,7 +185,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await dispatcher.start();
   const accessLogReader = new AccessLogReader(db, pages);
   await accessLogReader.start();
-  const accessLog = new AccessLogWriter(db, clock, app.log, (accounts) => accessLogReader.changed(accounts));
+  const accessLog = new AccessLogWriter(db, clock, app.log, (appended) => accessLogReader.appended(appended));
   // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
   const { mqttUrl, mqttDynsec } = config;
   const dynsec = mqttUrl && mqttDynsec ? await startPart(parts.dynsec(config), () => startDynsec(mqttUrl, mqttDynsec, db, app.log)) : null;

@@ -27,11 +27,31 @@ export interface PageCacheOptions<Q extends TObject = TObject> {
 /** The channels migration 014's triggers notify with the accounts whose rows changed. */
 export const ROWS_CHANGED = { accessLog: 'access_log_changed', people: 'people_changed', keys: 'keys_changed' } as const;
 
-/** What a NOTIFY of a followed channel says: the accounts changed, or `all` (an empty or unreadable payload). */
-export type Changed = { accounts: number[] } | 'all';
+/**
+ * What a NOTIFY of a followed channel says: the accounts changed, rows appended to an append-only list (the
+ * access log) with the least id each account got, or `all` (an empty or unreadable payload).
+ */
+export type Changed = { accounts: number[] } | { appended: Appended[] } | 'all';
 
-/** A payload of comma-separated account ids; anything else (empty: the LISTEN connection came back) means all. */
+/** Rows appended to an account's append-only list, the least new id first among them. */
+export interface Appended {
+  accountId: number;
+  fromId: number;
+}
+
+/**
+ * A payload of comma-separated account ids, or of `account:least id` pairs (rows appended: migration 019);
+ * anything else (empty: the LISTEN connection came back) means all.
+ */
 export function parseChanged(payload: string): Changed {
+  if (/^\d+:\d+(,\d+:\d+)*$/.test(payload)) {
+    return {
+      appended: payload.split(',').map((pair) => {
+        const [accountId, fromId] = pair.split(':').map(Number) as [number, number];
+        return { accountId, fromId };
+      }),
+    };
+  }
   if (!/^\d+(,\d+)*$/.test(payload)) return 'all';
   return { accounts: payload.split(',').map(Number) };
 }
@@ -64,24 +84,61 @@ export function pageKey<Q extends TObject>(schema: Q, scope: PageScope, query: S
   return JSON.stringify([scope.accountId, scope.locationId, fields]);
 }
 
+/**
+ * A page as produced: its JSON and, for a list that only grows at its end (ordered by an id drawn at insert),
+ * the highest id a new row could have and still belong on it: the page's last id when it is full (rows with
+ * higher ids go on later pages), none (undefined) when it is the end of the list, which any new row may join.
+ * A page of another list leaves `lastId` out: then every append drops it, like any change.
+ */
+export interface ProducedPage {
+  json: string;
+  lastId?: number;
+}
+
+interface Kept {
+  body: Buffer;
+  account: number;
+  /** Appends of ids above this cannot change the page (Infinity: any append does). */
+  lastId: number;
+}
+
+interface Fill {
+  account: number;
+  body: Promise<Buffer>;
+}
+
+/** Appends remembered per account, for fills that span them (a fill takes milliseconds; this is plenty). */
+const APPENDS_REMEMBERED = 64;
+
 export class PageCache<Q extends TObject = TObject> {
   // Bytes, not strings: a string would be encoded to UTF-8 again on every send.
-  private readonly pages: LRUCache<string, Buffer>;
+  private readonly pages: LRUCache<string, Kept>;
+  /** The keys kept per account, so that an append finds the pages it may change without a scan. */
+  private readonly keysOf = new Map<number, Set<string>>();
   /** Bumped per account by its changes: a page stored under an older generation is never read again. */
   private readonly generations = new Map<number, number>();
   /** Bumped by a change of every account. */
   private epoch = 0;
+  /** Per account: how many appends were heard, and the least new id of the last ones (newest last). */
+  private readonly appends = new Map<number, { count: number; recent: Array<{ n: number; fromId: number }> }>();
+  /**
+   * Pages being read, by key: a request for the same page meanwhile waits for that read instead of making
+   * its own (50 clients polling one list cost one query after a change, not 50). A change of the account
+   * removes its fills from here, so a request after a change never joins a read that may predate it.
+   */
+  private readonly filling = new Map<string, Fill>();
   private readonly enabled: boolean;
   private readonly query: Q;
 
   constructor(options: PageCacheOptions<Q>) {
     this.enabled = options.enabled ?? true;
     this.query = options.query;
-    this.pages = new LRUCache<string, Buffer>({
+    this.pages = new LRUCache<string, Kept>({
       maxSize: options.maxBytes,
-      sizeCalculation: (body, key) => body.length + key.length,
+      sizeCalculation: (kept, key) => kept.body.length + key.length,
       ttl: options.ttlMs,
       ttlAutopurge: false,
+      dispose: (kept, key) => this.keysOf.get(kept.account)?.delete(key),
     });
   }
 
@@ -94,24 +151,86 @@ export class PageCache<Q extends TObject = TObject> {
     if (what === 'all') {
       this.epoch++;
       this.pages.clear();
+      this.filling.clear();
       return;
     }
-    for (const account of what.accounts) this.generations.set(account, (this.generations.get(account) ?? 0) + 1);
+    if ('appended' in what) {
+      for (const append of what.appended) this.appended(append);
+      return;
+    }
+    for (const account of what.accounts) {
+      this.generations.set(account, (this.generations.get(account) ?? 0) + 1);
+      this.stopJoining(account);
+    }
+  }
+
+  /**
+   * Rows appended to an account's list from `fromId` up: only its pages that such a row may join are
+   * dropped, those ending at or after `fromId` and the end of the list. A full page below it is final (or
+   * changes by a deletion, which comes as a change of the account).
+   */
+  private appended({ accountId, fromId }: Appended): void {
+    const heard = this.appends.get(accountId) ?? { count: 0, recent: [] };
+    heard.count++;
+    heard.recent.push({ n: heard.count, fromId });
+    if (heard.recent.length > APPENDS_REMEMBERED) heard.recent.shift();
+    this.appends.set(accountId, heard);
+    for (const key of [...(this.keysOf.get(accountId) ?? [])]) {
+      const kept = this.pages.peek(key);
+      if (kept && kept.lastId >= fromId) this.pages.delete(key);
+    }
+    this.stopJoining(accountId);
+  }
+
+  private stopJoining(account: number): void {
+    for (const [key, fill] of this.filling) if (fill.account === account) this.filling.delete(key);
+  }
+
+  /** The least id appended to the account since `since` appends were heard; null when not remembered. */
+  private appendedSince(account: number, since: number): number | null {
+    const heard = this.appends.get(account);
+    if (!heard || heard.count === since) return Infinity;
+    const missed = heard.recent.filter((a) => a.n > since);
+    if (missed.length !== heard.count - since) return null; // more appends than remembered
+    return Math.min(...missed.map((a) => a.fromId));
   }
 
   /**
    * The page the validated `query` names in `scope`, from memory or from `produce`. A page produced while a
-   * change of the account was notified is sent but not kept: it may have been read before the change.
+   * change of the account was notified is sent but not kept: it may have been read before the change (for
+   * an append, only if the append may have joined it).
    */
-  async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string>): Promise<Buffer> {
-    if (!this.enabled) return Buffer.from(await produce());
+  async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string | ProducedPage>): Promise<Buffer> {
+    if (!this.enabled) return Buffer.from(jsonOf(await produce()));
     const account = scope.accountId;
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
     const key = `${version}:${pageKey(this.query, scope, query)}`;
     const hit = this.pages.get(key);
-    if (hit !== undefined) return hit;
-    const body = Buffer.from(await produce());
-    if (`${this.epoch}.${this.generations.get(account) ?? 0}` === version) this.pages.set(key, body);
+    if (hit !== undefined) return hit.body;
+    const joined = this.filling.get(key);
+    if (joined) return joined.body;
+    const appendsBefore = this.appends.get(account)?.count ?? 0;
+    const body = (async () => {
+      const produced = await produce();
+      const page = typeof produced === 'string' ? { json: produced } : produced;
+      const bytes = Buffer.from(page.json);
+      const lastId = page.lastId ?? Infinity;
+      const appendedFrom = this.appendedSince(account, appendsBefore);
+      const unchanged = `${this.epoch}.${this.generations.get(account) ?? 0}` === version && appendedFrom !== null && (appendedFrom === Infinity || appendedFrom > lastId);
+      if (unchanged) {
+        this.pages.set(key, { body: bytes, account, lastId });
+        const keys = this.keysOf.get(account) ?? new Set<string>();
+        keys.add(key);
+        this.keysOf.set(account, keys);
+      }
+      return bytes;
+    })();
+    const fill = { account, body };
+    this.filling.set(key, fill);
+    const done = () => {
+      if (this.filling.get(key) === fill) this.filling.delete(key);
+    };
+    body.then(done, done);
     return body;
   }
 
@@ -119,6 +238,8 @@ export class PageCache<Q extends TObject = TObject> {
     return this.pages.size;
   }
 }
+
+const jsonOf = (produced: string | ProducedPage): string => (typeof produced === 'string' ? produced : produced.json);
 
 /** Sends JSON the route's own serializer made (`reply.serialize`), with the header Fastify would give it. */
 export function sendSerialized(reply: FastifyReply, body: Buffer): FastifyReply {

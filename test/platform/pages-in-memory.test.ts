@@ -80,6 +80,32 @@ describe('GET /v1/events from memory', () => {
     assert.deepEqual(await within(1_000, () => eventIds(s.token), (ids) => ids.length === 1), [second.id], 'a removed entry leaves the page');
   });
 
+  test('a full page stays in memory while events arrive after it; an event committed late with an id on it is there within a second', async () => {
+    const s = await site();
+    const first = await writeElsewhere(s.front);
+    // An id drawn by a writer that has not committed yet (another instance in the middle of a batch):
+    // transactions commit out of id order, so its row appears after rows with higher ids.
+    const [{ id: lateId } = { id: 0 }] = await ctx.database.db.query<{ id: number }>(`SELECT nextval(pg_get_serial_sequence('access_events', 'id'))::int AS id`);
+    const a = await writeElsewhere(s.front);
+    await writeElsewhere(s.front);
+    assert.deepEqual(await eventIds(s.token, '?limit=2'), [first.id, a.id], 'a full page, without the uncommitted event');
+    // A change no notification tells of (entries are never updated): it shows only when the page is read again.
+    await ctx.database.db.query(`UPDATE access_events SET data = jsonb_set(data, '{reason}', '"probe"') WHERE id = $1`, [first.id]);
+    await writeElsewhere(s.front); // after the page's last id
+    await new Promise((resolve) => setTimeout(resolve, 300)); // its notification has arrived
+    const kept = await ctx.service.request<Page<AccessEvent>>('GET', '/v1/events?limit=2', { token: s.token });
+    assert.equal(kept.body.data[0]?.reason, null, 'the full page was kept in memory through the append after it');
+    // The late writer commits its row, with the id it drew (through the same trigger as every insert).
+    await ctx.database.db.query(
+      `INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
+       SELECT $1, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, jsonb_set(data, '{id}', to_jsonb($1::bigint))
+         FROM access_events WHERE id = $2`,
+      [lateId, a.id],
+    );
+    assert.ok(lateId > first.id && lateId < a.id);
+    assert.deepEqual(await within(1_000, () => eventIds(s.token, '?limit=2'), (ids) => ids.includes(lateId)), [first.id, lateId], 'the late event joins the page it belongs on');
+  });
+
   test("another account's writes do not empty this account's pages, and never show in them", async () => {
     const s = await site();
     const other = await site();

@@ -51,9 +51,119 @@ describe('PageCache', () => {
     assert.ok(pages.size <= 10, `${pages.size} pages of 1,000 bytes kept`);
   });
 
+  test('concurrent requests for one page make one read; a request after a change never joins a read that began before it', async () => {
+    const pages = cache();
+    let reads = 0;
+    const releases: Array<() => void> = [];
+    const produce = () => new Promise<string>((resolve) => releases.push(() => resolve(`page ${++reads}`)));
+    const first = [pages.page(of(1), q, produce), pages.page(of(1), q, produce), pages.page(of(1), q, produce)];
+    assert.equal(releases.length, 1, 'three requests, one read');
+    pages.changed({ accounts: [1] });
+    const afterChange = pages.page(of(1), q, produce);
+    assert.equal(releases.length, 2, 'the request after the change reads again');
+    pages.changed({ appended: [{ accountId: 1, fromId: 7 }] });
+    const afterAppend = pages.page(of(1), q, produce);
+    assert.equal(releases.length, 3, 'and so does one after an append');
+    for (const release of releases) release();
+    assert.deepEqual((await Promise.all(first)).map(String), ['page 1', 'page 1', 'page 1']);
+    assert.equal(String(await afterChange), 'page 2');
+    assert.equal(String(await afterAppend), 'page 3');
+    assert.equal(String(await pages.page(of(1), q, produce)), 'page 3', 'only the read begun after both is kept');
+  });
+
+  test('a read that fails fails every request that joined it, and is not kept', async () => {
+    const pages = cache();
+    let fail!: (error: Error) => void;
+    const failing = () => new Promise<string>((_, reject) => (fail = reject));
+    const both = [pages.page(of(1), q, failing), pages.page(of(1), q, failing)];
+    fail(new Error('database away'));
+    for (const result of await Promise.allSettled(both)) assert.equal(result.status, 'rejected');
+    assert.equal(String(await pages.page(of(1), q, async () => 'read again')), 'read again');
+  });
+
+  describe('an append-only list (the access log): appends drop only the pages they can join', () => {
+    /** Pages of account 1 by cursor: `full` ends at `lastId` with a next page; `tail` is the end of the list. */
+    function log() {
+      const pages = cache();
+      const reads: Record<string, number> = {};
+      const read = (cursor: string, lastId?: number) =>
+        pages.page(of(1), { cursor }, async () => {
+          reads[cursor] = (reads[cursor] ?? 0) + 1;
+          return { json: `${cursor} read ${reads[cursor]}`, lastId };
+        });
+      return { pages, reads, read };
+    }
+
+    test('a full page stays while rows arrive after its last id; the end of the list takes every append', async () => {
+      const { pages, reads, read } = log();
+      await read('full', 100);
+      await read('tail');
+      pages.changed({ appended: [{ accountId: 1, fromId: 101 }] });
+      await read('full', 100);
+      await read('tail');
+      assert.deepEqual(reads, { full: 1, tail: 2 });
+    });
+
+    test('a row committed late, with an id at or below a full page\'s last id, drops that page (commits come out of id order)', async () => {
+      const { pages, reads, read } = log();
+      await read('full', 100);
+      pages.changed({ appended: [{ accountId: 1, fromId: 100 }] });
+      await read('full', 100);
+      pages.changed({ appended: [{ accountId: 1, fromId: 42 }] });
+      await read('full', 100);
+      assert.deepEqual(reads, { full: 3 });
+    });
+
+    test("another account's appends drop nothing of this one; a change of the account (a deletion) drops its full pages too", async () => {
+      const { pages, reads, read } = log();
+      await read('full', 100);
+      await read('tail');
+      pages.changed({ appended: [{ accountId: 2, fromId: 1 }] });
+      await read('full', 100);
+      await read('tail');
+      assert.deepEqual(reads, { full: 1, tail: 1 });
+      pages.changed({ accounts: [1] });
+      await read('full', 100);
+      assert.deepEqual(reads, { full: 2, tail: 1 });
+    });
+
+    test('a page read across an append it may contain is sent but not kept; across one above its last id it is kept', async () => {
+      const { pages, reads } = log();
+      const slowRead = (cursor: string, lastId: number | undefined, during: () => void) =>
+        pages.page(of(1), { cursor }, async () => {
+          reads[cursor] = (reads[cursor] ?? 0) + 1;
+          during(); // the append is heard while this read runs
+          return { json: `${cursor} read ${reads[cursor]}`, lastId };
+        });
+      await slowRead('full', 100, () => pages.changed({ appended: [{ accountId: 1, fromId: 150 }] }));
+      await slowRead('full', 100, () => assert.fail('kept: not read again'));
+      await slowRead('tail', undefined, () => pages.changed({ appended: [{ accountId: 1, fromId: 150 }] }));
+      await slowRead('tail', undefined, () => undefined);
+      assert.deepEqual(reads, { full: 1, tail: 2 });
+      await slowRead('late', 100, () => pages.changed({ appended: [{ accountId: 1, fromId: 90 }] }));
+      await slowRead('late', 100, () => undefined);
+      assert.equal((reads as Record<string, number>).late, 2, 'read again: the late row may be on it');
+    });
+
+    test('more appends during a read than are remembered: the page is not kept', async () => {
+      const { pages, reads } = log();
+      const read = () =>
+        pages.page(of(1), { cursor: 'full' }, async () => {
+          reads.full = (reads.full ?? 0) + 1;
+          for (let i = 0; i < 100; i++) pages.changed({ appended: [{ accountId: 1, fromId: 1000 + i }] });
+          return { json: 'full', lastId: 100 };
+        });
+      await read();
+      await read();
+      assert.equal(reads.full, 2);
+    });
+  });
+
   test('a payload that is not a list of account ids means every account', () => {
     assert.deepEqual(parseChanged('12'), { accounts: [12] });
     assert.deepEqual(parseChanged('3,4'), { accounts: [3, 4] });
+    assert.deepEqual(parseChanged('3:120,4:7'), { appended: [{ accountId: 3, fromId: 120 }, { accountId: 4, fromId: 7 }] }, 'rows appended (migration 019)');
+    assert.equal(parseChanged('3:120,4'), 'all');
     assert.equal(parseChanged(''), 'all', 'the LISTEN connection came back: anything may have changed');
     assert.equal(parseChanged('3,x'), 'all');
   });

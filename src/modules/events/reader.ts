@@ -2,7 +2,7 @@
 import type { Caller } from '../../platform/auth.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
-import { ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
+import { ROWS_CHANGED, type Appended, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, EventQuery, type AccessEvent, type DoorEventType } from './schemas.ts';
@@ -31,14 +31,21 @@ export class AccessLogReader {
     await this.pages.follow(this.db, [{ channel: ROWS_CHANGED.accessLog }]);
   }
 
-  /** Entries of these accounts were written by this instance: its own next read must see them. */
-  changed(accounts: number[]): void {
-    this.pages.changed({ accounts });
+  /** Entries were appended by this instance (from these ids up, per account): its own next read must see them. */
+  appended(appended: Appended[]): void {
+    this.pages.changed({ appended });
   }
 
-  /** GET /events as the JSON sent (`serialize` is the route's), from memory when this query was answered since the last change. */
+  /**
+   * GET /events as the JSON sent (`serialize` is the route's), from memory when this query was answered
+   * since the last change that may alter it. The log only grows at its end (ids drawn at insert), so a full
+   * page stays valid when events arrive: only appends at or below its last id, or the end of the log, drop it.
+   */
   async listJson(caller: Caller, query: EventQuery, serialize: (page: PageOf<AccessEvent>) => string): Promise<Buffer> {
-    return this.pages.page(caller, query, async () => serialize(await this.list(caller, query)));
+    return this.pages.page(caller, query, async () => {
+      const page = await this.list(caller, query);
+      return { json: serialize(page), lastId: page.next_cursor === null ? undefined : page.data.at(-1)?.id };
+    });
   }
 
   /** GET /events: locks in the caller's scope, oldest first, the four door types only (unlock.failed is webhook-only). */

@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { Appended } from '../../platform/page-cache.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import type { GatewayEvent } from './gateway-event.ts';
 import type { AccessEntry, AccessEvent, AccessLogLock, WriteGuard } from './schemas.ts';
@@ -18,8 +19,8 @@ export class AccessLogWriter {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly log: FastifyBaseLogger,
-    /** Told the accounts whose log this instance changed, once committed (the reader's pages). */
-    private readonly written: (accounts: number[]) => void = () => undefined,
+    /** Told what this instance appended to the log, once committed: per account, the least new id (the reader's pages). */
+    private readonly written: (appended: Appended[]) => void = () => undefined,
   ) {}
 
   /** Stores a gateway's event once; a repeat of (gateway, id) is dropped. Returns the stored event, if new. */
@@ -138,7 +139,14 @@ export class AccessLogWriter {
     }
     // Written on the database itself, the statement is committed: this instance's next read must see it
     // without waiting for the notification (in a caller's transaction, the notification is what tells).
-    if (tx === this.db && inserted.length > 0) this.written(unique(inserted.map(({ n }) => rows[Number(n) - 1]!.lock.account_id)));
+    if (tx === this.db && inserted.length > 0) {
+      const leastId = new Map<number, number>();
+      for (const { id, n } of inserted) {
+        const account = rows[Number(n) - 1]!.lock.account_id;
+        leastId.set(account, Math.min(leastId.get(account) ?? Infinity, Number(id)));
+      }
+      this.written([...leastId].map(([accountId, fromId]) => ({ accountId, fromId })));
+    }
     return stored;
   }
 }

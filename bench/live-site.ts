@@ -1,0 +1,216 @@
+// A live site (issue 25): the lists clients poll, read while doors are busy. One gateway reports 200 door
+// events a second over MQTT (QoS 1) and people and keys change a few times a second through the public API,
+// all through the run; meanwhile the reads are measured like the reads section (50 connections, the service
+// pinned to core 0, this process on core 1): the first page of GET /v1/events, a poller at the tail of the
+// log (each connection re-reads its cursor until the page fills, then follows next_cursor, as the spec tells
+// clients to), and the first pages of locks, people and keys. Bare Fastify runs in the same section.
+import os from 'node:os';
+import mqtt from 'mqtt';
+import { Agent, request } from 'undici';
+import { gatewayTopicPrefix } from '../src/modules/devices/topics.ts';
+import { CONNECTIONS, cpuSeconds, load, percentile, pin, PINNED, RUNS, rssMiB, SECONDS, startBenchService, stop, type Measured } from './common.ts';
+import { seed, type Seeded } from './reads.ts';
+
+/** Door events a second the gateway reports during the reads. */
+export const DOOR_EVENTS_PER_SECOND = 200;
+/** Changes of people and keys a second (half each) during the reads. */
+export const WRITES_PER_SECOND = 4;
+
+export interface LiveSiteFigures {
+  label: string;
+  reads: Measured[];
+  /** Door events stored a second during the reads (counted from the log at the end), and changes made. */
+  eventsPerSecond: number;
+  writesPerSecond: number;
+  /** Writes the API refused (should be none). */
+  failedWrites: number;
+}
+
+/** The background of a live site: door events from the gateway and changes of people and keys, until stopped. */
+async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): Promise<{ events: number; writes: number; failedWrites: number; seconds: number }> }> {
+  const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
+    clientId: site.gateway.mqtt.client_id,
+    username: site.gateway.mqtt.username,
+    password: site.gateway.mqtt.password,
+  });
+  const started = performance.now();
+  let events = 0;
+  let writes = 0;
+  let failedWrites = 0;
+  const tick = 50; // ms: 10 events a tick at 200/s
+  const perTick = (DOOR_EVENTS_PER_SECOND * tick) / 1000;
+  const doors = setInterval(() => {
+    for (let i = 0; i < perTick; i++) {
+      const n = events++;
+      const lock = site.locks[n % site.locks.length];
+      const event = { id: `live-${n}`, lock_id: lock, type: 'access.granted', occurred_at: new Date().toISOString(), key_id: site.cards[n % site.cards.length], reason: null };
+      void gateway.publishAsync(`${gatewayTopicPrefix(site.gateway.id)}events`, JSON.stringify(event), { qos: 1 }).catch(() => undefined);
+    }
+  }, tick);
+  const headers = { authorization: `Bearer ${site.token}`, 'content-type': 'application/json' };
+  const changes = setInterval(() => {
+    const n = writes++;
+    const change =
+      n % 2 === 0
+        ? fetch(`${url}/v1/people/${site.people[n % site.people.length]}`, { method: 'PUT', headers, body: JSON.stringify({ name: `Person ${n}` }) })
+        : fetch(`${url}/v1/keys/${site.cards[n % site.cards.length]}`, { method: 'PATCH', headers, body: JSON.stringify({ name: `Badge ${n}` }) });
+    void change.then(
+      async (res) => {
+        if (!res.ok) failedWrites++;
+        await res.arrayBuffer();
+      },
+      () => failedWrites++,
+    );
+  }, 1000 / WRITES_PER_SECOND);
+  return {
+    async stop() {
+      clearInterval(doors);
+      clearInterval(changes);
+      await gateway.endAsync();
+      return { events, writes, failedWrites, seconds: (performance.now() - started) / 1000 };
+    },
+  };
+}
+
+/** The cursor of the log's tail: the last page's (the one without next_cursor), walked from the start. */
+async function tailCursor(url: string, token: string): Promise<string | undefined> {
+  let cursor: string | undefined;
+  for (;;) {
+    const res = await fetch(`${url}/v1/events?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { authorization: `Bearer ${token}` } });
+    const page = (await res.json()) as { data: Array<{ id: number }>; next_cursor: string | null };
+    if (page.next_cursor === null) return cursor;
+    cursor = page.next_cursor;
+  }
+}
+
+/**
+ * Pollers at the tail, CONNECTIONS of them, each re-reading GET /v1/events?cursor=… and moving to next_cursor
+ * when the page is full; RUNS runs of SECONDS after a 2 s warm-up, the median run's figures.
+ */
+async function tailPollers(name: string, url: string, token: string, pid: number): Promise<Measured> {
+  const start = await tailCursor(url, token);
+  const agent = new Agent({ connections: CONNECTIONS, pipelining: 1 });
+  const headers = { authorization: `Bearer ${token}` };
+  const one = async (seconds: number) => {
+    const latencies: number[] = [];
+    let failures = 0;
+    const until = performance.now() + seconds * 1000;
+    const poller = async () => {
+      let cursor = start;
+      while (performance.now() < until) {
+        const sent = performance.now();
+        const res = await request(`${url}/v1/events?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { dispatcher: agent, headers });
+        const page = (await res.body.json()) as { next_cursor: string | null };
+        latencies.push(performance.now() - sent);
+        if (res.statusCode !== 200) failures++;
+        else if (page.next_cursor !== null) cursor = page.next_cursor;
+      }
+    };
+    const cpuBefore = cpuSeconds(pid);
+    const began = performance.now();
+    await Promise.all(Array.from({ length: CONNECTIONS }, poller));
+    const elapsed = (performance.now() - began) / 1000;
+    latencies.sort((a, b) => a - b);
+    return { rps: Math.round(latencies.length / elapsed), p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), failures, cpu: (cpuSeconds(pid) - cpuBefore) / elapsed };
+  };
+  try {
+    await one(2);
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await one(SECONDS));
+    const median = [...runs].sort((a, b) => a.rps - b.rps)[Math.floor(runs.length / 2)] as (typeof runs)[number];
+    return {
+      name,
+      rps: median.rps,
+      p50: median.p50,
+      p99: median.p99,
+      non2xx: runs.reduce((sum, r) => sum + r.failures, 0),
+      runs: runs.map((r) => r.rps),
+      cpu: Math.round(median.cpu * 100) / 100,
+      rssMiB: rssMiB(pid),
+    };
+  } finally {
+    await agent.close();
+  }
+}
+
+/** The reads of a live site on one database (`env`: DATABASE_URL or DATA_DIR, and any other setting). */
+export async function liveSiteRuns(label: string, env: Record<string, string>): Promise<LiveSiteFigures> {
+  const server = await startBenchService({ SANDBOX: 'false', ...env });
+  const pid = server.child.pid as number;
+  try {
+    const site = await seed(server.url);
+    const count = async () => {
+      let n = 0;
+      let cursor: string | undefined;
+      for (;;) {
+        const res = await fetch(`${server.url}/v1/events?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { authorization: `Bearer ${site.token}` } });
+        const page = (await res.json()) as { data: unknown[]; next_cursor: string | null };
+        n += page.data.length;
+        if (page.next_cursor === null) return n;
+        cursor = page.next_cursor;
+      }
+    };
+    const traffic = await liveTraffic(server.url, site);
+    const storedBefore = await count();
+    if (PINNED) {
+      pin(pid, 0);
+      pin(process.pid, 1);
+    }
+    const run = (name: string, path: string) => load(`${label}: ${name}`, `${server.url}${path}`, site.token, pid);
+    const reads: Measured[] = [];
+    const began = performance.now();
+    try {
+      // BENCH_LIVE_READS=first,tail,locks,people,keys (any of them): those reads only, e.g. for a profile.
+      const wanted = (name: string) => !process.env.BENCH_LIVE_READS || process.env.BENCH_LIVE_READS.split(',').includes(name);
+      if (wanted('first')) reads.push(await run('GET /v1/events?limit=50 (first page)', '/v1/events?limit=50'));
+      if (wanted('tail')) reads.push(await tailPollers(`${label}: GET /v1/events at the tail (cursor pollers)`, server.url, site.token, pid));
+      if (wanted('locks')) reads.push(await run('GET /v1/locks?limit=50', '/v1/locks?limit=50'));
+      if (wanted('people')) reads.push(await run('GET /v1/people?limit=50', '/v1/people?limit=50'));
+      if (wanted('keys')) reads.push(await run('GET /v1/keys?limit=50', '/v1/keys?limit=50'));
+    } finally {
+      if (PINNED) pin(process.pid, '0-1');
+    }
+    const elapsed = (performance.now() - began) / 1000;
+    const stored = (await count()) - storedBefore;
+    const background = await traffic.stop();
+    return {
+      label,
+      reads,
+      eventsPerSecond: Math.round(stored / elapsed),
+      writesPerSecond: Math.round((background.writes / background.seconds) * 10) / 10,
+      failedWrites: background.failedWrites,
+    };
+  } finally {
+    await stop(server);
+  }
+}
+
+/** Goals of issue 25 for these reads: a share of bare Fastify and a p99. */
+export const LIVE_SITE_GOAL = { share: 0.3, p99Ms: 25 };
+
+/** The section's tables: each read against bare Fastify (same run), and what the background did. */
+export function formatLiveSite(bare: Measured, runs: LiveSiteFigures[]): string {
+  const lines = [
+    `Bare Fastify (same run, one lock's bytes from memory, no auth): ${bare.rps} requests/s, p99 ${bare.p99} ms.`,
+    '',
+    '| read, while the doors are busy | database | requests/s (runs) | vs bare | p50 ms | p99 ms | service CPU | non-2xx | goal (≥ 0.30, p99 < 25 ms) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const run of runs) {
+    for (const m of run.reads) {
+      const share = m.rps / bare.rps;
+      const met = share >= LIVE_SITE_GOAL.share && m.p99 < LIVE_SITE_GOAL.p99Ms;
+      lines.push(`| ${m.name.slice(run.label.length + 2)} | ${run.label} | ${m.rps} (${m.runs.join(', ')}) | ${share.toFixed(2)} | ${m.p50} | ${m.p99} | ${m.cpu?.toFixed(2) ?? '–'} | ${m.non2xx} | ${met ? 'met' : 'missed'} |`);
+    }
+  }
+  lines.push('');
+  for (const run of runs) {
+    lines.push(`${run.label}: ${run.eventsPerSecond} door events stored a second during the reads (${DOOR_EVENTS_PER_SECOND} published), ${run.writesPerSecond} changes of people and keys a second, ${run.failedWrites} refused.`);
+  }
+  return lines.join('\n');
+}
+
+export function liveSiteMachine(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  return `${new Date().toISOString()}, ${os.cpus().length} cores (${cpu}), Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${PINNED ? 'pinned' : 'not pinned'}, ${SECONDS} s runs, median of ${RUNS}`;
+}
