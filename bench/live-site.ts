@@ -26,6 +26,33 @@ export interface LiveSiteFigures {
   failedWrites: number;
 }
 
+/** Door events in the log before the reads begin. */
+export const LOG_ROWS = 20_000;
+
+/** Publishes `n` door events from the site's gateway as fast as the broker takes them, and waits until all are stored. */
+async function seedLog(site: Seeded, n: number): Promise<void> {
+  const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
+    clientId: `${site.gateway.mqtt.client_id}`,
+    username: site.gateway.mqtt.username,
+    password: site.gateway.mqtt.password,
+  });
+  try {
+    const topic = `${gatewayTopicPrefix(site.gateway.id)}events`;
+    const at = Date.now() - n * 1000;
+    for (let i = 0; i < n; i += 500) {
+      await Promise.all(
+        Array.from({ length: Math.min(500, n - i) }, (_, j) => {
+          const k = i + j;
+          const event = { id: `log-${k}`, lock_id: site.locks[k % site.locks.length], type: k % 7 === 0 ? 'door.closed' : 'access.granted', occurred_at: new Date(at + k * 1000).toISOString(), key_id: site.cards[k % site.cards.length], reason: null };
+          return gateway.publishAsync(topic, JSON.stringify(event), { qos: 1 });
+        }),
+      );
+    }
+  } finally {
+    await gateway.endAsync();
+  }
+}
+
 /** The background of a live site: door events from the gateway and changes of people and keys, until stopped. */
 async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): Promise<{ events: number; writes: number; failedWrites: number; seconds: number }> }> {
   const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
@@ -133,8 +160,11 @@ async function tailPollers(name: string, url: string, token: string, pid: number
   }
 }
 
-/** The reads of a live site on one database (`env`: DATABASE_URL or DATA_DIR, and any other setting). */
-export async function liveSiteRuns(label: string, env: Record<string, string>): Promise<LiveSiteFigures> {
+/**
+ * The reads of a live site on one database (`env`: DATABASE_URL or DATA_DIR, and any other setting);
+ * `settled` waits for the planner's statistics after the log is seeded.
+ */
+export async function liveSiteRuns(label: string, env: Record<string, string>, settled: () => Promise<void>): Promise<LiveSiteFigures> {
   const server = await startBenchService({ SANDBOX: 'false', ...env });
   const pid = server.child.pid as number;
   try {
@@ -150,6 +180,10 @@ export async function liveSiteRuns(label: string, env: Record<string, string>): 
         cursor = page.next_cursor;
       }
     };
+    // A log that is not a toy: LOG_ROWS events before the run, and the planner's statistics taken on them
+    // (what autovacuum does on server PostgreSQL, and the statistics job on the embedded database).
+    await seedLog(site, LOG_ROWS);
+    await settled();
     const traffic = await liveTraffic(server.url, site);
     const storedBefore = await count();
     if (PINNED) {

@@ -2,6 +2,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
+import { embeddedStatisticsJob } from './platform/db/statistics.ts';
 import { CatalogService } from './modules/catalog/service.ts';
 import { catalogRoutes } from './modules/catalog/routes.ts';
 import { OperatorService, operatorRoutes } from './modules/operator/index.ts';
@@ -160,6 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const secrets = await SecretBox.open(db, config.webhookSecretKey);
   const idempotency = new Idempotency(db, clock, secrets);
   jobs.register(idempotency.purgeJob());
+  if (db.engine === 'pglite') jobs.register(embeddedStatisticsJob(db));
   const lockingSystems = new LockingSystems(db, clock);
   const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log, invitationMessageSent);
   jobs.register(messages.job());

@@ -3,15 +3,17 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { ROWS_CHANGED, type Appended, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
-import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
+import { clampLimit, decodeCursor, encodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, EventQuery, type AccessEvent, type DoorEventType } from './schemas.ts';
-import { listEvents } from './store.ts';
+import { listEvents, listEventsJson, type EventFilter } from './store.ts';
 
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
 const PAGE_CACHE_BYTES = 16 * 2 ** 20;
 /** The net for a missed notification; short, as door activity is what clients poll for. */
 const PAGE_CACHE_TTL_MS = 5_000;
+
+const EMPTY_PAGE = '{"data":[],"next_cursor":null}';
 
 const isDoorEventType = (type: string): type is DoorEventType => (DOOR_EVENT_TYPES as readonly string[]).includes(type);
 
@@ -37,19 +39,35 @@ export class AccessLogReader {
   }
 
   /**
-   * GET /events as the JSON sent (`serialize` is the route's), from memory when this query was answered
-   * since the last change that may alter it. The log only grows at its end (ids drawn at insert), so a full
-   * page stays valid when events arrive: only appends at or below its last id, or the end of the log, drop it.
+   * GET /events as the JSON sent, from memory when this query was answered since the last change that may
+   * alter it. The log only grows at its end (ids drawn at insert), so a full page stays valid when events
+   * arrive: only appends at or below its last id, or the end of the log, drop it. Read, the page's Events
+   * come as JSON text from the database (listEventsJson); only the envelope is written here.
    */
-  async listJson(caller: Caller, query: EventQuery, serialize: (page: PageOf<AccessEvent>) => string): Promise<Buffer> {
+  async listJson(caller: Caller, query: EventQuery): Promise<Buffer> {
     return this.pages.page(caller, query, async () => {
-      const page = await this.list(caller, query);
-      return { json: serialize(page), lastId: page.next_cursor === null ? undefined : page.data.at(-1)?.id };
+      const filter = this.filter(caller, query);
+      if (!filter) return { json: EMPTY_PAGE };
+      const rows = await listEventsJson(this.db, filter);
+      const more = rows.read > filter.limit - 1 && rows.lastId !== null;
+      const cursor = more ? JSON.stringify(encodeCursor(rows.lastId as number)) : 'null';
+      return { json: `{"data":[${rows.json}],"next_cursor":${cursor}}`, lastId: more ? (rows.lastId as number) : undefined };
     });
   }
 
-  /** GET /events: locks in the caller's scope, oldest first, the four door types only (unlock.failed is webhook-only). */
+  /** GET /events as objects: the same page as listJson's JSON (a test holds the two together). */
   async list(caller: Caller, query: EventQuery): Promise<PageOf<AccessEvent>> {
+    const filter = this.filter(caller, query);
+    if (!filter) return { data: [], next_cursor: null };
+    return toPage(await listEvents(this.db, filter), filter.limit - 1, (e) => e.id);
+  }
+
+  /**
+   * What GET /events reads: locks in the caller's scope, oldest first, the four door types only (unlock.failed
+   * is webhook-only), one row more than the page to tell whether another follows. Null: a page that is empty
+   * whatever the log holds (a type list naming no door type).
+   */
+  private filter(caller: Caller, query: EventQuery): EventFilter | null {
     const limit = clampLimit(query.limit);
     const afterId = decodeCursor(query.cursor, 'number');
     let since: Date | null = null;
@@ -60,9 +78,9 @@ export class AccessLogReader {
     let types: DoorEventType[] = [...DOOR_EVENT_TYPES];
     if (query.type !== undefined) {
       types = query.type.split(',').map((t) => t.trim()).filter(isDoorEventType);
-      if (types.length === 0) return { data: [], next_cursor: null }; // an unrecognised list matches nothing
+      if (types.length === 0) return null; // an unrecognised list matches nothing
     }
-    const events = await listEvents(this.db, {
+    return {
       locationId: caller.locationId,
       afterId: afterId ?? 0,
       since,
@@ -70,7 +88,6 @@ export class AccessLogReader {
       personId: query.person_id ?? null,
       types,
       limit: limit + 1,
-    });
-    return toPage(events, limit, (e) => e.id);
+    };
   }
 }

@@ -1,7 +1,7 @@
 import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
-import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
+import { sendSerialized } from '../../platform/page-cache.ts';
 import type { AccessLogReader } from './reader.ts';
 import { EventPage, EventQuery } from './schemas.ts';
 
@@ -20,6 +20,6 @@ export function eventsRoutes(app: ApiInstance, accessLog: AccessLogReader): void
         response: { 200: ref(EventPage) },
       },
     },
-    async (request, reply) => sendSerialized(reply, await accessLog.listJson(callerOf(request), request.query, pageSerializer(reply))),
+    async (request, reply) => sendSerialized(reply, await accessLog.listJson(callerOf(request), request.query)),
   );
 }
