@@ -9,6 +9,7 @@ import type { DeviceFigures } from './devices.ts';
 import { HOLDER_NOTES, formatHolder, type HolderFigures } from './holder.ts';
 import { CONTROLLER_NOTES, formatControllers, type ControllerFigures } from './controllers.ts';
 import { startupSummary, type StartFigures } from './startup.ts';
+import { formatLiveSite, LIVE_SITE_NOTES, type LiveSiteFigures } from './live-site.ts';
 import type { ReadFigures } from './reads.ts';
 import type { WebhookFigures } from './webhooks.ts';
 
@@ -32,6 +33,8 @@ export interface Figures {
   holder: HolderFigures[];
   /** UHPPOTE controllers (issue 24), on PostgreSQL and embedded. */
   controllers: ControllerFigures[];
+  /** A live site (issue 25): the lists read while doors report and people and keys change. */
+  liveSite: { bare: Measured; sameBytes: Measured[][]; runs: LiveSiteFigures[] };
 }
 
 /** Writes bench/RESULTS.md and returns its text. */
@@ -45,7 +48,7 @@ const READS = [
 ] as const;
 
 /** Writes bench/RESULTS.md and returns its text. */
-export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder, controllers }: Figures): Promise<string> {
+export async function writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder, controllers, liveSite }: Figures): Promise<string> {
   const rows = [bare, barePage, ...[server, databasePath, embedded].flatMap((r) => READS.map(([, k]) => r[k]))];
   const { embedded: e, postgres: p } = consoleCost;
   const share = (m: Measured) => (m.rps / bare.rps).toFixed(2);
@@ -79,6 +82,12 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     ...rows.map((m) => `| ${m.name} | ${m.rps} | ${m.runs.join(', ')} | ${m.p50} | ${m.p99} | ${cores(m)} | ${m.rssMiB ?? '–'} | ${m.non2xx} | ${ratio(m)} |`),
     '',
     `Idle resident memory after start and seeding, before load: PostgreSQL ${server.idleRssMiB} MiB, embedded ${embedded.idleRssMiB} MiB.`,
+    '',
+    '## A live site (issue 25)',
+    '',
+    LIVE_SITE_NOTES,
+    '',
+    formatLiveSite(liveSite.bare, liveSite.sameBytes, liveSite.runs),
     '',
     '## Start-up and idle memory (issue 15)',
     '',

@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { bareRun, PG_URL } from './common.ts';
+import { bareRun, PG_URL, type Measured } from './common.ts';
 import { accessRuns, formatAccess, type AccessFigures } from './access.ts';
 import { formatAccessLogScale, measureAccessLogScale } from './access-log-scale.ts';
 import { consoleRuns } from './console.ts';
@@ -19,7 +19,7 @@ import { controllerRuns, formatControllers } from './controllers.ts';
 import { startupRuns, startupSummary } from './startup.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
 import { formatHolder, holderRuns } from './holder.ts';
-import { formatLiveSite, liveSiteMachine, liveSiteRuns } from './live-site.ts';
+import { formatLiveSite, liveSiteMachine, liveSiteRuns, type LiveSiteFigures } from './live-site.ts';
 import { serviceRuns } from './reads.ts';
 import { writeReport } from './report.ts';
 import { webhookRuns } from './webhooks.ts';
@@ -45,6 +45,20 @@ async function accessSection(pgUrl: string, dataDir: string, only?: string): Pro
     done(await accessRuns('embedded PGlite', { kind: 'embedded', dataDir: dir }, undefined, { log, fullList: process.env.BENCH_ACCESS_EMBEDDED_FULL !== '0' }));
   }
   return runs;
+}
+
+/** What the live-site section's bare route serves as "one lock's bytes". */
+const LOCK_BYTES = '{"id":31,"name":"Door 30","place":"Floor 1","location":{"id":1,"name":"Bench"},"online":false,"security_groups":["staff"]}';
+
+/** Bare Fastify serving each read's own bytes, per live-site run. */
+async function sameBytesRuns(runs: LiveSiteFigures[]): Promise<Measured[][]> {
+  const sameBytes: Measured[][] = [];
+  for (const run of runs) {
+    const measured: Measured[] = [];
+    for (const body of run.bodies) measured.push(await bareRun('bare Fastify, the same bytes', body));
+    sameBytes.push(measured);
+  }
+  return sameBytes;
 }
 
 async function main(): Promise<void> {
@@ -83,9 +97,10 @@ async function main(): Promise<void> {
         ...(only === 'database-path' ? [await liveSiteRuns('PostgreSQL, pages not cached', { DATABASE_URL: pgUrl.toString(), PAGE_CACHE_ENABLED: 'false' }, analyze)] : []),
         ...(!only || only === 'embedded' ? [await liveSiteRuns('embedded', { DATA_DIR: path.join(dataDir, 'live') }, statisticsJob)] : []),
       ];
-      const bare = await bareRun('bare Fastify', '{"id":1}');
+      const bare = await bareRun('bare Fastify', LOCK_BYTES);
+      const sameBytes = await sameBytesRuns(runs);
       console.log(liveSiteMachine());
-      console.log(formatLiveSite(bare, runs));
+      console.log(formatLiveSite(bare, sameBytes, runs));
       return;
     }
     if (process.env.BENCH_ONLY === 'startup') {
@@ -158,11 +173,14 @@ async function main(): Promise<void> {
     const controllers = [await controllerRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }), await controllerRuns('embedded PGlite', { DATA_DIR: path.join(dataDir, 'controllers') })];
     console.log('console start-up and memory …');
     const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
+    console.log('a live site …');
+    const liveRuns = [await liveSiteRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }, analyze), await liveSiteRuns('embedded', { DATA_DIR: path.join(dataDir, 'live') }, statisticsJob)];
+    const liveSite = { bare: await bareRun('bare Fastify', LOCK_BYTES), sameBytes: await sameBytesRuns(liveRuns), runs: liveRuns };
     console.log('bare Fastify …');
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
 
-    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder, controllers }));
+    console.log(await writeReport({ bare, barePage, embedded, server, databasePath, accessLogScale, startup, hooks, devices, viaMosquitto, access, consoleCost, holder, controllers, liveSite }));
   } finally {
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await client.end();

@@ -98,8 +98,13 @@ async function setUp(s: Site, simulated: SimulatedController, doorLocks = [{ doo
     door_locks: doorLocks,
   });
   assert.equal(res.status, 201, res.text);
-  // Its first poll happened before the answer; the presence it brought is written in the background.
-  await waitFor(async () => (await controllerView(res.body.id)).online, 'online from its first poll');
+  // Its first poll happened before the answer; the presence it brought is written in the background. On a
+  // loaded machine that poll may time out and the next one makes the first contact: until it is recorded
+  // (clock_set_at, after the log's start is set), a board's events would predate the log's start.
+  await waitFor(async () => {
+    const view = await controllerView(res.body.id);
+    return view.online && view.clock_set_at !== null;
+  }, 'online and first contact recorded');
   return res.body;
 }
 

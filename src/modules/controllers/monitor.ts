@@ -73,8 +73,10 @@ export class ControllerMonitor {
         if (current.address !== target.host || current.port !== target.port) await client.setListener(address, target.host, target.port);
         contact.listenerSetAt = clock.now();
       }
-      await recordContactState(db, board.gateway_id, contact);
+      // The events first: a first contact sets where the log starts, and whoever waits for the contact to be
+      // recorded (clock_set_at) then knows that a board's later events will be read.
       await this.deps.events.caughtUp(board, status.event);
+      await recordContactState(db, board.gateway_id, contact);
       return true;
     } catch (error) {
       if (!(error instanceof ControllerUnreachable)) {
