@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { DateTime } from 'luxon';
 import { chromium } from 'playwright-core';
-import { simulateGateway } from '../packages/cli/src/gateway-simulator.ts';
+import { runSimulatedGateway, type SimulatedGateway } from '../test/helpers/simulated-gateway.ts';
 import { freePort } from '../test/helpers/mosquitto.ts';
 import { startServiceProcess } from '../test/helpers/process.ts';
 
@@ -29,8 +28,7 @@ const dataDir = await mkdtemp(path.join(os.tmpdir(), 'latchkey-screenshots-'));
 const port = await freePort();
 const origin = `http://localhost:${port}`;
 const service = await startServiceProcess({ SANDBOX: 'true', PORT: String(port), PUBLIC_URL: origin, ADMIN_TOKEN, DATA_DIR: dataDir });
-const input = new PassThrough();
-let gateway: Promise<void> | null = null;
+let gateway: SimulatedGateway | null = null;
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 
 async function call<T>(method: string, pathname: string, body?: unknown, token = ADMIN_TOKEN, headers: Record<string, string> = {}): Promise<T> {
@@ -72,23 +70,8 @@ try {
   await call('POST', '/v1/keys', { person_id: person.id, name: 'Office key', security_groups: ['staff', 'workshop'] }, apiKey.token);
 
   // The gateway at the doors, answering every command at once (its clock is the sandbox's).
-  const log: string[] = [];
-  gateway = simulateGateway({
-    url: gw.mqtt.url.replace('localhost', '127.0.0.1'),
-    id: String(gw.id),
-    password: gw.mqtt.password,
-    prefix: gw.mqtt.topic_prefix,
-    answer: 'ok',
-    error: 'device_error',
-    locks: [],
-    key: null,
-    randomPerMinute: 0,
-    input,
-    log: (line) => log.push(line),
-    now: () => new Date(Date.now() + offsetMs),
-  });
-  for (let i = 0; i < 100 && !log.some((line) => line.includes('online at')); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.ok(log.some((line) => line.includes('online at')), `the gateway simulator is online:\n${log.join('\n')}`);
+  const door = { url: gw.mqtt.url.replace('localhost', '127.0.0.1'), id: gw.id, password: gw.mqtt.password, prefix: gw.mqtt.topic_prefix };
+  gateway = await runSimulatedGateway(door, 'ok', () => new Date(Date.now() + offsetMs));
 
   // The setup link, as the SMS carried it (due messages go out when the clock moves).
   await call('POST', '/admin/v1/sandbox/clock/advance', { seconds: 0 });
@@ -129,10 +112,7 @@ try {
   await context.close();
 } finally {
   await browser.close();
-  if (gateway) {
-    input.write('quit\n');
-    await gateway.catch(() => undefined);
-  }
+  await gateway?.stop();
   service.child.kill('SIGTERM');
   await service.exited;
   await rm(dataDir, { recursive: true, force: true });

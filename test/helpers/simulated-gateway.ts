@@ -12,10 +12,14 @@ export interface SimulatedGateway {
   stop(): Promise<void>;
 }
 
-/** Connects and waits until it says it is online. `answer`: how unlock commands are answered. */
+/**
+ * Connects and waits until it says it is online. `answer`: how unlock commands are answered; `now`: the
+ * gateway's clock (a sandbox's moved clock, say), the wall clock by default.
+ */
 export async function runSimulatedGateway(
   gateway: { url: string; id: number | string; password: string; prefix: string },
   answer: 'ok' | 'error' | 'none' = 'ok',
+  now?: () => Date,
 ): Promise<SimulatedGateway> {
   const input = new PassThrough();
   const log: string[] = [];
@@ -31,6 +35,7 @@ export async function runSimulatedGateway(
     randomPerMinute: 0,
     input,
     log: (line) => log.push(line),
+    ...(now ? { now } : {}),
   });
   const stop = async () => {
     input.write('quit\n');
