@@ -34,7 +34,7 @@ export const LOG_ROWS = 20_000;
 /** Publishes `n` door events from the site's gateway as fast as the broker takes them, and waits until all are stored. */
 async function seedLog(site: Seeded, n: number): Promise<void> {
   const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
-    clientId: `${site.gateway.mqtt.client_id}`,
+    clientId: site.gateway.mqtt.client_id,
     username: site.gateway.mqtt.username,
     password: site.gateway.mqtt.password,
   });

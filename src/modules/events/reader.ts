@@ -3,10 +3,10 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { ROWS_CHANGED, type Appended, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
-import { clampLimit, decodeCursor, encodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
+import { clampLimit, decodeCursor, encodeCursor } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
-import { DOOR_EVENT_TYPES, EventQuery, type AccessEvent, type DoorEventType } from './schemas.ts';
-import { listEvents, listEventsJson, type EventFilter } from './store.ts';
+import { DOOR_EVENT_TYPES, EventQuery, type DoorEventType } from './schemas.ts';
+import { listEventsJson, type EventFilter } from './store.ts';
 
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
 const PAGE_CACHE_BYTES = 16 * 2 ** 20;
@@ -53,13 +53,6 @@ export class AccessLogReader {
       const cursor = more ? JSON.stringify(encodeCursor(rows.lastId as number)) : 'null';
       return { json: `{"data":[${rows.json}],"next_cursor":${cursor}}`, lastId: more ? (rows.lastId as number) : undefined };
     });
-  }
-
-  /** GET /events as objects: the same page as listJson's JSON (a test holds the two together). */
-  async list(caller: Caller, query: EventQuery): Promise<PageOf<AccessEvent>> {
-    const filter = this.filter(caller, query);
-    if (!filter) return { data: [], next_cursor: null };
-    return toPage(await listEvents(this.db, filter), filter.limit - 1, (e) => e.id);
   }
 
   /**

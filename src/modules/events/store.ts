@@ -180,13 +180,6 @@ const PAGE_ROWS = `SELECT e.id, e.data FROM access_events e
         AND e.type = ANY($6::text[])
       ORDER BY e.id LIMIT $7`;
 
-export async function listEvents(db: Queryable, f: EventFilter): Promise<AccessEvent[]> {
-  const start = await walkStart(db, f);
-  if (start === null) return [];
-  const rows = await db.query<{ data: AccessEvent }>(`SELECT data FROM (${PAGE_ROWS}) AS page ORDER BY id`, [f.locationId, start, f.since, f.lockId, f.personId, f.types, f.limit]);
-  return rows.map((r) => r.data);
-}
-
 /** A page's Events as JSON text made by the database, and what the envelope needs of the rows read. */
 export interface EventRowsJson {
   /** The first `limit - 1` rows' Events (the page), comma-separated JSON objects. */
@@ -198,7 +191,7 @@ export interface EventRowsJson {
 }
 
 /**
- * listEvents with the JSON made by PostgreSQL: the stored Events are sent as the database writes them out,
+ * A page of GET /events with the JSON made by PostgreSQL: the stored Events are sent as the database writes them out,
  * never parsed into objects and serialized again here (the service's CPU goes on rows it only passes on).
  * The stored `data` is the Event exactly as the schema has it (AccessLogWriter writes nothing else).
  */
