@@ -69,7 +69,7 @@ export async function startSimulatedController(options: {
   doors?: number;
   port?: number;
   now?: () => string;
-}): Promise<SimulatedController> {
+}, attempt = 1): Promise<SimulatedController> {
   const doors = options.doors ?? 4;
   const socket = dgram.createSocket('udp4');
   await new Promise<void>((resolve) => socket.bind(options.port ?? 0, '127.0.0.1', () => resolve()));
@@ -252,10 +252,19 @@ export async function startSimulatedController(options: {
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject);
-    tcp.listen(socket.address().port, '127.0.0.1', () => resolve());
+  const listening = await new Promise<boolean>((resolve) => {
+    tcp.once('error', () => resolve(false));
+    tcp.listen(socket.address().port, '127.0.0.1', () => resolve(true));
   });
+  if (!listening) {
+    // The UDP port's number is taken for TCP by another process (files run side by side): let both go and
+    // start again on other free ports, so a failed start never leaves a socket holding the test open.
+    const port = socket.address().port;
+    await new Promise<void>((resolve) => socket.close(() => resolve()));
+    tcp.close();
+    if (options.port !== undefined || attempt >= 10) throw new Error(`TCP port ${port} is taken: the simulated controller ${options.serial} cannot listen beside its UDP port`);
+    return startSimulatedController(options, attempt + 1);
+  }
 
   const address = socket.address();
   const sim: SimulatedController = {
