@@ -1,66 +1,45 @@
 // Builds the Latchkey HTTP app from its dependencies, without listening: tests and main.ts both use it.
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+// The shared parts first (the core), then the modules in dependency order (src/platform/module.ts), then
+// the HTTP plumbing and every module's routes.
+import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
-import { embeddedStatisticsJob } from './platform/db/statistics.ts';
-import { CatalogService } from './modules/catalog/service.ts';
-import { catalogRoutes } from './modules/catalog/routes.ts';
-import { OperatorService, operatorRoutes } from './modules/operator/index.ts';
-import { activationRoutes } from './modules/keys/activation-routes.ts';
-import { keysRoutes, keysSandboxRoutes } from './modules/keys/routes.ts';
-import { KeysArea, invitationMessageSent } from './modules/keys/index.ts';
-import { LockingSystems, lockingSystemTasksJob } from './modules/locking-system/index.ts';
-import { controllerRoutes, startControllers } from './modules/controllers/index.ts';
-import { MessageQueue } from './modules/notifications/index.ts';
-import { notifierFor } from './modules/notifications/notifier.ts';
-import { outboxSandboxRoutes } from './modules/notifications/sandbox-routes.ts';
-import { lockingSystemSandboxRoutes } from './modules/locking-system/sandbox-routes.ts';
-import { PeopleService } from './modules/people/service.ts';
-import { peopleRoutes } from './modules/people/routes.ts';
-import { SandboxService, sandboxRoutes } from './modules/sandbox/index.ts';
-import { NO_BROKER_ACCOUNTS } from './modules/devices/broker-accounts.ts';
-import { brokerAuthRoutes } from './modules/devices/broker-auth-routes.ts';
-import { AccessLists, GatewaySync, ListRebuilds } from './modules/access/index.ts';
+import { startAccess } from './modules/access/index.ts';
+import { startCatalog } from './modules/catalog/index.ts';
+import { startConsole } from './modules/console/index.ts';
+import { startControllers } from './modules/controllers/index.ts';
 import { startDevices } from './modules/devices/index.ts';
-import { HolderService, holderAdminRoutes, holderRoutes } from './modules/holder/index.ts';
-import { startDynsec } from './modules/devices/mosquitto-dynsec.ts';
-import { mqttSandboxRoutes, unlockRoutes } from './modules/devices/routes.ts';
-import { AccessLogReader, AccessLogWriter } from './modules/events/index.ts';
-import { eventsRoutes } from './modules/events/routes.ts';
-import { ConsoleProxy, ConsoleSessions, LiveUpdates, consoleAssetRoutes, consoleRoutes } from './modules/console/index.ts';
-import { WebhookDispatcher } from './modules/webhooks/dispatcher.ts';
-import { webhooksRoutes } from './modules/webhooks/routes.ts';
-import { WebhooksService } from './modules/webhooks/service.ts';
+import { startEvents } from './modules/events/index.ts';
+import { startHolder } from './modules/holder/index.ts';
+import { invitationMessageSent, startKeys } from './modules/keys/index.ts';
+import { startLockingSystem } from './modules/locking-system/index.ts';
+import { startNotifications } from './modules/notifications/index.ts';
+import { startOperator } from './modules/operator/index.ts';
+import { startPeople } from './modules/people/index.ts';
+import { startSandbox } from './modules/sandbox/index.ts';
+import { startWebhooks } from './modules/webhooks/index.ts';
 import { installAccessControl } from './platform/access.ts';
 import { loadAdminToken } from './platform/admin-token.ts';
-import { VERSION } from './version.ts';
+import { registerApiDocs } from './platform/api-docs.ts';
 import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
-import { trustProxyOption } from './platform/client-ip.ts';
 import type { Database } from './platform/db/index.ts';
-import {
-  ROUTER_MAX_PARAM_LENGTH,
-  answerClientError,
-  answerFrameworkError,
-  escapeMalformedPath,
-  genReqId,
-  installHttpPlumbing,
-} from './platform/http.ts';
-import { Idempotency } from './platform/idempotency.ts';
-import { installRequestContext, loggerOptions } from './platform/logger.ts';
-import { registerOpenApiDocuments } from './platform/openapi.ts';
-import { registerApiDocs } from './platform/api-docs.ts';
-import { trackRoutes } from './platform/route-table.ts';
-import { JobRunner } from './platform/jobs.ts';
-import { databaseProbe, healthRoutes } from './platform/health.ts';
-import { Metrics, listenForScrapes, shared } from './platform/metrics.ts';
 import { reportingFailures } from './platform/db/observed.ts';
+import { embeddedStatisticsJob } from './platform/db/statistics.ts';
+import { databaseProbe, healthRoutes } from './platform/health.ts';
+import { installHttpPlumbing } from './platform/http.ts';
+import { Idempotency } from './platform/idempotency.ts';
+import { JobRunner } from './platform/jobs.ts';
+import { installRequestContext } from './platform/logger.ts';
+import { Metrics, listenForScrapes } from './platform/metrics.ts';
+import type { Core, Module } from './platform/module.ts';
+import { registerOpenApiDocuments } from './platform/openapi.ts';
 import { PageCaches } from './platform/page-cache.ts';
-import { RateLimits, connectRedis } from './platform/rate-limit.ts';
-
+import { RateLimits, connectRedis, readyWithin } from './platform/rate-limit.ts';
 import { RequestLog } from './platform/request-log.ts';
+import { trackRoutes } from './platform/route-table.ts';
 import { SecretBox } from './platform/secret-box.ts';
-import { parts, startPart } from './platform/startup.ts';
+import { createServer, type LoggerSetting } from './platform/server.ts';
+import { VERSION } from './version.ts';
 
 export const API_VERSION = '1.3.0';
 
@@ -73,7 +52,7 @@ export interface AppDeps {
   /** Defaults to the system clock, or a sandbox clock with SANDBOX=true. */
   clock?: Clock;
   /** The service's logger (main.ts), or options for one (tests: a stream to read); false silences it (tests). */
-  logger?: boolean | Record<string, unknown> | FastifyBaseLogger;
+  logger?: LoggerSetting;
 }
 
 export interface Latchkey {
@@ -95,10 +74,6 @@ export interface Latchkey {
   close(): Promise<void>;
 }
 
-function isLogger(value: AppDeps['logger']): value is FastifyBaseLogger {
-  return typeof value === 'object' && typeof (value as { child?: unknown }).child === 'function';
-}
-
 export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const { config } = deps;
   // Every app counts in a registry of its own; every failed statement is counted (README: Operations).
@@ -107,54 +82,17 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const db = reportingFailures(deps.db, (unavailable) => metrics.queryFailed(unavailable));
   const sandboxClock = config.sandbox ? new SandboxClock() : null;
   const clock = deps.clock ?? sandboxClock ?? systemClock;
-
-  const app = Fastify({
-    ...(isLogger(deps.logger)
-      ? { loggerInstance: deps.logger }
-      : { logger: deps.logger === false ? false : { ...loggerOptions(config.logLevel), ...(typeof deps.logger === 'object' ? deps.logger : {}) } }),
-    // Called on requests only, once `app` exists.
-    trustProxy: trustProxyOption(config.trustProxy, (message) => app.log.warn(message)),
-    genReqId,
-    bodyLimit: 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: ROUTER_MAX_PARAM_LENGTH },
-    // Every answer in the envelope with Cache-Control, also those the router and Node's parser give.
-    rewriteUrl: escapeMalformedPath,
-    frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError, // Fastify calls it with `this` bound to the instance
-    return503OnClosing: false, // installHttpPlumbing answers them in the envelope
-    requestTimeout: config.requestTimeoutSeconds * 1000,
-    http: {
-      requireHostHeader: false, // installHttpPlumbing refuses a missing Host in the envelope
-      // Node looks for requests past their time every connectionsCheckingInterval (30 s by default, which
-      // would let a socket outlive a short time-out by that much); headers may not take longer than all.
-      headersTimeout: Math.min(60_000, config.requestTimeoutSeconds * 1000),
-      connectionsCheckingInterval: Math.min(5000, (config.requestTimeoutSeconds * 1000) / 2),
-    },
-  }).withTypeProvider<TypeBoxTypeProvider>();
-
+  const app = createServer(config, deps.logger);
   // First, so that every later hook's lines carry the request id; nothing to tag when nothing is logged.
   if (deps.logger !== false) installRequestContext(app);
+
+  // The core: what every module may use.
   const jobs = new JobRunner(app.log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, app.log) : null;
-  // The first requests should count in the shared budget, not in this instance's memory: wait (briefly: a
-  // Redis that is down must not keep the service from starting) until the connection is ready.
-  if (redis && redis.client.status !== 'ready') {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, REDIS_START_WAIT_MS);
-      redis.client.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
+  if (redis) await readyWithin(redis, REDIS_START_WAIT_MS);
   const admin = await loadAdminToken(db, config.adminToken);
-
   const authenticator = new ApiKeyAuthenticator(db, clock);
   await authenticator.start();
-  // Pages of the lists clients poll, kept in memory per instance (platform/page-cache.ts).
-  const pages = new PageCaches(config.pageCacheEnabled);
-  const catalog = new CatalogService(db, pages);
-  await catalog.start();
   const requestLog = new RequestLog(db, clock, app.log);
   jobs.register(requestLog.purgeJob());
   // The server key: webhook signing secrets, stored idempotent responses and queued setup links.
@@ -162,60 +100,42 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const idempotency = new Idempotency(db, clock, secrets);
   jobs.register(idempotency.purgeJob());
   if (db.engine === 'pglite') jobs.register(embeddedStatisticsJob(db));
-  const lockingSystems = new LockingSystems(db, clock);
-  const messages = new MessageQueue(db, clock, notifierFor(config, db, clock), secrets, app.log, invitationMessageSent);
-  jobs.register(messages.job());
-  // Gateway access lists (README "How a door decides"); the keys module confirms key changes they applied.
-  const accessLists = new AccessLists(secrets, clock);
-  const keys = new KeysArea({
-    db,
-    clock,
-    lockingSystems,
-    messages,
-    publicUrl: config.publicUrl,
-    brandName: config.brandName,
-    revocationEnabled: config.keyRevocationEnabled,
-    log: app.log,
-    pages,
-    access: accessLists,
+  const limits = new RateLimits(clock, redis?.client ?? null, config.redisKeyPrefix, metrics);
+  const pages = new PageCaches(config.pageCacheEnabled);
+  const core: Core = { config, db, clock, jobs, log: app.log, metrics, secrets, pages, limits, adminTokenHash: () => admin.hash() };
+
+  // The modules, each after those it names (its routes are registered in this order too).
+  const sandbox = sandboxClock ? await startSandbox(core, sandboxClock) : null; // first: the others start at the sandbox's time
+  const catalog = await startCatalog(core);
+  const lockingSystem = startLockingSystem(core);
+  const notifications = startNotifications(core, { invitationSent: invitationMessageSent });
+  const access = await startAccess(core);
+  const keys = await startKeys(core, { lockingSystems: lockingSystem.systems, messages: notifications.messages, access: access.lists });
+  const people = await startPeople(core, { lockingSystems: lockingSystem.systems, keys: keys.area });
+  const events = await startEvents(core);
+  const devices = await startDevices(core, { accessLog: events.writer, access: access.sync });
+  const webhooks = await startWebhooks(core, { messages: notifications.messages });
+  const holder = startHolder(core, { unlock: devices.unlock, links: keys.links });
+  const operator = startOperator(core, {
+    gatewayMqttUrl: () => devices.gatewayUrl,
+    gatewayAccounts: devices.gatewayAccounts,
+    disconnectGateway: (gatewayId) => devices.disconnectGateway(gatewayId),
+    access: access.lists,
   });
-  accessLists.onConfirm((tx, keyIds) => keys.confirmApplied(tx, keyIds));
-  await keys.start();
-  const lockingSystemTasks = lockingSystemTasksJob(db, clock, lockingSystems);
-  jobs.register(lockingSystemTasks);
-  const dispatcher = new WebhookDispatcher(db, clock, secrets, messages, config.webhookAllowHosts, app.log, metrics);
-  await dispatcher.start();
-  const accessLogReader = new AccessLogReader(db, pages);
-  await accessLogReader.start();
-  const accessLog = new AccessLogWriter(db, clock, app.log, (appended) => accessLogReader.appended(appended));
-  // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
-  const { mqttUrl, mqttDynsec } = config;
-  const dynsec = mqttUrl && mqttDynsec ? await startPart(parts.dynsec(config), () => startDynsec(mqttUrl, mqttDynsec, db, app.log)) : null;
-  const gatewaySync = new GatewaySync(db, clock, accessLists, app.log, config.mqttMaxPacketBytes);
-  await gatewaySync.start();
-  jobs.register(gatewaySync.pushJob());
-  const listRebuilds = new ListRebuilds(db, accessLists, app.log);
-  await listRebuilds.start();
-  jobs.register(listRebuilds.job());
-  const devices = await startDevices(config, db, clock, jobs, accessLog, app.log, gatewaySync, metrics);
   // UHPPOTE boards as a locking system (README "Real controllers"): they take remote unlocks from devices.unlock.
-  const controllers = await startControllers({
-    config,
-    db,
-    clock,
-    jobs,
-    secrets,
-    access: accessLists,
-    accessLog,
-    lockingSystems,
+  const controllers = await startControllers(core, {
+    access: access.lists,
+    accessLog: events.writer,
+    lockingSystems: lockingSystem.systems,
     presence: devices.presence,
     unlock: devices.unlock,
-    log: app.log,
-    confirmKeys: (keyIds) => keys.confirmLockingSystemWrites(keyIds),
-    runTasksNow: () => lockingSystemTasks.run(),
+    confirmKeys: (keyIds) => keys.area.confirmLockingSystemWrites(keyIds),
+    runTasksNow: () => lockingSystem.runTasksNow(),
   });
-  jobs.register(dispatcher.job());
-  jobs.register(dispatcher.retentionJob());
+  const consoleModule = config.consoleEnabled ? await startConsole(core, { forgetApiKeys: () => authenticator.invalidate() }) : null;
+  const modules: Module[] = [sandbox, catalog, lockingSystem, notifications, access, keys, people, events, devices, webhooks, holder, operator, controllers, consoleModule].filter(
+    (module): module is Module => module !== null,
+  );
 
   installHttpPlumbing(app);
   // A callback hook, cheap on every request: the route's pattern (never the URL) and the status.
@@ -223,13 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
     metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
-  const limits = new RateLimits(clock, redis?.client ?? null, config.redisKeyPrefix, metrics);
-  installAccessControl(app, {
-    authenticator,
-    limits,
-    perMinute: config.apiRateLimitPerMinute,
-    adminTokenHash: () => admin.hash(),
-  });
+  installAccessControl(app, { authenticator, limits, perMinute: config.apiRateLimitPerMinute, adminTokenHash: () => admin.hash() });
   requestLog.install(app);
   idempotency.install(app);
   pages.install(app);
@@ -239,103 +153,11 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   registerApiDocs(app, config.brandName, { consoleEnabled: config.consoleEnabled });
   const probeLimits = new RateLimits(clock, null, config.redisKeyPrefix, metrics);
   healthRoutes(app, { database: await databaseProbe(db), mqtt: () => devices.linkState(), jobs: () => jobs.started }, probeLimits);
-
-  catalogRoutes(app, catalog);
-  const people = new PeopleService({
-    db,
-    clock,
-    lockingSystems,
-    brandName: config.brandName,
-    log: app.log,
-    keysOfPerson: (scope, id) => keys.keysOfPerson(scope, id),
-    revokeEverythingOf: (tx, id, now) => keys.revokeEverythingOf(tx, id, now),
-    personMoved: (tx, id, accountId) => keys.personMoved(tx, id, accountId),
-    pages,
-  });
-  await people.start();
-  peopleRoutes(app, people);
-  keysRoutes(app, keys);
-  eventsRoutes(app, accessLogReader);
-  unlockRoutes(app, devices.unlock);
-  webhooksRoutes(app, new WebhooksService({ db, clock, secrets, dispatcher, allowHosts: config.webhookAllowHosts }));
-  await app.register(async (scope) => {
-    // The setup page's form posts an empty urlencoded body; only these routes accept it.
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, {}));
-    activationRoutes(scope as typeof app, keys.activation, config.brandName);
-  });
-  // The key holder's page (README "The key holder's page"): passkeys, /my-key, Open through the unlock path.
-  const holder = new HolderService({
-    db,
-    clock,
-    publicUrl: config.publicUrl,
-    brandName: config.brandName,
-    limits,
-    unlock: devices.unlock,
-    log: app.log,
-    linkUsable: async (token) => {
-      const link = await keys.activation.describeLink(token);
-      return link ? { personName: link.invitation.person_name } : null;
-    },
-    activate: (token) => keys.activation.activate(token),
-  });
-  holderRoutes(app, holder, config.brandName);
-  holderAdminRoutes(app, holder);
-  operatorRoutes(
-    app,
-    new OperatorService({
-      db,
-      clock,
-      gatewayMqttUrl: () => devices.gatewayUrl,
-      gatewayAccounts: dynsec ?? NO_BROKER_ACCOUNTS,
-      disconnectGateway: (gatewayId) => devices.disconnectGateway(gatewayId),
-      access: accessLists,
-    }),
-  );
-  controllerRoutes(app, controllers.service);
-  if (config.consoleEnabled) {
-    const consoleSessions = new ConsoleSessions(db, clock, secrets, () => admin.hash());
-    const consoleProxy = new ConsoleProxy(app, db, secrets, () => authenticator.invalidate());
-    // At start too: the sessions of an operator token that has just been changed end now, with their keys.
-    await consoleSessions.purge();
-    jobs.register(consoleSessions.purgeJob());
-    const live = new LiveUpdates((hash) => consoleSessions.isLive(hash));
-    await live.start(db);
-    // Open streams would hold app.close() until the browsers leave.
-    app.addHook('preClose', async () => live.close());
-    consoleRoutes(app, { sessions: consoleSessions, proxy: consoleProxy, live, limits, publicUrl: config.publicUrl });
-    consoleAssetRoutes(app, { brandName: config.brandName });
-  }
-  if (config.mqttHttpAuthSecret) brokerAuthRoutes(app, { db, limits, secret: config.mqttHttpAuthSecret });
-  if (sandboxClock) {
-    const sandbox = new SandboxService(db, sandboxClock, jobs);
-    await sandbox.start();
-    sandboxRoutes(app, sandbox);
-    lockingSystemSandboxRoutes(app, db);
-    keysSandboxRoutes(app, keys);
-    outboxSandboxRoutes(app, db);
-    mqttSandboxRoutes(app, devices.unlock);
-  }
+  for (const module of modules) await module.routes?.(app);
+  if (sandboxClock) for (const module of modules) module.sandboxRoutes?.(app);
   finishRoutes();
   await app.ready();
 
-  // Gauges read at scrape time, each within SCRAPE_QUERY_TIMEOUT_MS.
-  const pending = shared(() => dispatcher.pending());
-  metrics.gauge('latchkey_webhook_deliveries_pending', 'Webhook deliveries waiting to be sent or sent again.', async () => (await pending()).count);
-  metrics.gauge(
-    'latchkey_webhook_oldest_pending_age_seconds',
-    'Age of the oldest pending webhook delivery (0 when none is pending).',
-    async () => (await pending()).oldestAgeSeconds ?? 0,
-  );
-  metrics.gauge(
-    'latchkey_gateways_connected',
-    'Gateways connected: to the embedded broker; with MQTT_URL, those the store holds online.',
-    () => devices.connectedGateways(),
-  );
-  metrics.gauge(
-    'latchkey_mqtt_subscriptions_missing',
-    "The service's gateway topic filters not subscribed at MQTT_URL's broker now (all of them while disconnected); always 0 with the embedded broker.",
-    () => devices.missingSubscriptions(),
-  );
   if (db.poolStats?.()) {
     metrics.gauge('latchkey_database_pool_connections', 'Open connections of the PostgreSQL pool, idle or in use.', () => db.poolStats?.()?.total);
     metrics.gauge('latchkey_database_pool_idle_connections', 'Idle connections of the PostgreSQL pool.', () => db.poolStats?.()?.idle);
@@ -366,11 +188,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
         });
       }
       await jobs.stop();
-      await controllers.close();
-      await devices.close();
-      await dynsec?.close();
+      for (const module of [...modules].reverse()) await module.close?.();
       await requestLog.close();
-      await dispatcher.close();
       await redis?.close();
     },
   };

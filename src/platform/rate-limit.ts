@@ -59,6 +59,21 @@ export function connectRedis(url: string, log: FastifyBaseLogger): { client: Red
   };
 }
 
+/**
+ * Waits, at most `ms`, for the connection to be ready: the first requests should count in the shared budget,
+ * not in this instance's memory, but a Redis that is down must not keep the service from starting.
+ */
+export async function readyWithin(redis: { client: Redis }, ms: number): Promise<void> {
+  if (redis.client.status === 'ready') return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    redis.client.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 const WINDOW_MS = 60_000;
 
 export interface LimitState {

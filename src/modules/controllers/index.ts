@@ -1,13 +1,11 @@
 // UHPPOTE controllers (README "Real controllers"): boards that keep their own card list and decide at the door,
 // an account's external locking system. The module's surface: start it, and its operator routes.
 import { createHmac } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Transaction } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
-import type { Job, JobRunner } from '../../platform/jobs.ts';
-import type { SecretBox } from '../../platform/secret-box.ts';
+import type { Job } from '../../platform/jobs.ts';
+import type { Core, Module } from '../../platform/module.ts';
 import type { AccessLists } from '../access/index.ts';
 import type { UnlockService } from '../devices/index.ts';
 import type { AccessLogWriter } from '../events/index.ts';
@@ -16,13 +14,13 @@ import { ControllerEvents } from './events.ts';
 import { queueBoardWrites, UhppoteLockingSystem } from './locking-system.ts';
 import { ControllerMonitor, type Presence } from './monitor.ts';
 import { reconcileController } from './reconcile.ts';
+import { controllerRoutes } from './routes.ts';
 import { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
 import { accountLockingSystem, findController, findControllerBySerial, keysWithValidityEdge, listControllers } from './store.ts';
 import { addressOf, ControllerSync, type CardSecrets } from './sync.ts';
 import { ControllerUnreachable, UhppoteClient } from './uhppote/client.ts';
 import { ControllerEventListener } from './uhppote/listener.ts';
 
-export { controllerRoutes } from './routes.ts';
 export { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
 export { windowsProblem } from './profiles.ts';
 
@@ -30,37 +28,32 @@ export { windowsProblem } from './profiles.ts';
 export const BOARD_WRITES_CHANNEL = 'uhppote_writes_queued';
 
 export interface ControllersDeps {
-  config: Config;
-  db: Database;
-  clock: Clock;
-  jobs: JobRunner;
-  secrets: SecretBox;
   access: AccessLists;
   accessLog: AccessLogWriter;
   lockingSystems: LockingSystems;
   presence: Presence;
   unlock: UnlockService;
-  log: FastifyBaseLogger;
   /** Held key changes every board now holds (the keys module). */
   confirmKeys: (keyIds: number[]) => Promise<unknown>;
   /** Runs the locking-system tasks due now (the one work queue's job). */
   runTasksNow: () => Promise<unknown>;
 }
 
-export interface Controllers {
+export interface Controllers extends Module {
   service: ControllersService;
   /** The listener's bound address (null: none). */
   listenerAddress(): { host: string; port: number } | null;
   close(): Promise<void>;
 }
 
-export async function startControllers(deps: ControllersDeps): Promise<Controllers> {
-  const { config, db, clock, jobs, log } = deps;
+/** Starts the module (src/platform/module.ts): UHPPOTE boards registered as a locking system, their listener and jobs. */
+export async function startControllers(core: Core, deps: ControllersDeps): Promise<Controllers> {
+  const { config, db, clock, jobs, log } = core;
   const client = new UhppoteClient({ timeoutMs: config.controllerTimeoutMs, attempts: 2 });
-  const cardKey = deps.secrets.derive('latchkey uhppote card number v1');
+  const cardKey = core.secrets.derive('latchkey uhppote card number v1');
   const secrets: CardSecrets = {
-    seal: (value) => deps.secrets.seal(value),
-    open: (sealed) => deps.secrets.open(sealed),
+    seal: (value) => core.secrets.seal(value),
+    open: (sealed) => core.secrets.open(sealed),
     cardDigest: (card) => createHmac('sha256', cardKey).update(String(card)).digest('base64url'),
   };
   const sync = new ControllerSync({ db, clock, client, secrets, log });
@@ -115,7 +108,7 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
   });
   jobs.register({ name: 'controller-poll', everySeconds: config.controllerPollSeconds, run: () => monitor.pollDue() });
   jobs.register(validityEdgesJob(db, clock, sync));
-  jobs.register(reconcileJob(deps, sync, secrets, client, config.controllerReconcileMinutes));
+  jobs.register(reconcileJob(core, sync, secrets, client, config.controllerReconcileMinutes));
 
   // Remote unlock: open-door on the board; its answer ends the command as a gateway's result would.
   deps.unlock.handOffTo((gatewayId, command) => {
@@ -151,6 +144,7 @@ export async function startControllers(deps: ControllersDeps): Promise<Controlle
   return {
     service,
     listenerAddress: () => listener?.address() ?? null,
+    routes: (app) => controllerRoutes(app, service),
     async close() {
       await listener?.close();
       await client.close();
@@ -184,8 +178,8 @@ function validityEdgesJob(db: Database, clock: Clock, sync: ControllerSync): Job
 }
 
 /** Every board reconciled every `minutes`, by whichever instance gets there (a lease in the poll's column is not needed: the work is idempotent). */
-function reconcileJob(deps: ControllersDeps, sync: ControllerSync, secrets: CardSecrets, client: UhppoteClient, minutes: number): Job {
-  const { db, clock, log } = deps;
+function reconcileJob(core: Core, sync: ControllerSync, secrets: CardSecrets, client: UhppoteClient, minutes: number): Job {
+  const { db, clock, log } = core;
   return {
     name: 'controller-reconcile',
     everySeconds: 60,

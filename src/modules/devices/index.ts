@@ -1,19 +1,18 @@
 // The device side of the service: the embedded broker (MQTT_URL unset) or an external one, and what the
 // service does with gateway messages (presence, door events, unlock results), each gateway's in order.
-import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config.ts';
-import type { Clock } from '../../platform/clock.ts';
 import { CoalescedWrites } from '../../platform/coalesced-writes.ts';
-import type { Database } from '../../platform/db/index.ts';
-import type { JobRunner } from '../../platform/jobs.ts';
-import { NO_METRICS, type DoorEventMetrics, type UnlockMetrics } from '../../platform/metrics.ts';
+import type { Core, Module } from '../../platform/module.ts';
 import { parts, startPart } from '../../platform/startup.ts';
 import type { GatewaySync } from '../access/index.ts';
 import { parseGatewayEvent, type AccessLogWriter, type GatewayEvent } from '../events/index.ts';
+import { NO_BROKER_ACCOUNTS, type GatewayAccounts } from './broker-accounts.ts';
+import { brokerAuthRoutes } from './broker-auth-routes.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, type DeviceLink, type GatewayMessageHandler, type LinkState } from './link.ts';
 import { GatewayMessagePipeline, refusedAsData } from './message-pipeline.ts';
+import { startDynsec } from './mosquitto-dynsec.ts';
 import { PresenceService } from './presence.ts';
+import { mqttSandboxRoutes, unlockRoutes } from './routes.ts';
 import { UnlockService } from './unlock.ts';
 import { onlineGatewayCount } from './store.ts';
 import { JsonText } from './payload.ts';
@@ -27,11 +26,13 @@ export type { KeyHolder, UnlockHandOff, UnlockService } from './unlock.ts';
 /** Writes of door events at once on PostgreSQL (a few of the pool's connections; the cores commit them in parallel). */
 const EVENT_WRITES_AT_ONCE = 3;
 
-export interface Devices {
+export interface Devices extends Module {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */
   gatewayUrl: string;
   /** The embedded broker's URL, when it runs. */
   embeddedUrl: string | null;
+  /** Gateways' broker accounts: Mosquitto's dynamic security when configured, else none to keep. */
+  gatewayAccounts: GatewayAccounts;
   unlock: UnlockService;
   /** Gateway presence, for gateways whose contact is not an MQTT connection (UHPPOTE controllers' polls). */
   presence: Pick<PresenceService, 'heard' | 'connected' | 'lost'>;
@@ -43,26 +44,23 @@ export interface Devices {
   disconnectGateway(gatewayId: number): void;
   /** The MQTT link: the embedded broker listens, or the client is connected to MQTT_URL with every subscription. */
   linkState(): LinkState;
-  /** Gateway topic filters the service is not subscribed to now (MQTT_URL; always 0 with the embedded broker). */
-  missingSubscriptions(): number;
-  /**
-   * Gateways connected: to the embedded broker, counted by it; with MQTT_URL (whose connections the service
-   * does not see), the gateways the store holds online.
-   */
-  connectedGateways(): Promise<number>;
   close(): Promise<void>;
 }
 
-export async function startDevices(
-  config: Config,
-  db: Database,
-  clock: Clock,
-  jobs: JobRunner,
-  accessLog: AccessLogWriter,
-  log: FastifyBaseLogger,
-  access: GatewaySync,
-  metrics: DoorEventMetrics & UnlockMetrics = NO_METRICS,
-): Promise<Devices> {
+export interface DevicesDeps {
+  /** Door events and unlock outcomes go to the access log. */
+  accessLog: AccessLogWriter;
+  /** The access side of the gateway protocol (requests, list syncs, applied changes). */
+  access: GatewaySync;
+}
+
+/** Starts the device side (src/platform/module.ts): Mosquitto's dynamic security first when configured, then the broker or link. */
+export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devices> {
+  const { config, db, clock, jobs, log, metrics } = core;
+  const { accessLog, access } = deps;
+  // Mosquitto's dynamic security: the service's own broker user gets its role before the link subscribes.
+  const { mqttUrl, mqttDynsec } = config;
+  const dynsec = mqttUrl && mqttDynsec ? await startPart(parts.dynsec(config), () => startDynsec(mqttUrl, mqttDynsec, db, log)) : null;
   // Assigned below, before any message can arrive.
   let link: DeviceLink;
   const unlock = new UnlockService({
@@ -159,9 +157,18 @@ export async function startDevices(
     gatewayUrl = config.gatewayMqttUrl ?? `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
   }
   await startPart(parts.broker(config), () => link.start());
+  const connectedGateways = async () => (broker ? broker.connectedGateways : onlineGatewayCount(db));
+  metrics.gauge('latchkey_gateways_connected', 'Gateways connected: to the embedded broker; with MQTT_URL, those the store holds online.', connectedGateways);
+  metrics.gauge(
+    'latchkey_mqtt_subscriptions_missing',
+    "The service's gateway topic filters not subscribed at MQTT_URL's broker now (all of them while disconnected); always 0 with the embedded broker.",
+    () => link.missingSubscriptions(),
+  );
+  const brokerAuthSecret = config.mqttHttpAuthSecret;
   return {
     gatewayUrl,
     embeddedUrl: broker ? gatewayUrl : null,
+    gatewayAccounts: dynsec ?? NO_BROKER_ACCOUNTS,
     unlock,
     presence,
     disconnectGateway: (gatewayId) => {
@@ -169,13 +176,17 @@ export async function startDevices(
       presence.lost(gatewayId);
     },
     linkState: () => link.state(),
-    missingSubscriptions: () => link.missingSubscriptions(),
-    connectedGateways: async () => (broker ? broker.connectedGateways : onlineGatewayCount(db)),
+    routes(app) {
+      unlockRoutes(app, unlock);
+      if (brokerAuthSecret) brokerAuthRoutes(app, { db, limits: core.limits, secret: brokerAuthSecret });
+    },
+    sandboxRoutes: (app) => mqttSandboxRoutes(app, unlock),
     async close() {
       pipeline.stopRetrying();
       await link.close();
       await broker?.close();
       await pipeline.drained();
+      await dynsec?.close();
     },
   };
 }

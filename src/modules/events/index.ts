@@ -3,3 +3,4 @@ export { parseGatewayEvent, type GatewayEvent } from './gateway-event.ts';
 export { AccessLogReader } from './reader.ts';
 export { AccessLogWriter } from './writer.ts';
 export type { AccessEntry, AccessEvent, AccessLogLock, WriteGuard } from './schemas.ts';
+export { startEvents, type Events } from './start.ts';

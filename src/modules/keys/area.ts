@@ -1,5 +1,5 @@
 // The keys area put together (README: Architecture): keys, invitations, setup links and the dashboard's
-// hand-over share one set of dependencies; app.ts builds it, and routes reach each part through it.
+// hand-over share one set of dependencies; start.ts builds it, and routes reach each part through it.
 import type { Queryable, Transaction } from '../../platform/db/index.ts';
 import { ActivationService } from './activation.ts';
 import type { KeysDeps } from './common.ts';
@@ -40,15 +40,15 @@ export class KeysArea {
     return this.keys.keysOfPerson(scopeLocationId, personId);
   }
 
-  /**
-   * A deleted person keeps no access: inside the deletion's transaction, every live key of theirs is
-   * revoked (as DELETE /keys/{id} would) and every pending invitation cancelled.
-   */
   /** A person moved to another location: what their keys open is worked out again (gateway lists included). */
   personMoved(tx: Transaction, personId: string, accountId: number): Promise<void> {
     return this.keys.personMoved(tx, personId, accountId);
   }
 
+  /**
+   * A deleted person keeps no access: inside the deletion's transaction, every live key of theirs is
+   * revoked (as DELETE /keys/{id} would) and every pending invitation cancelled.
+   */
   async revokeEverythingOf(tx: Transaction, personId: string, now: Date): Promise<void> {
     await this.keys.revokeKeysOf(tx, personId, now);
     await this.invitations.cancelInvitationsOf(tx, personId, now);

@@ -2,3 +2,4 @@
 export { KeysArea } from './area.ts';
 export type { KeysDeps } from './common.ts';
 export { invitationMessageSent } from './invitations.ts';
+export { startKeys, type Keys, type KeysModuleDeps } from './start.ts';

@@ -3,3 +3,4 @@
 export { MESSAGE_WORK, MessageQueue, type InvitationMessageSent } from './message-queue.ts';
 export { invitationTemplate, LINK_REMOVED } from './templates.ts';
 export type { Channel, OutgoingMessage } from './notifier.ts';
+export { startNotifications, type Notifications, type NotificationsDeps } from './start.ts';

@@ -1,3 +1,2 @@
-// The operator module's surface (the operator API, /admin/v1): its service and its routes.
-export { operatorRoutes } from './routes.ts';
-export { OperatorService } from './service.ts';
+// The operator module's surface (the operator API, /admin/v1): started by startOperator.
+export { startOperator, type Operator, type OperatorModuleDeps } from './start.ts';

@@ -1,3 +1,2 @@
-// The sandbox module's surface (SANDBOX=true only): the movable clock and its routes.
-export { sandboxRoutes } from './routes.ts';
-export { SandboxService } from './service.ts';
+// The sandbox module's surface (SANDBOX=true only): the movable clock and its routes, started by startSandbox.
+export { startSandbox, type Sandbox } from './start.ts';

@@ -1,2 +1,3 @@
 // The webhooks module's surface for the rest of the service.
 export { forgetPersonInDeliveries } from './person-data.ts';
+export { startWebhooks, type Webhooks, type WebhooksModuleDeps } from './start.ts';

@@ -1,0 +1,21 @@
+// Starting the notifications module (src/platform/module.ts): setup links by SMS and e-mail on the work queue.
+import type { Core, Module } from '../../platform/module.ts';
+import { MessageQueue, type InvitationMessageSent } from './message-queue.ts';
+import { notifierFor } from './notifier.ts';
+import { outboxSandboxRoutes } from './sandbox-routes.ts';
+
+export interface Notifications extends Module {
+  messages: MessageQueue;
+}
+
+export interface NotificationsDeps {
+  /** Tells the keys module when an invitation's message went out (its sent times). */
+  invitationSent: InvitationMessageSent;
+}
+
+export function startNotifications(core: Core, deps: NotificationsDeps): Notifications {
+  const { db, clock } = core;
+  const messages = new MessageQueue(db, clock, notifierFor(core.config, db, clock), core.secrets, core.log, deps.invitationSent);
+  core.jobs.register(messages.job());
+  return { messages, sandboxRoutes: (app) => outboxSandboxRoutes(app, db) };
+}
