@@ -5,24 +5,9 @@
 // Which subscriptions see an event: the active ones of the event's location and of every location
 // above it, whose `events` hold the event's type or `*`.
 import type { Queryable } from './db/index.ts';
+import type { EventType } from './event-types.ts';
 
-export const EVENT_TYPES = [
-  'access.granted',
-  'access.denied',
-  'door.closed',
-  'door.left_open',
-  'key.activated',
-  'key.revoked',
-  'key.issued',
-  'unlock.failed',
-  'lock.online',
-  'lock.offline',
-  'person.created',
-  'person.updated',
-  'person.deleted',
-] as const;
-
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType } from './event-types.ts';
 
 /** NOTIFY channel (see Database.channel) raised when deliveries become due. */
 export const WEBHOOK_DUE_CHANNEL = 'webhook_due';

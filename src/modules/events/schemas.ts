@@ -6,9 +6,7 @@ import { Page, PageQuery } from '../../platform/pagination.ts';
 import { Id, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 
-/** The door activity a gateway reports and GET /events lists (unlock.failed is webhook-only). */
-export const DOOR_EVENT_TYPES = ['access.granted', 'access.denied', 'door.closed', 'door.left_open'] as const;
-export type DoorEventType = (typeof DOOR_EVENT_TYPES)[number];
+export { DOOR_EVENT_TYPES, type DoorEventType } from '../../platform/event-types.ts';
 
 export const EventSchema = named(
   'Event',

@@ -5,29 +5,13 @@ import type { Context, Io } from '../context.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
+import type { components } from '../operator-openapi.ts';
 
-interface GatewaySummary {
-  id: number;
-  name: string;
-  location_id: number;
-  online: boolean;
-  last_seen_at: string | null;
-  mqtt: { url: string; client_id: string };
-}
-
-interface GatewayWithPassword {
-  id: number;
-  mqtt: { url: string; password: string };
-}
-
-interface OperatorLock {
-  id: number;
-  name: string;
-  place: string;
-  online: boolean | null;
-  security_groups: string[];
-  location: { id: number; name: string };
-}
+type Schemas = components['schemas'];
+type GatewaySummary = Schemas['GatewaySummary'];
+/** A gateway as created or after a rotation: with its MQTT password, shown only then. */
+type GatewayWithPassword = Schemas['Gateway'];
+type OperatorLock = Schemas['Lock'];
 
 const LOCK_COLUMNS: ReadonlyArray<Column<OperatorLock>> = [
   ['id', (l) => l.id],

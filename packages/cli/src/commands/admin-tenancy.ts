@@ -6,17 +6,10 @@ import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
 import { details, ref, type Column } from '../output.ts';
 import { integerList, list, positiveInteger, wholeNumber } from '../parse.ts';
+import type { components } from '../operator-openapi.ts';
 
-interface ApiKey {
-  id: number;
-  name: string;
-  prefix: string;
-  location_id: number;
-  scopes: string[];
-  lock_allowlist: number[];
-  expires_at: string;
-  revoked_at: string | null;
-}
+type Schemas = components['schemas'];
+type ApiKey = Schemas['ApiKey'];
 
 const API_KEY_COLUMNS: ReadonlyArray<Column<ApiKey>> = [
   ['id', (k) => k.id],
@@ -29,15 +22,7 @@ const API_KEY_COLUMNS: ReadonlyArray<Column<ApiKey>> = [
   ['revoked', (k) => k.revoked_at],
 ];
 
-interface Account {
-  id: number;
-  name: string;
-  reseller: boolean;
-  sms_enabled: boolean;
-  phone_key_allowance: number | null;
-  locking_system: string | null;
-  root_location: { id: number; name: string };
-}
+type Account = Schemas['Account'];
 
 const ACCOUNT_COLUMNS: ReadonlyArray<Column<Account>> = [
   ['id', (a) => a.id],
@@ -49,13 +34,7 @@ const ACCOUNT_COLUMNS: ReadonlyArray<Column<Account>> = [
   ['locking system', (a) => a.locking_system],
 ];
 
-interface Location {
-  id: number;
-  name: string;
-  parent_id: number | null;
-  account_id: number;
-  effective_time_zone: string;
-}
+type Location = Schemas['Location'];
 
 const LOCATION_COLUMNS: ReadonlyArray<Column<Location>> = [
   ['id', (l) => l.id],

@@ -1,24 +1,15 @@
 // latchkey keys … and latchkey invitations …: phone keys issued through setup links, every key in scope, and
 // the invitations behind them (docs/spec/public-api-v1.md, Keys and Invitations).
 import type { Command } from 'commander';
-import type { Invitation, InvitationResend, KeyCreate, KeyUpdate } from '@latchkey/sdk';
+import type { Invitation, InvitationResend, KeyCreate, KeyUpdate, PersonWithKeys } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
 import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
 
-/** A key as listed, or as embedded in a person (without person_id). */
-interface KeyRow {
-  id: number;
-  name: string;
-  type: string;
-  state: string;
-  person_id?: string;
-  security_groups: string[];
-  starts_at: string;
-  expires_at: string | null;
-}
+/** A key as listed, or as embedded in a person (PersonKey: the same fields, without invitation_id). */
+type KeyRow = PersonWithKeys['keys'][number];
 
 export const KEY_COLUMNS: ReadonlyArray<Column<KeyRow>> = [
   ['id', (k) => k.id],

@@ -6,16 +6,10 @@ import type { Io } from '../context.ts';
 import { action, defined } from '../kit.ts';
 import { details, table, type Column } from '../output.ts';
 import { durationSeconds, positiveInteger, wholeNumber } from '../parse.ts';
+import type { components } from '../operator-openapi.ts';
 
-interface OutboxEntry {
-  id: number;
-  channel: string;
-  to: string;
-  subject: string;
-  body: string;
-  link: string | null;
-  sent_at: string;
-}
+type Schemas = components['schemas'];
+type OutboxEntry = Schemas['SandboxOutboxMessage'];
 
 const OUTBOX_COLUMNS: ReadonlyArray<Column<OutboxEntry>> = [
   ['sent at', (m) => m.sent_at],
@@ -33,7 +27,7 @@ export function registerSandbox(program: Command, io: Io): void {
   sandbox
     .command('clock')
     .description("the service clock's current time")
-    .action(action(io, async (ctx) => ctx.print(await ctx.admin().get<{ now: string }>('/sandbox/clock'), (c) => c.now)));
+    .action(action(io, async (ctx) => ctx.print(await ctx.admin().get<Schemas['SandboxClock']>('/sandbox/clock'), (c) => c.now)));
 
   sandbox
     .command('advance')
@@ -41,7 +35,7 @@ export function registerSandbox(program: Command, io: Io): void {
     .argument('<duration>', 'how far: 90s, 15m, 1h, 2d, 1h30m, or seconds', durationSeconds)
     .action(
       action(io, async (ctx, _o, [seconds]) =>
-        ctx.print(await ctx.admin().post<{ now: string }>('/sandbox/clock/advance', { seconds }), (c) => `Clock now ${c.now}.`),
+        ctx.print(await ctx.admin().post<Schemas['SandboxClock']>('/sandbox/clock/advance', { seconds }), (c) => `Clock now ${c.now}.`),
       ),
     );
 
@@ -52,7 +46,7 @@ export function registerSandbox(program: Command, io: Io): void {
     .option('--channel <channel>', 'sms or email')
     .action(
       action<{ to?: string; channel?: string }>(io, async (ctx, o) => {
-        const outbox = await ctx.admin().get<{ data: OutboxEntry[] }>('/sandbox/outbox', defined({ to: o.to, channel: o.channel }));
+        const outbox = await ctx.admin().get<Schemas['SandboxOutbox']>('/sandbox/outbox', defined({ to: o.to, channel: o.channel }));
         ctx.print(outbox, ({ data }) => (data.length === 0 ? 'No messages.' : table(data, OUTBOX_COLUMNS)));
       }),
     );
@@ -67,7 +61,7 @@ export function registerSandbox(program: Command, io: Io): void {
     .action(
       action<{ account: number; delayMs?: number }>(io, async (ctx, o, [mode]) => {
         const body = { account_id: o.account, ...defined({ mode: mode as string | undefined, delay_ms: o.delayMs }) };
-        ctx.print(await ctx.admin().put<object>('/sandbox/locking_system', body), details);
+        ctx.print(await ctx.admin().put<Schemas['SandboxLockingSystem']>('/sandbox/locking_system', body), details);
       }),
     );
   lockingSystem
@@ -76,7 +70,7 @@ export function registerSandbox(program: Command, io: Io): void {
     .requiredOption('--account <id>', 'account id', positiveInteger)
     .action(
       action<{ account: number }>(io, async (ctx, o) =>
-        ctx.print(await ctx.admin().post<{ confirmed: number }>('/sandbox/locking_system/confirm', { account_id: o.account }), (r) => `Confirmed ${r.confirmed} key changes.`),
+        ctx.print(await ctx.admin().post<Schemas['LockingSystemConfirmed']>('/sandbox/locking_system/confirm', { account_id: o.account }), (r) => `Confirmed ${r.confirmed} key changes.`),
       ),
     );
 
@@ -84,5 +78,5 @@ export function registerSandbox(program: Command, io: Io): void {
     .command('mqtt')
     .description('make every unlock publish fail as if the broker refused it (fail), or work again (accept)')
     .addArgument(new Argument('<publish>', 'accept or fail').choices(['accept', 'fail']))
-    .action(action(io, async (ctx, _o, [publish]) => ctx.print(await ctx.admin().put<{ publish: string }>('/sandbox/mqtt', { publish }), (r) => `MQTT publishes: ${r.publish}.`)));
+    .action(action(io, async (ctx, _o, [publish]) => ctx.print(await ctx.admin().put<Schemas['SandboxMqtt']>('/sandbox/mqtt', { publish }), (r) => `MQTT publishes: ${r.publish}.`)));
 }

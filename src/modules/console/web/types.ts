@@ -1,265 +1,68 @@
-// The shapes the console reads, as docs/openapi.json and docs/operator-openapi.json give them.
+// The shapes the console reads: aliases of the types generated from docs/openapi.json and
+// docs/operator-openapi.json (./openapi/, npm run generate:client-types), under the names the pages use.
+import type { components as PublicComponents } from './openapi/public.ts';
+import type { components as OperatorComponents } from './openapi/operator.ts';
 
-export interface LocationRef {
-  id: number;
-  name: string;
-}
-export interface Account {
-  id: number;
-  name: string;
-  reseller: boolean;
-  sms_enabled: boolean;
-  phone_key_allowance: number | null;
-  locking_system: string | null;
-  /** How long a gateway may decide from its copy of the access list without hearing from the service. */
-  offline_access_seconds: number;
-  root_location: LocationRef;
-}
-export interface Overview {
-  accounts: number;
-  gateways: { online: number; offline: number };
-  locks_offline: number;
-  webhooks: { failing: number; paused: number };
-  deliveries_pending: number;
-}
-export interface Location {
-  id: number;
-  name: string;
-  parent_id: number | null;
-  account_id: number;
-  /** Its own IANA time zone; null: the one above it. */
-  time_zone?: string | null;
-  /** The zone its doors read windows in (its own, the nearest above it, else UTC). */
-  effective_time_zone?: string;
-}
-export interface Lock {
-  id: number;
-  name: string;
-  serial_number: string | null;
-  place: string;
-  provider: string;
-  online: boolean | null;
-  security_groups: string[];
-  location: LocationRef;
-  gateway_id?: number | null;
-}
+type PublicSchemas = PublicComponents['schemas'];
+type OperatorSchemas = OperatorComponents['schemas'];
+
+export type LocationRef = PublicSchemas['LocationRef'];
+export type Account = OperatorSchemas['Account'];
+export type Overview = OperatorSchemas['Overview'];
+export type Location = OperatorSchemas['Location'];
+/** A location as the forms hold it: until the list is in, the root stands in from the account, its zone unknown. */
+export type LocationChoice = Omit<Location, 'time_zone' | 'effective_time_zone'> & Partial<Pick<Location, 'time_zone' | 'effective_time_zone'>>;
+export type Lock = PublicSchemas['Lock'];
+
 /** The name the console's server part gives the keys it makes for its sessions (docs/console.md). */
 export const CONSOLE_KEY_NAME = 'Operator console';
 
 /** A remote unlock and how far it got (`POST /v1/locks/{id}/unlock`, `GET /v1/locks/{id}/commands/{command_id}`). */
-export interface LockCommand {
-  id: string;
-  lock_id: number;
-  status: 'published' | 'confirmed' | 'timed_out' | 'failed';
-  requested_at: string;
-  published_at: string | null;
-  confirmed_at: string | null;
-  timeout_seconds: number;
-  error: { code: string; message: string } | null;
-}
-export interface SecurityGroup {
-  id: number;
-  code: string;
-  title: string;
-  description: string;
-  is_default: boolean;
-}
-export type Day = 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat' | 'sun';
-export const DAYS: readonly Day[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
-/** A weekly window in the door's local time: on each of `days`, from `start` to `end` (before `start`: past midnight). */
-export interface TimeWindow {
-  days: Day[];
-  start: string;
-  end: string;
-}
+export type LockCommand = PublicSchemas['LockCommand'];
+export type SecurityGroup = PublicSchemas['SecurityGroup'];
 /** A security group as the operator API lists it: its location and weekly windows (null: at any time). */
-export interface OperatorSecurityGroup extends SecurityGroup {
-  location_id: number;
-  windows: TimeWindow[] | null;
-}
-export interface Mqtt {
-  url: string;
-  client_id: string;
-  username: string;
-  password?: string;
-  topic_prefix: string;
-}
-export interface Gateway {
-  id: number;
-  name: string;
-  location_id: number;
-  mqtt: Mqtt;
-  online?: boolean;
-  last_seen_at?: string | null;
-  created_at?: string;
-}
-export interface ApiKey {
-  id: number;
-  name: string;
-  prefix: string;
-  location_id: number;
-  scopes: string[];
-  lock_allowlist: number[];
-  expires_at: string;
-  created_at: string;
-  revoked_at: string | null;
-  token?: string;
-}
-export interface User {
-  id: number;
-  account_id: number;
-  name: string;
-  email: string;
-}
-export interface Person {
-  id: string;
-  name: string;
-  email: string | null;
-  phone: string | null;
-  company_name: string | null;
-  title: string | null;
-  language: string | null;
-  location: LocationRef;
-}
-export interface Key {
-  id: number;
-  name: string;
-  type: string;
-  state: string;
-  person_id: string;
-  invitation_id?: number | null;
-  security_groups: string[];
-  starts_at: string;
-  expires_at: string | null;
-}
+export type OperatorSecurityGroup = OperatorSchemas['OperatorSecurityGroup'];
+/** A weekly window in the door's local time: on each of `days`, from `start` to `end` (before `start`: past midnight). */
+export type TimeWindow = NonNullable<OperatorSecurityGroup['windows']>[number];
+export type Day = TimeWindow['days'][number];
+export const DAYS: readonly Day[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+
+/** A gateway as listed, with its presence (never its password). */
+export type Gateway = OperatorSchemas['GatewaySummary'];
+/** A gateway as created or after a password rotation: its MQTT password, shown only then. */
+export type GatewayWithPassword = OperatorSchemas['Gateway'];
+export type ApiKey = OperatorSchemas['ApiKey'];
+/** A new API key with its token, shown only in that answer. */
+export type ApiKeyCreated = OperatorSchemas['ApiKeyCreated'];
+export type User = OperatorSchemas['User'];
+export type Person = PublicSchemas['Person'];
+export type Key = PublicSchemas['Key'];
 /** A key as the operator API answers it: with the credential it presents at a reader (normalised; null: none). */
-export interface OperatorKey extends Key {
-  credential: string | null;
-}
+export type OperatorKey = OperatorSchemas['OperatorKey'];
 /** A device (passkey) bound to a phone key on its setup page (`GET /admin/v1/keys/{id}/devices`). */
-export interface KeyDevice {
-  id: number;
-  registered_at: string;
-  /** Its last verified tap (Open or Show my doors); null: never used. */
-  last_used_at: string | null;
-}
-export interface Invitation {
-  id: number;
-  state: string;
-  person_id: string;
-  key_id: number | null;
-  name: string;
-  security_groups: string[];
-  starts_at: string;
-  expires_at: string;
-  sent: { email_at: string | null; sms_at: string | null };
-  created_at: string;
-}
-export interface AccessEvent {
-  id: number;
-  type: string;
-  occurred_at: string;
-  result: string;
-  reason: string | null;
-  /** `gateway` (at the door), `api` (a remote unlock by an API key), `key_holder` (from the phone). */
-  source: string;
-  lock: { id: number; name: string; place: string };
-  location: LocationRef;
-  api_key: { id: number; name: string; prefix: string } | null;
-  person: { id: string; name: string; email: string | null } | null;
-  key: { id: number; name: string } | null;
-}
-export interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  description: string;
-  status: 'active' | 'paused';
-  failing_since: string | null;
-  last_delivery_at: string | null;
-  created_at: string;
-  secret?: string;
-}
-export interface Delivery {
-  id: string;
-  subscription_id: string;
-  event_type: string;
-  event_id: string;
-  status: string;
-  attempt: number;
-  response_status: number | null;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  delivered_at: string | null;
-  created_at: string;
-  /** The event's `data` as delivered; null once purged (a deleted person's). */
-  payload?: Record<string, unknown> | null;
-}
-export interface OutboxMessage {
-  id: number;
-  channel: string;
-  to: string;
-  subject: string;
-  body: string;
-  link: string | null;
-  sent_at: string;
-}
+export type KeyDeviceList = OperatorSchemas['KeyDeviceList'];
+export type KeyDevice = KeyDeviceList['data'][number];
+export type Invitation = PublicSchemas['Invitation'];
+/** The answer to issuing a phone key (`POST /v1/keys`): the invitation that carries its setup link. */
+export type InvitationCreated = PublicSchemas['InvitationCreated'];
+export type AccessEvent = PublicSchemas['Event'];
+export type Webhook = PublicSchemas['WebhookSubscription'];
+/** A new webhook with its signing secret, shown only in that answer. */
+export type WebhookCreated = PublicSchemas['WebhookSubscriptionCreated'];
+export type Delivery = PublicSchemas['WebhookDelivery'];
+export type SandboxOutbox = OperatorSchemas['SandboxOutbox'];
+export type SandboxClock = OperatorSchemas['SandboxClock'];
+export type SandboxLockingSystem = OperatorSchemas['SandboxLockingSystem'];
+export type SandboxMqtt = OperatorSchemas['SandboxMqtt'];
+export type LockingSystemConfirmed = OperatorSchemas['LockingSystemConfirmed'];
 
-// The service's own list (a dependency-free module, bundled in): a new scope shows in the key form by itself.
+// The service's own lists (dependency-free modules, bundled in): a new scope or event shows in the forms by itself.
 export { SCOPES } from '../../../platform/scopes.ts';
-
-export const EVENT_TYPES = ['access.granted', 'access.denied', 'door.closed', 'door.left_open'] as const;
-
-export const WEBHOOK_EVENTS = [
-  'access.granted',
-  'access.denied',
-  'door.closed',
-  'door.left_open',
-  'key.activated',
-  'key.revoked',
-  'key.issued',
-  'unlock.failed',
-  'lock.online',
-  'lock.offline',
-  'person.created',
-  'person.updated',
-  'person.deleted',
-] as const;
+export { DOOR_EVENT_TYPES as EVENT_TYPES, EVENT_TYPES as WEBHOOK_EVENTS } from '../../../platform/event-types.ts';
 
 /** A door of a UHPPOTE controller and the lock it is (`door_locks` of /admin/v1/controllers). */
-export interface DoorLock {
-  door: number;
-  lock_id: number;
-}
+export type DoorLock = Controller['door_locks'][number];
 /** What a reconciliation found on a board and repaired (ControllerReconciliation). */
-export interface Reconciliation {
-  at: string;
-  cards_on_controller: number;
-  added: { key_id: number; reason: string }[];
-  changed: { key_id: number; reason: string }[];
-  /** `card`: the card number masked (its last three digits). */
-  removed: { card: string; key_id: number | null; reason: string }[];
-  profiles_rewritten: number[];
-  problems: string[];
-}
+export type Reconciliation = OperatorSchemas['ControllerReconciliation'];
 /** A UHPPOTE controller (/admin/v1/controllers). */
-export interface Controller {
-  id: number;
-  account_id: number;
-  location_id: number;
-  name: string;
-  serial_number: number;
-  address: string;
-  port: number;
-  transport: 'udp' | 'tcp';
-  doors: number;
-  door_locks: DoorLock[];
-  time_zone: string;
-  online: boolean;
-  last_seen_at: string | null;
-  clock_set_at: string | null;
-  listener_set_at: string | null;
-  last_error: string | null;
-  reconciliation: Reconciliation | null;
-  created_at: string;
-}
+export type Controller = OperatorSchemas['Controller'];

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, usePaged, useResource, useSubmit, useTitle, type Paged } from '../components.tsx';
 import { Link } from '../router.tsx';
-import type { Account, Location, User } from '../types.ts';
+import type { Account, Location, LocationChoice, User } from '../types.ts';
 import { ApiKeysSection } from './api-keys.tsx';
 import { ControllersSection } from './controllers.tsx';
 import { EventsSection } from './events.tsx';
@@ -80,14 +80,14 @@ export function AccountPage({ id, tab, item }: { id: number; tab: string; item?:
  * first page is in, the root location (known from the account) stands in: the forms default to it, and an
  * empty required select would block their submit without a word.
  */
-export function useLocations(account: Account): Paged<Location> {
+export function useLocations(account: Account): Paged<LocationChoice> {
   const list = usePaged<Location>('/admin/v1/locations', { query: { account_id: account.id }, limit: 200 });
   if (list.items.length > 0) return list;
-  const root: Location = { id: account.root_location.id, name: account.root_location.name, parent_id: null, account_id: account.id };
+  const root: LocationChoice = { id: account.root_location.id, name: account.root_location.name, parent_id: null, account_id: account.id };
   return { ...list, items: [root] };
 }
 
-export function LocationSelect(props: { locations: Location[]; value: string; onValue: (v: string) => void; error?: ReturnType<typeof useSubmit>['error']; name?: string; label?: string; testid?: string }) {
+export function LocationSelect(props: { locations: LocationChoice[]; value: string; onValue: (v: string) => void; error?: ReturnType<typeof useSubmit>['error']; name?: string; label?: string; testid?: string }) {
   const { locations, value, onValue, error = null, name = 'location_id', label = 'Location', testid } = props;
   return (
     <Field label={label} name={name} error={error}>
@@ -106,7 +106,7 @@ export function LocationSelect(props: { locations: Location[]; value: string; on
 
 function LocationsSection({ account }: { account: Account }) {
   const locations = useLocations(account);
-  const byParent = new Map<number | null, Location[]>();
+  const byParent = new Map<number | null, LocationChoice[]>();
   for (const l of locations.items) {
     const siblings = byParent.get(l.parent_id) ?? [];
     siblings.push(l);
@@ -115,7 +115,7 @@ function LocationsSection({ account }: { account: Account }) {
   const ids = new Set(locations.items.map((l) => l.id));
   // Roots of the tree as loaded: the root location, and any department whose parent is on a later page.
   const roots = locations.items.filter((l) => l.parent_id === null || !ids.has(l.parent_id));
-  const branch = (l: Location) => (
+  const branch = (l: LocationChoice) => (
     <li key={l.id} data-testid={`location-${l.id}`}>
       <span>
         {l.name} <span class="muted">(id {l.id})</span>
@@ -160,7 +160,7 @@ function LocationsSection({ account }: { account: Account }) {
 }
 
 /** The time zone a location's doors read windows in, and whether it is its own. */
-function ZoneOf({ location }: { location: Location }) {
+function ZoneOf({ location }: { location: LocationChoice }) {
   if (!location.effective_time_zone) return null;
   const how = location.time_zone ? 'set here' : location.parent_id === null ? 'default' : 'from above';
   return (
@@ -185,7 +185,7 @@ function timeZoneNames(): string[] {
   return zoneNames;
 }
 
-function TimeZoneForm({ account, locations }: { account: Account; locations: Paged<Location> }) {
+function TimeZoneForm({ account, locations }: { account: Account; locations: Paged<LocationChoice> }) {
   const [locationId, setLocationId] = useState(String(account.root_location.id));
   // null: not typed in since the location was picked, so the field shows the location's own zone.
   const [typed, setTyped] = useState<string | null>(null);

@@ -2,14 +2,14 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, isoFromLocal, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
-import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type Lock } from '../types.ts';
+import { CONSOLE_KEY_NAME, SCOPES, type Account, type ApiKey, type ApiKeyCreated, type Lock } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function ApiKeysSection({ account }: { account: Account }) {
   const keys = usePaged<ApiKey>('/admin/v1/api_keys', { query: { account_id: account.id } });
   const locks = usePaged<Lock>('/v1/locks', { account: account.id, limit: 200 });
   const locations = useLocations(account);
-  const [created, setCreated] = useState<ApiKey | null>(null);
+  const [created, setCreated] = useState<ApiKeyCreated | null>(null);
   const [location, setLocation] = useState(String(account.root_location.id));
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<string[]>([]);
@@ -32,7 +32,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
       {confirm.dialog}
       {created && (
         <OnceSecret title={`Token of ${created.name}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-api-key"]'>
-          <Secret label="Token" value={created.token ?? ''} />
+          <Secret label="Token" value={created.token} />
         </OnceSecret>
       )}
       <FormError error={revoke.error} />
@@ -123,7 +123,7 @@ export function ApiKeysSection({ account }: { account: Account }) {
             const body: Record<string, unknown> = { location_id: Number(location), name, scopes, lock_allowlist: allowlist.map(Number) };
             const expiresAt = isoFromLocal(expires);
             if (expiresAt) body.expires_at = expiresAt;
-            setCreated(await api<ApiKey>('POST', '/admin/v1/api_keys', { body }));
+            setCreated(await api<ApiKeyCreated>('POST', '/admin/v1/api_keys', { body }));
             setName('');
             setScopes([]);
             setAllowlist([]);

@@ -2,13 +2,13 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
-import type { Account, Gateway } from '../types.ts';
+import type { Account, Gateway, GatewayWithPassword } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function GatewaysSection({ account }: { account: Account }) {
   const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, topics: ['presence'] });
   const locations = useLocations(account);
-  const [shown, setShown] = useState<Gateway | null>(null);
+  const [shown, setShown] = useState<GatewayWithPassword | null>(null);
   // Where the focus goes once the credentials are dismissed: the button that asked for them.
   const [madeBy, setMadeBy] = useState('[data-testid="create-gateway"]');
   const [location, setLocation] = useState(String(account.root_location.id));
@@ -28,7 +28,7 @@ export function GatewaysSection({ account }: { account: Account }) {
           <Secret label="URL" value={shown.mqtt.url} />
           <Secret label="Client id" value={shown.mqtt.client_id} />
           <Secret label="Username" value={shown.mqtt.username} />
-          <Secret label="Password" value={shown.mqtt.password ?? ''} />
+          <Secret label="Password" value={shown.mqtt.password} />
           <Secret label="Topic prefix" value={shown.mqtt.topic_prefix} />
         </OnceSecret>
       )}
@@ -71,7 +71,7 @@ export function GatewaysSection({ account }: { account: Account }) {
                         if (!window.confirm(`Rotate the MQTT password of ${g.name}? The gateway is cut off until it has the new one.`)) return;
                         void rotate.run(async () => {
                           setMadeBy(`[data-testid="rotate-gateway-${g.id}"]`);
-                          setShown(await api<Gateway>('POST', `/admin/v1/gateways/${g.id}/rotate_password`));
+                          setShown(await api<GatewayWithPassword>('POST', `/admin/v1/gateways/${g.id}/rotate_password`));
                           gateways.reload();
                         });
                       }}
@@ -120,7 +120,7 @@ export function GatewaysSection({ account }: { account: Account }) {
           e.preventDefault();
           void form.run(async () => {
             setMadeBy('[data-testid="create-gateway"]');
-            setShown(await api<Gateway>('POST', '/admin/v1/gateways', { body: { location_id: Number(location), name } }));
+            setShown(await api<GatewayWithPassword>('POST', '/admin/v1/gateways', { body: { location_id: Number(location), name } }));
             setName('');
             gateways.reload();
           });

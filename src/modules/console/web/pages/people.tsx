@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, downloadText, isoFromLocal, localFromIso, readAll, today, toCsv, useConfirm, usePaged, useResource, useSort, useSubmit } from '../components.tsx';
 import { Link, navigate, useLocation } from '../router.tsx';
-import type { Account, Invitation, Key, KeyDevice, OperatorKey, Person, SecurityGroup } from '../types.ts';
+import type { Account, Invitation, InvitationCreated, Key, KeyDevice, KeyDeviceList, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function PeopleSection({ account, personId }: { account: Account; personId?: string }) {
@@ -583,7 +583,7 @@ function IssueKey(props: { account: Account; personId: string; groups: Option[];
             const expiresAt = isoFromLocal(expires);
             if (startsAt) body.starts_at = startsAt;
             if (expiresAt) body.expires_at = expiresAt;
-            const answer = await api<{ invitation_id: number }>('POST', '/v1/keys', { account: account.id, body });
+            const answer = await api<InvitationCreated>('POST', '/v1/keys', { account: account.id, body });
             setSent(`Invitation ${answer.invitation_id} sent.`);
             onDone();
           });
@@ -851,7 +851,7 @@ function EditCredential({ keyItem, current, onDone }: { keyItem: Key | undefined
  * `DELETE /admin/v1/keys/{id}/devices/{device_id}`: that device opens nothing from its next tap.
  */
 function KeyDevices({ account, keyItem, onDone }: { account: Account; keyItem: Key | undefined; onDone: () => void }) {
-  const devices = useResource<{ data: KeyDevice[] }>(keyItem ? `/admin/v1/keys/${keyItem.id}/devices` : null, { topics: ['events'], liveAccount: account.id });
+  const devices = useResource<KeyDeviceList>(keyItem ? `/admin/v1/keys/${keyItem.id}/devices` : null, { topics: ['events'], liveAccount: account.id });
   const form = useSubmit();
   const confirm = useConfirm();
   const [removed, setRemoved] = useState<string | null>(null);

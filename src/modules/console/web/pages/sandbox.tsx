@@ -2,11 +2,11 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Field, FormError, Table, TextField, Time, useResource, useSubmit, useTitle } from '../components.tsx';
-import type { OutboxMessage } from '../types.ts';
+import type { LockingSystemConfirmed, SandboxClock, SandboxLockingSystem, SandboxMqtt, SandboxOutbox } from '../types.ts';
 
 export function SandboxPage() {
-  const clock = useResource<{ now: string }>('/admin/v1/sandbox/clock');
-  const outbox = useResource<{ data: OutboxMessage[] }>('/admin/v1/sandbox/outbox', { topics: ['events'] });
+  const clock = useResource<SandboxClock>('/admin/v1/sandbox/clock');
+  const outbox = useResource<SandboxOutbox>('/admin/v1/sandbox/outbox', { topics: ['events'] });
   const [seconds, setSeconds] = useState('1800');
   const advance = useSubmit();
   const [account, setAccount] = useState('');
@@ -62,7 +62,7 @@ export function SandboxPage() {
             e.preventDefault();
             setLsNote(null);
             void lockingSystem.run(async () => {
-              const answer = await api<{ mode: string }>('PUT', '/admin/v1/sandbox/locking_system', { body: { account_id: Number(account), mode, delay_ms: Number(delay) } });
+              const answer = await api<SandboxLockingSystem>('PUT', '/admin/v1/sandbox/locking_system', { body: { account_id: Number(account), mode, delay_ms: Number(delay) } });
               setLsNote(`Account ${account}: ${answer.mode}.`);
             });
           }}
@@ -90,7 +90,7 @@ export function SandboxPage() {
               data-testid="ls-confirm"
               onClick={() =>
                 void lockingSystem.run(async () => {
-                  const answer = await api<{ confirmed: number }>('POST', '/admin/v1/sandbox/locking_system/confirm', { body: { account_id: Number(account) } });
+                  const answer = await api<LockingSystemConfirmed>('POST', '/admin/v1/sandbox/locking_system/confirm', { body: { account_id: Number(account) } });
                   setLsNote(`${answer.confirmed} held changes confirmed.`);
                 })
               }
@@ -109,7 +109,7 @@ export function SandboxPage() {
           onSubmit={(e) => {
             e.preventDefault();
             void mqtt.run(async () => {
-              const answer = await api<{ publish: string }>('PUT', '/admin/v1/sandbox/mqtt', { body: { publish } });
+              const answer = await api<SandboxMqtt>('PUT', '/admin/v1/sandbox/mqtt', { body: { publish } });
               setMqttNote(`Command publishes: ${answer.publish}.`);
             });
           }}

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, FormError, ListState, LoadMore, Table, TextField, usePaged, useSort, useSubmit } from '../components.tsx';
-import type { Account, Location, OperatorSecurityGroup, TimeWindow } from '../types.ts';
+import type { Account, LocationChoice, OperatorSecurityGroup, TimeWindow } from '../types.ts';
 import { windowsInWords } from '../window-words.ts';
 import { WindowsEditor } from '../windows.tsx';
 import { LocationSelect, useLocations } from './account.tsx';
@@ -75,7 +75,7 @@ export function SecurityGroupsSection({ account }: { account: Account }) {
 }
 
 /** A location's name and the time zone its doors read windows in. */
-function LocationName({ location, id }: { location: Location | undefined; id: number }) {
+function LocationName({ location, id }: { location: LocationChoice | undefined; id: number }) {
   if (!location) return <span>location {id}</span>;
   return (
     <span>
@@ -128,7 +128,7 @@ function EditGroup({ group, onDone }: { group: OperatorSecurityGroup | undefined
   );
 }
 
-function CreateGroup({ account, locations, onCreated }: { account: Account; locations: Location[]; onCreated: () => void }) {
+function CreateGroup({ account, locations, onCreated }: { account: Account; locations: LocationChoice[]; onCreated: () => void }) {
   const [location, setLocation] = useState(String(account.root_location.id));
   const [code, setCode] = useState('');
   const [title, setTitle] = useState('');

@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Checkboxes, FormError, ListState, LoadMore, OnceSecret, Secret, Table, TextField, Time, usePaged, useSort, useResource, useSubmit } from '../components.tsx';
 import { Link } from '../router.tsx';
-import { WEBHOOK_EVENTS, type Account, type Delivery, type Webhook } from '../types.ts';
+import { WEBHOOK_EVENTS, type Account, type Delivery, type Webhook, type WebhookCreated } from '../types.ts';
 
 export function WebhooksSection({ account, webhookId }: { account: Account; webhookId?: string }) {
   if (webhookId) return <WebhookDetail account={account} id={webhookId} />;
@@ -14,7 +14,7 @@ export function WebhooksSection({ account, webhookId }: { account: Account; webh
 function WebhookList({ account }: { account: Account }) {
   const hooks = usePaged<Webhook>('/v1/webhooks', { account: account.id, topics: ['webhooks'] });
   const sorted = useSort(hooks.items, { url: (h) => h.url, status: (h) => h.status, failing: (h) => (h.failing_since ? Date.parse(h.failing_since) : null), last: (h) => (h.last_delivery_at ? Date.parse(h.last_delivery_at) : null) });
-  const [created, setCreated] = useState<Webhook | null>(null);
+  const [created, setCreated] = useState<WebhookCreated | null>(null);
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>(['*']);
   const [description, setDescription] = useState('');
@@ -24,7 +24,7 @@ function WebhookList({ account }: { account: Account }) {
       <h2 id="webhooks-title">Webhooks</h2>
       {created && (
         <OnceSecret title={`Signing secret of ${created.url}`} onDismiss={() => setCreated(null)} returnFocus='[data-testid="create-webhook"]'>
-          <Secret label="Secret" value={created.secret ?? ''} />
+          <Secret label="Secret" value={created.secret} />
         </OnceSecret>
       )}
       <ListState list={hooks} empty="No webhook subscriptions yet." />
@@ -66,7 +66,7 @@ function WebhookList({ account }: { account: Account }) {
         onSubmit={(e) => {
           e.preventDefault();
           void form.run(async () => {
-            setCreated(await api<Webhook>('POST', '/v1/webhooks', { account: account.id, body: { url, events, description } }));
+            setCreated(await api<WebhookCreated>('POST', '/v1/webhooks', { account: account.id, body: { url, events, description } }));
             setUrl('');
             setDescription('');
             hooks.reload();
