@@ -4,30 +4,6 @@
  */
 
 export interface paths {
-    "/admin/v1/people": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Search an account's people
-         * @description `q` is found in the name or the e-mail (case-insensitive) or, with digits, in the phone; in id order.
-         */
-        get: operations["searchPeople"];
-        put?: never;
-        /**
-         * Create a person (no de-duplication)
-         * @description Like the public create at any location, plus `managed`; emits `person.created`.
-         */
-        post: operations["createOperatorPerson"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/admin/v1/keys": {
         parameters: {
             query?: never;
@@ -86,6 +62,30 @@ export interface paths {
          * @description The key stays listed with state `returned`; `key.revoked` fires. Its credential may be given to another key.
          */
         post: operations["returnKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/people": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search an account's people
+         * @description `q` is found in the name or the e-mail (case-insensitive) or, with digits, in the phone; in id order.
+         */
+        get: operations["searchPeople"];
+        put?: never;
+        /**
+         * Create a person (no de-duplication)
+         * @description Like the public create at any location, plus `managed`; emits `person.created`.
+         */
+        post: operations["createOperatorPerson"];
         delete?: never;
         options?: never;
         head?: never;
@@ -600,26 +600,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/v1/sandbox/locking_system/confirm": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Confirm held key changes
-         * @description Every key change the simulator holds (mode `hold`) goes from `sent` to `handed_over`, with `key.activated`.
-         */
-        post: operations["confirmSandboxKeyChanges"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/admin/v1/sandbox/outbox": {
         parameters: {
             query?: never;
@@ -634,6 +614,26 @@ export interface paths {
         get: operations["listSandboxOutbox"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/sandbox/locking_system/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm held key changes
+         * @description Every key change the simulator holds (mode `hold`) goes from `sent` to `handed_over`, with `key.activated`.
+         */
+        post: operations["confirmSandboxKeyChanges"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1278,169 +1278,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    searchPeople: {
-        parameters: {
-            query: {
-                /** @description 1 to 200, default 50; out-of-range values are clamped */
-                limit?: number;
-                /** @description opaque; pass back next_cursor verbatim */
-                cursor?: string;
-                /** @description the account */
-                account_id: number;
-                /** @description part of a name, an e-mail or a phone number */
-                q?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of people. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PersonPage"];
-                };
-            };
-            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unauthenticated. `unauthenticated`: the operator token (ADMIN_TOKEN) is missing or wrong. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createOperatorPerson: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["OperatorPersonCreate"];
-            };
-        };
-        responses: {
-            /** @description A person who may hold keys; a field never given reads null. */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Person"];
-                };
-            };
-            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unauthenticated. `unauthenticated`: the operator token (ADMIN_TOKEN) is missing or wrong. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unprocessable. `validation_failed`: the body failed validation; `details` names each field with its detail code. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     handOverKey: {
         parameters: {
             query?: never;
@@ -1754,6 +1591,169 @@ export interface operations {
             };
             /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchPeople: {
+        parameters: {
+            query: {
+                /** @description 1 to 200, default 50; out-of-range values are clamped */
+                limit?: number;
+                /** @description opaque; pass back next_cursor verbatim */
+                cursor?: string;
+                /** @description the account */
+                account_id: number;
+                /** @description part of a name, an e-mail or a phone number */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of people. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonPage"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the operator token (ADMIN_TOKEN) is missing or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createOperatorPerson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OperatorPersonCreate"];
+            };
+        };
+        responses: {
+            /** @description A person who may hold keys; a field never given reads null. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Person"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the operator token (ADMIN_TOKEN) is missing or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large. `invalid_request`: the body is larger than 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. `invalid_request`: the body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable. `validation_failed`: the body failed validation; `details` names each field with its detail code. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4554,6 +4554,67 @@ export interface operations {
             };
         };
     };
+    listSandboxOutbox: {
+        parameters: {
+            query?: {
+                /** @description exact phone (E.164) or e-mail */
+                to?: string;
+                channel?: "sms" | "email";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every message, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandboxOutbox"];
+                };
+            };
+            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated. `unauthenticated`: the operator token (ADMIN_TOKEN) is missing or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     confirmSandboxKeyChanges: {
         parameters: {
             query?: never;
@@ -4614,67 +4675,6 @@ export interface operations {
             };
             /** @description Unprocessable. `validation_failed`: the body failed validation; `details` names each field with its detail code. */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unavailable. `not_available`: the database cannot be reached or the service is shutting down; retry after Retry-After. */
-            503: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listSandboxOutbox: {
-        parameters: {
-            query?: {
-                /** @description exact phone (E.164) or e-mail */
-                to?: string;
-                channel?: "sms" | "email";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Every message, newest first. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SandboxOutbox"];
-                };
-            };
-            /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unauthenticated. `unauthenticated`: the operator token (ADMIN_TOKEN) is missing or wrong. */
-            401: {
                 headers: {
                     [name: string]: unknown;
                 };
