@@ -7,7 +7,8 @@
 // most of their time is spent waiting (timers, sockets, child processes). So the files of both backends share
 // one pool of LATCHKEY_TEST_JOBS processes (default: twice the cores), the longest first (durations of the
 // last run are kept in node_modules/.cache/latchkey/test-durations.json); the pure tier (test/unit) runs
-// once, on PGlite, since it uses no database. The files in SERIAL then run one at a time with nothing
+// once, on PGlite, since it uses no database, and so do the files in ONE_BACKEND whose subject does not
+// depend on it (clients, the console in a browser, the HTTP edge). The files in SERIAL then run one at a time with nothing
 // beside them. Each file's report is printed whole when it ends, headed by its backend, file and duration;
 // the failures are listed again at the end.
 import { spawn } from 'node:child_process';
@@ -54,6 +55,39 @@ const HEAVY = {
 };
 /** Uses no database: runs on the first backend only. */
 const PURE = 'test/unit/';
+/**
+ * Files (or folders, ending in /) that run on one backend only, with the reason. `pglite` or `postgres`: what
+ * they test exists on that backend alone. `first`: what they test does not depend on the database (the
+ * clients, the console's pages in a browser, the HTTP edge before any query), and the API calls they make
+ * run on both backends in the API's own files; a second pass would repeat them, so they run once, on the
+ * first backend (embedded PGlite, the default). Every test still runs.
+ */
+const ONE_BACKEND = {
+  'test/cli/': ['first', "the CLI's parsing, output and exit codes"],
+  'test/sdk/': ['first', "the SDK's client behaviour and its generated types"],
+  'test/console/access.test.ts': ['first', 'console pages in Chromium'],
+  'test/console/assets.test.ts': ['first', "the console's bundle and headers"],
+  'test/console/browser.test.ts': ['first', 'console pages in Chromium'],
+  'test/console/controllers.test.ts': ['first', 'console pages in Chromium'],
+  'test/console/devices.test.ts': ['first', 'console pages in Chromium'],
+  'test/console/operator-day.test.ts': ['first', 'console pages in Chromium'],
+  'test/console/site.test.ts': ['first', 'console pages in Chromium'],
+  'test/platform/api-docs.test.ts': ['first', 'the reference pages'],
+  'test/platform/api-docs-browser.test.ts': ['first', 'the reference pages in Chromium'],
+  'test/platform/client-types.test.ts': ['first', 'generated files against the OpenAPI documents'],
+  'test/platform/config.test.ts': ['first', 'the environment parser'],
+  'test/platform/deploy.test.ts': ['first', 'the deployment files'],
+  'test/platform/framework-errors.test.ts': ['first', "the router's and parser's answers, before any query"],
+  'test/platform/json-bodies.test.ts': ['first', 'body parsing, before any query'],
+  'test/platform/log-context.test.ts': ['first', 'log lines'],
+  'test/platform/logging.test.ts': ['first', 'log lines'],
+  'test/platform/openapi.test.ts': ['first', 'the documents made from the route schemas'],
+  'test/platform/start-bundle.test.ts': ['first', "npm start's bundle"],
+  'test/platform/trust-proxy.test.ts': ['first', 'client addresses behind proxies, limited in memory'],
+  'test/platform/pglite-embedded.test.ts': ['pglite', 'PGlite itself'],
+  'test/platform/data-dir-lock.test.ts': ['pglite', 'the embedded data directory'],
+  'test/platform/move-to-postgres.test.ts': ['postgres', 'moves an embedded store to server PostgreSQL'],
+};
 
 function testFiles(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -156,7 +190,16 @@ async function runPool(list, width, alone) {
 }
 
 const started = Date.now();
-const all = files.flatMap((file) => backends.filter((_, i) => i === 0 || !file.startsWith(PURE)).map((backend) => ({ backend, file })));
+/** The backends a file runs on. */
+function backendsOf(file) {
+  if (file.startsWith(PURE)) return backends.slice(0, 1);
+  const only = Object.entries(ONE_BACKEND).find(([key]) => (key.endsWith('/') ? file.startsWith(key) : file === key))?.[1][0];
+  if (only === 'first') return backends.slice(0, 1);
+  // A named backend that is not configured (no TEST_DATABASE_URL): the file runs anyway and skips its tests, saying why.
+  if (only) return backends.includes(only) ? [only] : backends.slice(0, 1);
+  return backends;
+}
+const all = files.flatMap((file) => backendsOf(file).map((backend) => ({ backend, file })));
 console.log(`# Latchkey tests on ${backends.map((b) => label[b]).join(' and ')}: ${all.length} file runs, ${jobs} at a time, then ${all.filter((j) => isSerial(j.file)).length} alone`);
 await runPool(all.filter((job) => !isSerial(job.file)), jobs, false);
 const parallelSeconds = (Date.now() - started) / 1000;
