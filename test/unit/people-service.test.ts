@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Caller } from '../../src/platform/auth.ts';
-import type { DomainEvent } from '../../src/platform/domain-events.ts';
 import { ApiError } from '../../src/platform/errors.ts';
 import { PageCaches } from '../../src/platform/page-cache.ts';
 import { PeopleService, type PeopleStore } from '../../src/modules/people/service.ts';
@@ -52,6 +51,9 @@ function personRow(values: Partial<PersonRow> = {}): PersonRow {
     ...values,
   };
 }
+
+/** What the service emits (typed through the store, wherever the outbox lives). */
+type DomainEvent = Parameters<PeopleStore['emitDomainEvent']>[1];
 
 /** The people table in memory; every call is logged as "<where> <function> <id>" in the order made. */
 function fakeStore(people: PersonRow[] = []) {
