@@ -27,15 +27,18 @@ export interface KeysDeps {
   access: AccessLists;
 }
 
-/** Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. */
-export async function accountOf(db: Queryable, id: number): Promise<AccountRow> {
-  const row = await findAccount(db, id);
+/**
+ * Inside a transaction pass `tx`: on PGlite a query outside it would wait for it to end. `find`: a service
+ * tested on a fake store passes its own.
+ */
+export async function accountOf(db: Queryable, id: number, find: typeof findAccount = findAccount): Promise<AccountRow> {
+  const row = await find(db, id);
   if (!row) throw new Error(`account ${id} not found`);
   return row;
 }
 
 /** The locking system the account syncs with. */
-export function lockingSystemOf(lockingSystems: LockingSystems, account: AccountRow): LockingSystem {
+export function lockingSystemOf(lockingSystems: Pick<LockingSystems, 'forAccount'>, account: AccountRow): LockingSystem {
   return lockingSystems.forAccount({ id: account.id, lockingSystem: account.locking_system });
 }
 

@@ -5,24 +5,45 @@ import type { Database, Queryable, Transaction } from '../../platform/db/index.t
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
-import { CATALOG_CHANNEL } from '../catalog/index.ts';
-import { queueLockingSystemTask } from '../locking-system/index.ts';
-import { accountOf, checkGroups, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
+import type { AccessLists } from '../access/index.ts';
+import { CATALOG_CHANNEL, unknownSecurityGroups } from '../catalog/index.ts';
+import { queueLockingSystemTask, type LockingSystems } from '../locking-system/index.ts';
+import { accountOf, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import { KeyListQuery, type EmbeddedKey, type Key, type KeyUpdate } from './schemas.ts';
-import {
-  confirmAppliedKeys,
-  confirmHeldKeys,
-  confirmLockingSystemKeys,
-  findKey,
-  keysOfPerson,
-  listKeys,
-  liveKeysOfPerson,
-  markKeyRevoked,
-  toKey,
-  updateKey,
-  type AccountRow,
-  type KeyRow,
-} from './store.ts';
+import * as storeModule from './store.ts';
+import { toKey, type AccountRow, type KeyRow } from './store.ts';
+
+/**
+ * What the service reads and writes (Immich's repositories): its store's functions, and the writes of other
+ * modules that join its transactions (the catalog's groups, the locking system's task queue, key events).
+ * Passed in, so that its rules run in the unit tier on a fake (test/unit/keys-service.test.ts); production
+ * takes `keysStore`.
+ */
+export type KeysStore = Pick<
+  typeof storeModule,
+  | 'findKey'
+  | 'listKeys'
+  | 'keysOfPerson'
+  | 'liveKeysOfPerson'
+  | 'updateKey'
+  | 'markKeyRevoked'
+  | 'confirmAppliedKeys'
+  | 'confirmHeldKeys'
+  | 'confirmLockingSystemKeys'
+  | 'findAccount'
+> & {
+  unknownSecurityGroups: typeof unknownSecurityGroups;
+  queueLockingSystemTask: typeof queueLockingSystemTask;
+  emitKeyEvent: typeof emitKeyEvent;
+};
+
+export const keysStore: KeysStore = { ...storeModule, unknownSecurityGroups, queueLockingSystemTask, emitKeyEvent };
+
+/** The part of the keys area's dependencies this service uses (a unit test builds no more). */
+export type KeysServiceDeps = Pick<KeysDeps, 'db' | 'clock' | 'revocationEnabled' | 'pages'> & {
+  lockingSystems: Pick<LockingSystems, 'forAccount'>;
+  access: Pick<AccessLists, 'refresh'>;
+};
 
 /** Pages of GET /v1/keys kept per instance, by bytes of JSON; dropped on every change (see PageCache). */
 const PAGE_CACHE_BYTES = 8 * 2 ** 20;
@@ -31,7 +52,10 @@ const PAGE_CACHE_TTL_MS = 30_000;
 export class KeysService {
   private readonly pages: PageCache<typeof KeyListQuery>;
 
-  constructor(private readonly deps: KeysDeps) {
+  constructor(
+    private readonly deps: KeysServiceDeps,
+    private readonly store: KeysStore = keysStore,
+  ) {
     this.pages = deps.pages.create({ query: KeyListQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
   }
 
@@ -62,7 +86,7 @@ export class KeysService {
 
   async listKeys(caller: Caller, query: KeyListQuery): Promise<PageOf<Key>> {
     const limit = clampLimit(query.limit);
-    const rows = await listKeys(
+    const rows = await this.store.listKeys(
       this.db,
       caller.locationId,
       { personId: query.person_id ?? null, state: query.state ?? null, securityGroup: query.security_group ?? null },
@@ -73,18 +97,18 @@ export class KeysService {
   }
 
   async getKey(caller: Caller, id: number): Promise<Key> {
-    const row = await findKey(this.db, caller.locationId, id);
+    const row = await this.store.findKey(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('key');
     return toKey(row);
   }
 
   /** The person's live keys inside a scope, as a Person shows them. */
   async keysOfPerson(scopeLocationId: number, personId: string): Promise<EmbeddedKey[]> {
-    return keysOfPerson(this.db, scopeLocationId, personId);
+    return this.store.keysOfPerson(this.db, scopeLocationId, personId);
   }
 
   async updateKey(caller: Caller, id: number, body: KeyUpdate): Promise<Key> {
-    const row = await findKey(this.db, caller.locationId, id);
+    const row = await this.store.findKey(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('key');
     const details: ErrorDetail[] = [];
     if (row.managed_in_locking_system) {
@@ -95,7 +119,7 @@ export class KeysService {
     }
     const startsAt = body.starts_at === undefined ? row.starts_at : timestamp(body.starts_at, 'starts_at', details);
     const expiresAt = body.expires_at === undefined ? row.expires_at : body.expires_at === null ? null : timestamp(body.expires_at, 'expires_at', details);
-    if (body.security_groups) await checkGroups(this.db, row.person_location_id, body.security_groups, details);
+    if (body.security_groups) details.push(...(await this.store.unknownSecurityGroups(this.db, row.person_location_id, body.security_groups)));
     if (startsAt && expiresAt && expiresAt.getTime() <= startsAt.getTime()) {
       details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at must be after starts_at.' });
     }
@@ -107,7 +131,7 @@ export class KeysService {
       !sameSet(groups, row.security_groups) || !sameInstant(startsAt, row.starts_at) || !sameInstant(expiresAt, row.expires_at);
     if (!renamed && !accessChanged) return toKey(row);
 
-    const account = await accountOf(this.db, row.account_id);
+    const account = await accountOf(this.db, row.account_id, this.store.findAccount);
     // Written to the locking system first; a refusal changes nothing.
     const outcome = await lockingSystemOf(this.deps.lockingSystems, account).write('key.update', String(id), {
       securityGroups: groups,
@@ -121,26 +145,26 @@ export class KeysService {
     return this.db.transaction(async (tx) => {
       // A pure rename keeps the state; any other change is `sent` until the locking system confirms it.
       const state = !accessChanged ? row.state : outcome === 'applied' && !waitsForGateways ? 'handed_over' : 'sent';
-      await updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
+      await this.store.updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
       if (accessChanged) await this.deps.access.refresh(tx, row.account_id, [id], waitsForGateways ? [id] : []);
-      const updated = (await findKey(tx, null, id)) as KeyRow;
-      if (accessChanged && state === 'handed_over') await emitKeyEvent(tx, 'key.activated', updated, now);
+      const updated = (await this.store.findKey(tx, null, id)) as KeyRow;
+      if (accessChanged && state === 'handed_over') await this.store.emitKeyEvent(tx, 'key.activated', updated, now);
       return toKey(updated);
     });
   }
 
   async revokeKey(caller: Caller, id: number): Promise<void> {
     if (!this.deps.revocationEnabled) throw errors.revocationDisabled();
-    const row = await findKey(this.db, caller.locationId, id);
+    const row = await this.store.findKey(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('key');
-    const account = await accountOf(this.db, row.account_id);
+    const account = await accountOf(this.db, row.account_id, this.store.findAccount);
     await this.db.transaction((tx) => this.revokeInTransaction(tx, row, account, this.now()));
   }
 
   /** Inside a person's deletion: every live key of theirs is revoked, as DELETE /keys/{id} would. */
   async revokeKeysOf(tx: Transaction, personId: string, now: Date): Promise<void> {
-    for (const row of await liveKeysOfPerson(tx, personId)) {
-      await this.revokeInTransaction(tx, row, await accountOf(tx, row.account_id), now);
+    for (const row of await this.store.liveKeysOfPerson(tx, personId)) {
+      await this.revokeInTransaction(tx, row, await accountOf(tx, row.account_id, this.store.findAccount), now);
     }
   }
 
@@ -149,24 +173,24 @@ export class KeysService {
    * so what their live keys open may change (gateway lists, online answers).
    */
   async personMoved(tx: Transaction, personId: string, accountId: number): Promise<void> {
-    const keyIds = (await liveKeysOfPerson(tx, personId)).map((row) => row.id);
+    const keyIds = (await this.store.liveKeysOfPerson(tx, personId)).map((row) => row.id);
     if (keyIds.length > 0) await this.deps.access.refresh(tx, accountId, keyIds);
   }
 
   /** The key expires at once and leaves every read; its removal from the locking system is queued. */
   private async revokeInTransaction(tx: Transaction, row: KeyRow, account: AccountRow, now: Date): Promise<void> {
-    if (!(await markKeyRevoked(tx, row.id, now))) return; // revoked meanwhile: one event only
+    if (!(await this.store.markKeyRevoked(tx, row.id, now))) return; // revoked meanwhile: one event only
     await this.deps.access.refresh(tx, row.account_id, [row.id]);
     if (account.locking_system) {
-      await queueLockingSystemTask(tx, { accountId: account.id, operation: 'key.delete', entityId: String(row.id) }, now);
+      await this.store.queueLockingSystemTask(tx, { accountId: account.id, operation: 'key.delete', entityId: String(row.id) }, now);
     }
-    await emitKeyEvent(tx, 'key.revoked', { ...row, state: 'returned' }, now);
+    await this.store.emitKeyEvent(tx, 'key.revoked', { ...row, state: 'returned' }, now);
   }
 
   /** Keys whose change every gateway holding them has applied: `sent` → `handed_over`, key.activated. */
   async confirmApplied(tx: Queryable, keyIds: number[]): Promise<void> {
     const now = this.now();
-    for (const id of await confirmAppliedKeys(tx, keyIds, now)) await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
+    for (const id of await this.store.confirmAppliedKeys(tx, keyIds, now)) await this.store.emitKeyEvent(tx, 'key.activated', (await this.store.findKey(tx, null, id)) as KeyRow, now);
   }
 
   /** An external locking system confirmed these keys' held changes (`sent` → `handed_over`, key.activated). */
@@ -174,8 +198,8 @@ export class KeysService {
     if (keyIds.length === 0) return 0;
     const now = this.now();
     return this.db.transaction(async (tx) => {
-      const ids = await confirmLockingSystemKeys(tx, keyIds, now);
-      for (const id of ids) await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
+      const ids = await this.store.confirmLockingSystemKeys(tx, keyIds, now);
+      for (const id of ids) await this.store.emitKeyEvent(tx, 'key.activated', (await this.store.findKey(tx, null, id)) as KeyRow, now);
       return ids.length;
     });
   }
@@ -184,8 +208,8 @@ export class KeysService {
   async confirmHeldChanges(accountId: number): Promise<number> {
     const now = this.now();
     return this.db.transaction(async (tx) => {
-      const ids = await confirmHeldKeys(tx, accountId, now);
-      for (const id of ids) await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, id)) as KeyRow, now);
+      const ids = await this.store.confirmHeldKeys(tx, accountId, now);
+      for (const id of ids) await this.store.emitKeyEvent(tx, 'key.activated', (await this.store.findKey(tx, null, id)) as KeyRow, now);
       return ids.length;
     });
   }

@@ -26,30 +26,41 @@ import {
   type PersonSearchQuery,
   type PersonUpdate,
 } from './schemas.ts';
-import {
-  findAccountLockingSystem,
-  findDuplicate,
-  findLocationWithAccount,
-  findPerson,
-  insertPerson,
-  listPeople,
-  lockKey,
-  softDeletePerson,
-  toPerson,
-  updatePerson,
-  type PersonRow,
-  type PersonValues,
-  searchPeople,
-} from './store.ts';
+import * as storeModule from './store.ts';
+import { toPerson, type PersonRow, type PersonValues } from './store.ts';
+
+/**
+ * What the service reads and writes (Immich's repositories): its store's functions, and the writes of other
+ * modules that join its transactions. Passed in, so that its rules run in the unit tier on a fake
+ * (test/unit/people-service.test.ts); production takes `peopleStore`.
+ */
+export type PeopleStore = Pick<
+  typeof storeModule,
+  | 'findPerson'
+  | 'findDuplicate'
+  | 'listPeople'
+  | 'searchPeople'
+  | 'insertPerson'
+  | 'updatePerson'
+  | 'softDeletePerson'
+  | 'findLocationWithAccount'
+  | 'findAccountLockingSystem'
+  | 'lockKey'
+> & {
+  emitDomainEvent: typeof emitDomainEvent;
+  forgetPersonInDeliveries: typeof forgetPersonInDeliveries;
+};
+
+export const peopleStore: PeopleStore = { ...storeModule, emitDomainEvent, forgetPersonInDeliveries };
 
 const VISIBLE_FIELDS = ['name', 'email', 'phone', 'company_name', 'title', 'language'] as const;
 
 export interface PeopleDeps {
   db: Database;
   clock: Clock;
-  lockingSystems: LockingSystems;
+  lockingSystems: Pick<LockingSystems, 'forAccount'>;
   brandName: string;
-  log: FastifyBaseLogger;
+  log: Pick<FastifyBaseLogger, 'error'>;
   /** The person's keys inside a scope (from the keys area). */
   keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
   /** Revokes the person's keys and cancels their invitations inside the deletion's transaction. */
@@ -72,7 +83,10 @@ interface TargetLocation {
 export class PeopleService {
   private readonly pages: PageCache<typeof PersonListQuery>;
 
-  constructor(private readonly deps: PeopleDeps) {
+  constructor(
+    private readonly deps: PeopleDeps,
+    private readonly store: PeopleStore = peopleStore,
+  ) {
     this.pages = deps.pages.create({ query: PersonListQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
   }
 
@@ -100,7 +114,7 @@ export class PeopleService {
       phone = normalisePhone(query.phone);
       if (phone === null) throw errors.invalidRequest('The query parameter phone is not an international phone number.');
     }
-    const rows = await listPeople(this.db, caller.locationId, { email: query.email ?? null, phone }, afterId, limit + 1);
+    const rows = await this.store.listPeople(this.db, caller.locationId, { email: query.email ?? null, phone }, afterId, limit + 1);
     return toPage(rows.map(toPerson), limit, (p) => p.id);
   }
 
@@ -109,12 +123,12 @@ export class PeopleService {
     const limit = clampLimit(query.limit);
     const afterId = decodeCursor(query.cursor, 'uuid');
     const q = query.q === undefined || query.q.trim() === '' ? null : query.q.trim();
-    const rows = await searchPeople(this.db, query.account_id, q, afterId, limit + 1);
+    const rows = await this.store.searchPeople(this.db, query.account_id, q, afterId, limit + 1);
     return toPage(rows.map(toPerson), limit, (p) => p.id);
   }
 
   async get(caller: Caller, id: string): Promise<Person & { keys: EmbeddedKey[] }> {
-    const row = await findPerson(this.db, caller.locationId, id);
+    const row = await this.store.findPerson(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('person');
     return { ...toPerson(row), keys: await this.deps.keysOfPerson(caller.locationId, id) };
   }
@@ -125,7 +139,7 @@ export class PeopleService {
   async create(caller: Caller, body: PersonCreate): Promise<{ person: Person; created: boolean }> {
     const location = await this.targetLocation(caller, body.location_id ?? caller.locationId);
     const values = this.validated(body, location.id, null);
-    const existing = await findDuplicate(this.db, caller.locationId, location.accountId, values.phone, values.email);
+    const existing = await this.store.findDuplicate(this.db, caller.locationId, location.accountId, values.phone, values.email);
     if (existing) return { person: toPerson(existing), created: false };
     return this.insert(location, values, false, caller.locationId);
   }
@@ -153,13 +167,13 @@ export class PeopleService {
         if (dedupeScope !== null) {
           // Serialise creates of one phone or e-mail in an account, then look again: of two concurrent
           // creates the second finds the first.
-          await lockIdentity(tx, location.accountId, values);
-          const raced = await findDuplicate(tx, dedupeScope, location.accountId, values.phone, values.email);
+          await lockIdentity(this.store, tx, location.accountId, values);
+          const raced = await this.store.findDuplicate(tx, dedupeScope, location.accountId, values.phone, values.email);
           if (raced) return { person: toPerson(raced), created: false };
         }
-        await insertPerson(tx, { ...values, id, account_id: location.accountId, managed }, now);
-        const person = toPerson((await findPerson(tx, null, id)) as PersonRow);
-        await emitDomainEvent(tx, {
+        await this.store.insertPerson(tx, { ...values, id, account_id: location.accountId, managed }, now);
+        const person = toPerson((await this.store.findPerson(tx, null, id)) as PersonRow);
+        await this.store.emitDomainEvent(tx, {
           type: 'person.created',
           accountId: location.accountId,
           locationId: location.id,
@@ -192,10 +206,10 @@ export class PeopleService {
     await this.lockingSystemOf(location).write('person.update', id);
     const now = this.deps.clock.now();
     return this.db.transaction(async (tx) => {
-      await updatePerson(tx, id, values, now);
+      await this.store.updatePerson(tx, id, values, now);
       if (values.location_id !== row.location_id) await this.deps.personMoved(tx, id, row.account_id);
-      const person = toPerson((await findPerson(tx, null, id)) as PersonRow);
-      await emitDomainEvent(tx, {
+      const person = toPerson((await this.store.findPerson(tx, null, id)) as PersonRow);
+      await this.store.emitDomainEvent(tx, {
         type: 'person.updated',
         accountId: row.account_id,
         locationId: location.id,
@@ -215,10 +229,10 @@ export class PeopleService {
     );
     const now = this.deps.clock.now();
     await this.db.transaction(async (tx) => {
-      if (!(await softDeletePerson(tx, id, now))) return; // deleted meanwhile: one event only
-      await forgetPersonInDeliveries(tx, id);
+      if (!(await this.store.softDeletePerson(tx, id, now))) return; // deleted meanwhile: one event only
+      await this.store.forgetPersonInDeliveries(tx, id);
       await this.deps.revokeEverythingOf(tx, id, now);
-      await emitDomainEvent(tx, {
+      await this.store.emitDomainEvent(tx, {
         type: 'person.deleted',
         accountId: row.account_id,
         locationId: row.location_id,
@@ -233,7 +247,7 @@ export class PeopleService {
 
   /** A person the caller may change: in scope (else 404) and not managed by the service (else 403). */
   private async writable(caller: Caller, id: string): Promise<PersonRow> {
-    const row = await findPerson(this.db, caller.locationId, id);
+    const row = await this.store.findPerson(this.db, caller.locationId, id);
     if (!row) throw errors.notFound('person');
     if (row.managed) throw errors.personManaged();
     return row;
@@ -241,7 +255,7 @@ export class PeopleService {
 
   /** The location a person goes to: inside the caller's scope (any location of any account for operators). */
   private async targetLocation(caller: Caller | null, locationId: number): Promise<TargetLocation> {
-    const row = await findLocationWithAccount(this.db, locationId);
+    const row = await this.store.findLocationWithAccount(this.db, locationId);
     if (!row || (caller && !row.path.map(Number).includes(caller.locationId))) {
       throw errors.invalidField('location_id', caller ? "location_id is not a location in this API key's scope." : `No location with id ${locationId}.`);
     }
@@ -249,7 +263,7 @@ export class PeopleService {
   }
 
   private async accountLockingSystem(accountId: number): Promise<string | null> {
-    return findAccountLockingSystem(this.db, accountId);
+    return this.store.findAccountLockingSystem(this.db, accountId);
   }
 
   private lockingSystemOf(location: TargetLocation): LockingSystem {
@@ -298,10 +312,10 @@ export class PeopleService {
 }
 
 /** Transaction-scoped locks on the account's phone and e-mail, taken in one order so two never deadlock. */
-async function lockIdentity(tx: Queryable, accountId: number, values: PersonValues): Promise<void> {
+async function lockIdentity(store: Pick<PeopleStore, 'lockKey'>, tx: Queryable, accountId: number, values: PersonValues): Promise<void> {
   const keys = [values.phone && `phone:${values.phone}`, values.email && `email:${emailKey(values.email)}`]
     .filter((k): k is string => Boolean(k))
     .map((k) => `person:${accountId}:${k}`)
     .sort();
-  for (const key of keys) await lockKey(tx, key);
+  for (const key of keys) await store.lockKey(tx, key);
 }
