@@ -154,9 +154,12 @@ export class DeliveryWindow {
         this.write();
       };
       // A sender that broke its word and threw still frees its slot.
-      new Promise<AttemptResult>((resolve) => resolve(this.ports.attempt(delivery, secrets))).then(answered, (error: unknown) =>
-        answered({ ok: false, status: null, error: String(error).slice(0, 500) }),
-      );
+      const broke = (error: unknown) => answered({ ok: false, status: null, error: String(error).slice(0, 500) });
+      try {
+        this.ports.attempt(delivery, secrets).then(answered, broke);
+      } catch (error) {
+        broke(error);
+      }
     }
   }
 

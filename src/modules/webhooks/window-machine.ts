@@ -132,6 +132,9 @@ export function transition(state: WindowState, event: WindowEvent): WindowState 
   }
 }
 
+const WAIT: Step = { type: 'wait' };
+const END: Step = { type: 'end' };
+
 /** What a drain under way does next: claim `room` slots, wait for an event, or end. */
 export function nextStep(state: WindowState): Step {
   const room = DELIVERY_WINDOW - state.inFlight - state.reserved;
@@ -139,7 +142,7 @@ export function nextStep(state: WindowState): Step {
   if (mayClaim && (state.phase === 'wanted' || room >= REFILL_AT || state.inFlight + state.reserved === 0)) return { type: 'claim', room };
   // Nothing under way and nothing to write: an empty window in a claiming phase claimed above, so this is the end.
   const settled = state.claims === 0 && state.inFlight === 0 && state.queued === 0 && state.writing === 0;
-  return settled && isDraining(state) ? { type: 'end' } : { type: 'wait' };
+  return settled && isDraining(state) ? END : WAIT;
 }
 
 /** Whether to wait a few milliseconds before writing what is queued, so that one statement takes more outcomes. */
