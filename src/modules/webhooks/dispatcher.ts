@@ -2,6 +2,7 @@
 // deliveries through the work queue (platform/work-queue.ts: FOR UPDATE SKIP LOCKED, safe with several
 // workers and instances), sends them (sender.ts) and records each outcome: delivered, the next rung of the
 // ladder, or `exhausted`. A NOTIFY on commit wakes it at once; the job's one-second poll is the safety net.
+// The window of attempts in flight, and what it guarantees: delivery-window.ts and window-machine.ts.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
@@ -21,7 +22,9 @@ import {
   recordDelivered,
   renewDeliveryClaims,
 } from './delivery-store.ts';
+import { DeliveryWindow, type Sent } from './delivery-window.ts';
 import { WebhookSender, type AttemptResult, type DeliveryToSend } from './sender.ts';
+import { DELIVERY_WINDOW } from './window-machine.ts';
 
 export type { AttemptResult, DeliveryToSend } from './sender.ts';
 
@@ -35,37 +38,20 @@ export const DELIVERY_WORK: WorkKind = {
   // Short, so that a dead instance's deliveries go out again within seconds; renewed while an attempt (at most
   // RESPONSE_DEADLINE_MS, 10 s) and the recording of its outcome are under way.
   leaseSeconds: 20,
-  batchSize: 64,
+  batchSize: DELIVERY_WINDOW,
 };
-/** How often the claims held are renewed: several times within a lease. */
-const RENEW_EVERY_MS = 5000;
 export const PAYLOAD_RETENTION_MS = 30 * 86_400_000;
 
-interface Sent {
-  delivery: DeliveryToSend;
-  result: AttemptResult;
-  seconds: number;
-}
-
-/** At most this many attempts are in flight per instance (README: Webhooks: sending). */
-const DELIVERY_WINDOW = DELIVERY_WORK.batchSize;
-/**
- * While a backlog drains, free slots are claimed once at least this many are free: a claim per half window
- * instead of one per freed slot keeps the statements per delivery low (bench: 16 cost more CPU per delivery
- * and was no faster). A kick (new work) or an empty window claims whatever is free at once.
- */
-const REFILL_AT = 32;
-/** Claims that may run together (each for the slots free when it starts), so the window refills while one is on its way. */
-const CLAIMS_AT_ONCE = 2;
-/** Outcomes are recorded once this many have come, or after RECORD_WAIT_MS, or when nothing else is in flight. */
-const RECORD_BATCH = 32;
-const RECORD_WAIT_MS = 3;
 /** While deliveries keep coming, the auto-pause check runs at most once a second of the service clock. */
 const PAUSE_CHECK_EVERY_MS = 1000;
 
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
   private readonly queue: WorkQueue<DeliveryToSend>;
+  /** The attempts in flight, their claims and outcomes (delivery-window.ts; its rules: window-machine.ts). */
+  private readonly window: DeliveryWindow;
+  /** The service clock at the last auto-pause check (ms), null before the first. */
+  private lastPauseCheck: number | null = null;
 
   constructor(
     private readonly db: Database,
@@ -79,30 +65,19 @@ export class WebhookDispatcher {
     this.sender = new WebhookSender(clock, secrets, allowHosts);
     // Only active subscriptions whose streak is under 24 hours at the claim's `now` are sent to.
     this.queue = new WorkQueue(DELIVERY_WORK, { claimDue: (lease) => claimDueDeliveries(db, lease, streakLimitAt(lease.now)) }, clock);
+    this.window = new DeliveryWindow({
+      claim: (room) => this.claim(room),
+      attempt: (delivery, cache) => this.sender.attempt(delivery, cache),
+      record: (batch) => this.record(batch),
+      renew: (ids) => renewDeliveryClaims(db, ids, new Date(clock.now().getTime() + DELIVERY_WORK.leaseSeconds * 1000)),
+      log,
+    });
   }
 
   /** One HTTP attempt (also the synchronous ping); never throws. */
   attempt(delivery: DeliveryToSend, secrets?: Map<string, string>): Promise<AttemptResult> {
     return this.sender.attempt(delivery, secrets);
   }
-
-  /** The run that keeps the window full until nothing is due; null when idle. */
-  private draining: Promise<number> | null = null;
-  /** A kick or job run during a drain: what was not due at the drain's last claim may be due now. */
-  private again = false;
-  /** Kicks and job runs so far: a claim that came back short ends the claiming only if none came meanwhile. */
-  private asked = 0;
-  private closed = false;
-  private inFlight = 0;
-  /** Attempts answered and not yet recorded. */
-  private unrecorded: Sent[] = [];
-  private recording: Promise<void> | null = null;
-  /** Deliveries claimed and not yet recorded, whose claims are renewed every RENEW_EVERY_MS. */
-  private readonly held = new Set<string>();
-  private renewing: NodeJS.Timeout | null = null;
-  private waiters: Array<() => void> = [];
-  /** The service clock at the last auto-pause check (ms), null before the first. */
-  private lastPauseCheck: number | null = null;
 
   /** Listens for new deliveries, so that they go out at once instead of at the next poll. */
   async start(): Promise<void> {
@@ -111,108 +86,30 @@ export class WebhookDispatcher {
 
   /** Sends what is due, in the window of the drain under way or a new one. */
   kick(): void {
-    if (this.closed) return;
-    this.drain().catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatch failed'));
+    this.window.kick()?.catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatch failed'));
   }
 
   /**
    * The job's run: pauses what failed for 24 hours (checked every run), then sends what is due; resolves
    * once the window has drained and every outcome is recorded. Returns how much it handled. While a drain
-   * is under way it only asks that drain for one more claim and returns at once (counting 1, work under
-   * way; the job's settled() waits for it), so the check still runs every second when the window is held
-   * by slow receivers.
+   * is under way it only kicks that drain and returns at once (counting 1, work under way; the job's
+   * settled() waits for it), so the check still runs every second when the window is held by slow receivers.
    */
   async dispatch(): Promise<number> {
-    if (this.closed) return 0;
+    if (this.window.closed) return 0;
     const paused = await this.checkPauses(this.clock.now(), true);
-    if (this.draining) {
-      this.again = true;
-      this.asked++;
-      this.wake();
-      return paused + 1;
-    }
-    return paused + (await this.drain());
+    const joined = this.window.running !== null;
+    const drain = this.window.kick();
+    if (drain === null) return paused; // closed meanwhile
+    return paused + (joined ? 1 : await drain);
   }
 
-  private drain(): Promise<number> {
-    if (this.draining) {
-      this.again = true;
-      this.asked++;
-      this.wake();
-      return this.draining;
-    }
-    this.again = false;
-    const run = this.fill();
-    this.draining = run;
-    return run;
-  }
-
-  /**
-   * Keeps up to DELIVERY_WINDOW attempts in flight: claims as slots free up instead of waiting for a whole
-   * batch, so one slow receiver holds one slot, not the next 63 deliveries. Up to CLAIMS_AT_ONCE claims run
-   * together, each for the slots free when it starts, so the window does not empty while a claim is on its
-   * way. Outcomes are recorded as they come, in small batches. A claim that fails stops the claiming; what
-   * is in flight still finishes.
-   */
-  private async fill(): Promise<number> {
-    await Promise.resolve(); // `draining` is set before this run can end
-    // more: the last claim filled the room it had, so more may be due; kicked: new work was announced since
-    // the last claim started, so a free slot is claimed at once (a new event waits for no refill
-    // threshold); claiming: claims under way; reserved: the slots they claim for. (An object: the claims'
-    // callbacks change it.)
-    const run = { handled: 0, more: true, kicked: true, failure: null as { error: unknown } | null, claiming: 0, reserved: 0 };
-    for (;;) {
-      if (this.again) {
-        this.again = false;
-        run.more = true;
-        run.kicked = true;
-      }
-      const room = DELIVERY_WINDOW - this.inFlight - run.reserved;
-      const claimable = run.more && !this.closed && run.failure === null && this.unrecorded.length < DELIVERY_WINDOW;
-      if (claimable && run.claiming < CLAIMS_AT_ONCE && room > 0 && (room >= REFILL_AT || run.kicked || this.inFlight + run.reserved === 0)) {
-        run.kicked = false;
-        run.claiming++;
-        run.reserved += room;
-        const asked = this.asked;
-        void this.claimAndSend(room)
-          .then(
-            (count) => {
-              run.handled += count;
-              // Short: nothing else was due when it ran (SKIP LOCKED only skips rows claimed elsewhere),
-              // unless a kick came after it started: what that kick announced may have missed it.
-              if (count < room && this.asked === asked) run.more = false;
-            },
-            (error: unknown) => {
-              run.failure ??= { error };
-            },
-          )
-          .finally(() => {
-            run.claiming--;
-            run.reserved -= room;
-            this.wake();
-          });
-        continue;
-      }
-      const settled = run.claiming === 0 && this.inFlight === 0 && this.unrecorded.length === 0 && this.recording === null;
-      if (settled && !claimable) break;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-    this.draining = null; // in the same turn as the last look at `again`, so no kick is lost
-    if (run.failure) throw run.failure.error;
-    return run.handled;
-  }
-
-  /** Claims at most `room` due deliveries and starts sending them; returns how much it handled. */
-  private async claimAndSend(room: number): Promise<number> {
+  /** Claims at most `room` due deliveries, after the auto-pause check (at most once a second). */
+  private async claim(room: number): Promise<{ due: DeliveryToSend[]; handled: number }> {
     const now = this.clock.now();
     const paused = await this.checkPauses(now, false);
     const due = await this.queue.claim(now, room); // the same `now`, so the same streak limit as the pause's
-    this.send(due);
-    return paused + due.length;
-  }
-
-  private wake(): void {
-    for (const resolve of this.waiters.splice(0)) resolve();
+    return { due, handled: paused + due.length };
   }
 
   /** Pauses what failed for 24 hours and fails the pending deliveries of paused subscriptions; at most once a second unless `always`. */
@@ -226,45 +123,10 @@ export class WebhookDispatcher {
     return paused;
   }
 
-  private send(due: DeliveryToSend[]): void {
-    const secrets = new Map<string, string>(); // one decryption per subscription and claim
-    for (const delivery of due) this.held.add(delivery.id);
-    if (due.length > 0) this.renewing ??= setInterval(() => void this.renewClaims(), RENEW_EVERY_MS).unref();
-    for (const delivery of due) {
-      this.inFlight++;
-      const started = performance.now();
-      void this.sender.attempt(delivery, secrets).then((result) => {
-        this.inFlight--;
-        this.unrecorded.push({ delivery, result, seconds: (performance.now() - started) / 1000 });
-        this.record();
-        this.wake();
-      });
-    }
-  }
-
-  /**
-   * Records what has been answered, one batch at a time: successes together (one statement), failures one
-   * by one. A batch that cannot be recorded stays claimed; its lease brings it back (at least once).
-   */
-  private record(): void {
-    if (this.recording) return;
-    this.recording = (async () => {
-      while (this.unrecorded.length > 0) {
-        // A few milliseconds' wait makes one statement of many outcomes; the slots are already free.
-        if (this.unrecorded.length < RECORD_BATCH && this.inFlight > 0 && !this.closed) await new Promise((resolve) => setTimeout(resolve, RECORD_WAIT_MS));
-        const batch = this.unrecorded.splice(0);
-        try {
-          await this.recordSuccesses(batch.filter((sent) => sent.result.ok));
-          for (const sent of batch) if (!sent.result.ok) await this.recordFailure(sent);
-        } catch (error) {
-          this.log.error({ err: error }, 'webhook outcomes not recorded; their claims run out and they are sent again');
-        }
-        for (const sent of batch) this.held.delete(sent.delivery.id);
-      }
-    })().finally(() => {
-      this.recording = null;
-      this.wake();
-    });
+  /** A batch of outcomes: successes together (one statement), failures one by one. */
+  private async record(batch: Sent[]): Promise<void> {
+    await this.recordSuccesses(batch.filter((sent) => sent.result.ok));
+    for (const sent of batch) if (!sent.result.ok) await this.recordFailure(sent);
   }
 
   private async recordSuccesses(done: Sent[]): Promise<void> {
@@ -297,19 +159,6 @@ export class WebhookDispatcher {
     this.metrics.attempted(next.retry ? 'retry_scheduled' : 'exhausted', seconds);
   }
 
-  private async renewClaims(): Promise<void> {
-    if (this.held.size === 0) {
-      if (this.renewing) clearInterval(this.renewing);
-      this.renewing = null;
-      return;
-    }
-    try {
-      await renewDeliveryClaims(this.db, [...this.held], new Date(this.clock.now().getTime() + DELIVERY_WORK.leaseSeconds * 1000));
-    } catch (error) {
-      this.log.warn({ err: error }, 'webhook delivery claims not renewed; they may be sent again by another instance');
-    }
-  }
-
   /** Deliveries pending, and the age of the oldest on the service clock (null: none pending). */
   async pending(): Promise<{ count: number; oldestAgeSeconds: number | null }> {
     const { count, oldest } = await pendingSummary(this.db);
@@ -322,7 +171,7 @@ export class WebhookDispatcher {
       everySeconds: 1,
       run: () => this.dispatch(),
       settled: async () => {
-        await this.draining?.catch(() => undefined);
+        await this.window.running?.catch(() => undefined);
       },
     };
   }
@@ -338,12 +187,7 @@ export class WebhookDispatcher {
 
   /** Finishes the deliveries in flight, then closes the connections. */
   async close(): Promise<void> {
-    this.closed = true;
-    this.again = false;
-    this.wake();
-    await this.draining?.catch(() => undefined);
-    if (this.renewing) clearInterval(this.renewing);
-    this.renewing = null;
+    await this.window.close();
     await this.sender.close();
   }
 }
