@@ -2,6 +2,7 @@
 // event-to-delivery latency of events made through the API.
 import path from 'node:path';
 import type pg from 'pg';
+import { WEBHOOK_DUE_CHANNEL } from '../src/platform/channels.ts';
 import { startReceiver } from '../test/helpers/receiver.ts';
 import { admin, startBenchService, percentile, stop } from './common.ts';
 
@@ -47,7 +48,7 @@ export async function webhookRuns(pgUrl: string, client: pg.Client, schema: stri
       [sub.id, backlog],
     );
     const started = Date.now();
-    await client.query(`SELECT pg_notify('latchkey_${schema}_webhook_due', '')`);
+    await client.query(`SELECT pg_notify('latchkey_${schema}_${WEBHOOK_DUE_CHANNEL}', '')`);
     while (arrivals.length < backlog && Date.now() - started < 120_000) await new Promise((resolve) => setTimeout(resolve, 20));
     const drained = (arrivals[arrivals.length - 1]?.at ?? Date.now()) - started;
     const perSecond = Math.round((arrivals.length / drained) * 1000);

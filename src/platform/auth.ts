@@ -1,5 +1,6 @@
 // Bearer authentication of public API keys, with a per-instance cache that every instance drops on a
 // NOTIFY whenever a key or an account changes (revocation must bite at once on every instance).
+import { AUTH_CHANNEL } from './channels.ts';
 import type { Clock } from './clock.ts';
 import type { Database } from './db/index.ts';
 import { InvalidatedCache } from './invalidated-cache.ts';
@@ -8,7 +9,6 @@ import type { Scope } from './scopes.ts';
 
 export const API_KEY_TOKEN_PREFIX = 'lk_';
 const TOKEN_PATTERN = /^lk_[A-Za-z0-9_-]{43}$/;
-export const AUTH_CHANNEL = 'auth_changed';
 
 /** Who is calling: an API key, its location scope and what it may do. Passed explicitly to services. */
 export interface Caller {

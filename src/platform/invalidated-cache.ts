@@ -7,6 +7,7 @@
 // caches use it): past `limit` entries the least recently used goes. What is this project's own is only
 // the following of a channel.
 import { LRUCache } from 'lru-cache';
+import type { Channel } from './channels.ts';
 import type { Database } from './db/index.ts';
 
 export interface InvalidatedCacheOptions {
@@ -23,7 +24,7 @@ export class InvalidatedCache<K extends NonNullable<unknown>, V extends NonNulla
   }
 
   /** Drops the cache on every notification of `channel` and on every LISTEN reconnection. */
-  async follow(db: Database, channel: string): Promise<void> {
+  async follow(db: Database, channel: Channel): Promise<void> {
     await db.listen(channel, () => this.clear());
   }
 }

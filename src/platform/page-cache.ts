@@ -12,6 +12,7 @@
 import type { Static, TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { LRUCache } from 'lru-cache';
+import { ACCESS_LOG_CHANGED_CHANNEL, KEYS_CHANGED_CHANNEL, PEOPLE_CHANGED_CHANNEL, type Channel } from './channels.ts';
 import type { Database } from './db/index.ts';
 
 export interface PageCacheOptions<Q extends TObject = TObject> {
@@ -25,7 +26,7 @@ export interface PageCacheOptions<Q extends TObject = TObject> {
 }
 
 /** The channels migration 014's triggers notify with the accounts whose rows changed. */
-export const ROWS_CHANGED = { accessLog: 'access_log_changed', people: 'people_changed', keys: 'keys_changed' } as const;
+export const ROWS_CHANGED = { accessLog: ACCESS_LOG_CHANGED_CHANNEL, people: PEOPLE_CHANGED_CHANNEL, keys: KEYS_CHANGED_CHANNEL } as const;
 
 /**
  * What a NOTIFY of a followed channel says: the accounts changed, rows appended to an append-only list (the
@@ -58,7 +59,7 @@ export function parseChanged(payload: string): Changed {
 
 /** One follow of a PageCache: a channel, and how to read its payload (account ids by default). */
 export interface Followed {
-  channel: string;
+  channel: Channel;
   parse?: (payload: string) => Changed;
 }
 

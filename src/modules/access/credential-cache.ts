@@ -5,7 +5,7 @@
 // everything, and nothing is kept longer than KEY_TTL_MS whatever happens.
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../../platform/db/index.ts';
-import { ACCESS_KEYS_CHANNEL } from './lists.ts';
+import { ACCESS_KEYS_CHANNEL } from '../../platform/channels.ts';
 import { keyByCredential, type AccessKeyRow } from './store.ts';
 
 const KEY_TTL_MS = 30_000;

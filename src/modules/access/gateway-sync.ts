@@ -8,12 +8,12 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
-import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import type { GatewayEvent } from '../events/index.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { parseCredential } from './credentials.ts';
 import { decide } from './decision.ts';
-import { ACCESS_LISTS_CHANNEL, type AccessLists } from './lists.ts';
+import { ACCESS_LISTS_CHANNEL, CATALOG_CHANNEL } from '../../platform/channels.ts';
+import type { AccessLists } from './lists.ts';
 import { keyGroupIds, lockAccess, type AccountFacts } from './resolve.ts';
 import {
   claimSync,

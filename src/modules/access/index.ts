@@ -3,7 +3,7 @@
 export { gatewayAccessSecret, newPhoneCredential, parseCredential } from './credentials.ts';
 export { decide } from './decision.ts';
 export { GatewaySync, type GatewayIo } from './gateway-sync.ts';
-export { AccessLists, ACCESS_LISTS_CHANNEL, type ConfirmKeys, type KeysChanged } from './lists.ts';
+export { AccessLists, type ConfirmKeys, type KeysChanged } from './lists.ts';
 export { ListRebuilds } from './rebuilds.ts';
 export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';

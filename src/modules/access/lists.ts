@@ -5,6 +5,7 @@
 // pushes them to the gateways (gateway-sync.ts). A key change waits (`sent`) until every gateway it changed on
 // has applied it.
 import { randomUUID } from 'node:crypto';
+import { ACCESS_KEYS_CHANNEL, ACCESS_LISTS_CHANNEL, ACCESS_REBUILDS_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable, Transaction } from '../../platform/db/index.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
@@ -27,12 +28,6 @@ import {
   type ListKeyRow,
 } from './store.ts';
 
-/** Heard by this instance once the transaction that changed lists commits: `{instance}|{change id}|{gateway ids}`. */
-export const ACCESS_LISTS_CHANNEL = 'access_lists_changed';
-/** Heard by every instance once a change to what an account's keys open commits: `{account id}` (credential-cache.ts). */
-export const ACCESS_KEYS_CHANNEL = 'access_keys_changed';
-/** Heard by every instance once a whole-account rebuild is asked for: `{account id}` (rebuilds.ts). */
-export const ACCESS_REBUILDS_CHANNEL = 'access_rebuilds_requested';
 
 /**
  * Told inside the change's transaction that what keys open changed (null: every key of the account), as the

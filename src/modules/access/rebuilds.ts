@@ -6,7 +6,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
-import { ACCESS_REBUILDS_CHANNEL, type AccessLists } from './lists.ts';
+import { ACCESS_REBUILDS_CHANNEL } from '../../platform/channels.ts';
+import type { AccessLists } from './lists.ts';
 import { waitingRebuilds } from './store.ts';
 
 /** Keys per transaction: about a second of work at most on a small machine, so a change never waits long behind one. */

@@ -1,5 +1,6 @@
 // The rules of the catalog: locks and security groups inside the caller's location scope.
 import type { Caller } from '../../platform/auth.ts';
+import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
@@ -7,9 +8,6 @@ import { everyAccount, type PageCache, type PageCaches } from '../../platform/pa
 import { pageRequest, toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { LockListQuery, type Lock, type SecurityGroup } from './schemas.ts';
 import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
-
-/** Every write to locks, gateways (presence) or locations NOTIFYs this channel in its transaction. */
-export const CATALOG_CHANNEL = 'catalog_changed';
 
 const CACHE_LIMIT = 10_000;
 /** The net for a missed NOTIFY (see InvalidatedCache); NOTIFY is the normal path. */

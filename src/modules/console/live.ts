@@ -3,9 +3,9 @@
 // of every instance. Notifications are coalesced per topic and account for a short while: a burst of door
 // events is one refetch, not hundreds.
 import type { ServerResponse } from 'node:http';
+import { CONSOLE_LIVE_CHANNEL as LIVE_CHANNEL } from '../../platform/channels.ts';
 import type { Database } from '../../platform/db/index.ts';
 
-export const LIVE_CHANNEL = 'console_live';
 const COALESCE_MS = 200;
 const HEARTBEAT_MS = 25_000;
 /** Streams per instance and per session: each holds a socket; a browser needs one. */

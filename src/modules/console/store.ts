@@ -1,5 +1,5 @@
 // The SQL of console sessions and the API keys they act with per account (migration 012).
-import { AUTH_CHANNEL } from '../../platform/auth.ts';
+import { AUTH_CHANNEL } from '../../platform/channels.ts';
 import type { Queryable, Transaction } from '../../platform/db/index.ts';
 
 export interface SessionRow {

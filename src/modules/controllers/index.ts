@@ -1,6 +1,7 @@
 // UHPPOTE controllers (README "Real controllers"): boards that keep their own card list and decide at the door,
 // an account's external locking system. The module's surface: start it, and its operator routes.
 import { createHmac } from 'node:crypto';
+import { BOARD_WRITES_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Transaction } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
@@ -23,9 +24,6 @@ import { ControllerEventListener } from './uhppote/listener.ts';
 
 export { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
 export { windowsProblem } from './profiles.ts';
-
-/** Heard by every instance once queued board writes commit: they are run at once rather than at the next job run. */
-export const BOARD_WRITES_CHANNEL = 'uhppote_writes_queued';
 
 export interface ControllersDeps {
   access: AccessLists;

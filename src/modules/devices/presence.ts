@@ -6,11 +6,11 @@
 // One lock.online / lock.offline per lock of the gateway per change; repeated identical states fire
 // nothing, even with several instances. Each gateway's changes run in its order of messages (inOrder).
 import type { FastifyBaseLogger } from 'fastify';
+import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
-import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import { locksOfGateway, onlineGatewayIds, quietGatewayIds, setGatewayOnline, touchGateway } from './store.ts';
 
 export const QUIET_OFFLINE_MS = 45 * 60_000;

@@ -1,12 +1,13 @@
 // The rules of keys (spec: Key, states; Endpoints/Keys): reads, changes written to the locking system
 // first, revocation, and the sandbox's confirmation of changes the locking system held.
 import type { Caller } from '../../platform/auth.ts';
+import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Database, Queryable, Transaction } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { AccessLists } from '../access/index.ts';
-import { CATALOG_CHANNEL, unknownSecurityGroups } from '../catalog/index.ts';
+import { unknownSecurityGroups } from '../catalog/index.ts';
 import { queueLockingSystemTask, type LockingSystems } from '../locking-system/index.ts';
 import { accountOf, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import { KeyListQuery, type EmbeddedKey, type Key, type KeyUpdate } from './schemas.ts';

@@ -1,9 +1,8 @@
 // Accounts, their departments (locations) and dashboard users (docs/spec/operator-api.md).
-import { AUTH_CHANNEL } from '../../platform/auth.ts';
+import { AUTH_CHANNEL, CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { isValidTimeZone } from '../access/index.ts';
-import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import type { Account, AccountCreate, AccountUpdate, Location, LocationCreate, LocationUpdate, Overview, User, UserCreate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';

@@ -1,6 +1,7 @@
 // API keys as the operator issues them: the token shown once and stored hashed, expiry rules, the lock
 // allowlist inside the key's scope (README "API notes": Expired keys).
-import { AUTH_CHANNEL, API_KEY_TOKEN_PREFIX } from '../../platform/auth.ts';
+import { API_KEY_TOKEN_PREFIX } from '../../platform/auth.ts';
+import { AUTH_CHANNEL } from '../../platform/channels.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';

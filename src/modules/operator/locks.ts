@@ -1,10 +1,11 @@
 // Locks and security groups as the operator provisions them; the public API reads them through the
 // catalog module (README "API notes": Security groups in scope).
+import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { checkWindows, type TimeWindow } from '../access/index.ts';
 import { UHPPOTE_LOCKING_SYSTEM, windowsProblem } from '../controllers/index.ts';
-import { CATALOG_CHANNEL, lockById, locksUnder, unknownSecurityGroups } from '../catalog/index.ts';
+import { lockById, locksUnder, unknownSecurityGroups } from '../catalog/index.ts';
 import type { Lock } from '../catalog/schemas.ts';
 import { requireLocation } from './accounts.ts';
 import type { LockCreate, LockUpdate, OperatorSecurityGroup, SecurityGroupCreate, SecurityGroupUpdate } from './schemas.ts';

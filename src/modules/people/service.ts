@@ -6,6 +6,7 @@
 // change back to the locking system (best effort, logged) and the call answers 500: the client retries.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
+import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable, Transaction } from '../../platform/db/index.ts';
 import { emitDomainEvent } from '../../platform/domain-events.ts';
@@ -13,7 +14,6 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
-import { CATALOG_CHANNEL } from '../catalog/index.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import { forgetPersonInDeliveries } from '../webhooks/index.ts';

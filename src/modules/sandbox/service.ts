@@ -1,11 +1,10 @@
 // The sandbox (SANDBOX=true): a clock that tests and integrators move forward, and later the simulated
 // locking system, MQTT publish switch and message outbox.
+import { SANDBOX_CLOCK_CHANNEL as CLOCK_CHANNEL } from '../../platform/channels.ts';
 import type { SandboxClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { addToClockOffset, readClockOffset } from './store.ts';
-
-const CLOCK_CHANNEL = 'sandbox_clock';
 
 export class SandboxService {
   constructor(

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import { WEBHOOK_DUE_CHANNEL } from '../../platform/domain-events.ts';
+import { WEBHOOK_DUE_CHANNEL } from '../../platform/channels.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { NO_METRICS, type WebhookMetrics } from '../../platform/metrics.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';

@@ -15,7 +15,8 @@
 // NOTIFY and at every heartbeat), when the client goes, or when it cannot keep up.
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { AUTH_CHANNEL, type Caller } from '../../platform/auth.ts';
+import type { Caller } from '../../platform/auth.ts';
+import { AUTH_CHANNEL, CONSOLE_LIVE_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { EventType } from '../../platform/domain-events.ts';
@@ -28,7 +29,7 @@ import { domainEventsAfter, keysThatMayListen, newestDomainEventId, type Listene
  * The channel migration 012's trigger on domain_events notifies (`{"topic":"events","account_id":…}` per
  * statement and account, whoever inserted); the console's live updates hear the same.
  */
-const EVENTS_CHANNEL = 'console_live';
+const EVENTS_CHANNEL = CONSOLE_LIVE_CHANNEL;
 
 /** Streams at once per API key, on this instance (a 429 beyond). */
 export const MAX_LISTENERS_PER_KEY = 3;

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Caller } from '../../platform/auth.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import { WEBHOOK_DUE_CHANNEL } from '../../platform/domain-events.ts';
+import { WEBHOOK_DUE_CHANNEL } from '../../platform/channels.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';

@@ -1,5 +1,7 @@
 // The database port: one SQL dialect (PostgreSQL) over two engines, embedded PGlite and server PostgreSQL.
 
+import type { Channel } from '../channels.ts';
+
 export type Row = Record<string, unknown>;
 
 /**
@@ -32,7 +34,7 @@ export interface Transaction extends Queryable {
    * served from this instance's cache after the call that made it; other instances, when PostgreSQL
    * delivers it (a handler may hear one notification twice: handlers only drop or refresh).
    */
-  notify(channel: string, payload?: string): Promise<void>;
+  notify(channel: Channel, payload?: string): Promise<void>;
 }
 
 export interface Database extends Queryable {
@@ -45,7 +47,7 @@ export interface Database extends Queryable {
    * When the listening connection was lost and is back, onMessage is called once with an empty payload:
    * what was notified meanwhile was missed, so a cache must be dropped (README: Faults).
    */
-  listen(channel: string, onMessage: (payload: string) => void): Promise<void>;
+  listen(channel: Channel, onMessage: (payload: string) => void): Promise<void>;
   /**
    * The channel name to pass to pg_notify, namespaced like listen(): `latchkey_{schema}_{name}`, so that
    * SQL can build it too (`'latchkey_' || current_schema() || '_' || name`).

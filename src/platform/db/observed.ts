@@ -16,7 +16,7 @@ export function reportingFailures(db: Database, failed: (unavailable: boolean) =
   const observedTx = (tx: Transaction): Transaction => ({
     query: <T extends object = Row>(sql: Sql, params?: readonly unknown[]) => tx.query<T>(sql, params).catch(report),
     script: (sql: string) => tx.script(sql).catch(report),
-    notify: (channel: string, payload?: string) => tx.notify(channel, payload).catch(report),
+    notify: (channel, payload) => tx.notify(channel, payload).catch(report),
   });
   return {
     get engine() {
