@@ -9,8 +9,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { Job } from '../../platform/jobs.ts';
+import { emitDomainEvent } from '../webhooks/index.ts';
 import { locksOfGateway, onlineGatewayIds, quietGatewayIds, setGatewayOnline, touchGateway } from './store.ts';
 
 export const QUIET_OFFLINE_MS = 45 * 60_000;

@@ -1,7 +1,7 @@
 // The SQL of the access log: the reads a batch of gateway events needs, the one statement that writes
 // entries with their domain events (optionally under a caller's guard), and GET /events.
 import type { PreparedSql, Queryable } from '../../platform/db/index.ts';
-import { EMIT_OUTGOING_CTES } from '../../platform/domain-events.ts';
+import { fanOutStatement } from '../webhooks/index.ts';
 import type { AccessEntry, AccessEvent, AccessLogLock, DoorEventType, WriteGuard } from './schemas.ts';
 
 /**
@@ -73,9 +73,9 @@ const RECORD_PARAMETERS = 11;
 const guardParam = (n: number): string => `$${RECORD_PARAMETERS + n}`;
 
 function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
-  return {
+  return fanOutStatement({
     name: guard ? `accessLog.record.${guard.name}` : 'accessLog.record',
-    text: `WITH ${guard ? `guard AS (${guard.sql(guardParam)}),` : ''}
+    ctes: `${guard ? `guard AS (${guard.sql(guardParam)}),` : ''}
   drawn AS MATERIALIZED (
     SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id
       FROM generate_series(1, ${guard ? '(SELECT CASE WHEN count(*) > 0 THEN cardinality($1::bigint[]) ELSE 0 END FROM guard)' : 'cardinality($1::bigint[])'}) AS n
@@ -92,9 +92,9 @@ function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
   ),
   outgoing AS (
     SELECT type, account_id, location_id, person_id, data, $11::timestamptz AS occurred_at, id AS n FROM stored
-  ), ${EMIT_OUTGOING_CTES}
-  SELECT stored.id, drawn.n, (SELECT count(*) FROM woken) AS woken FROM stored JOIN drawn ON drawn.id = stored.id`,
-  };
+  )`,
+    answer: 'SELECT stored.id, drawn.n FROM stored JOIN drawn ON drawn.id = stored.id',
+  });
 }
 
 /** An entry to insert with the Event it stores (its id drawn by the statement). */

@@ -4,13 +4,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { PageCaches } from '../../platform/page-cache.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import { emitDomainEvent } from '../../platform/domain-events.ts';
 import type { ErrorDetail } from '../../platform/errors.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { parseCredential, type AccessLists } from '../access/index.ts';
 import { unknownSecurityGroups } from '../catalog/index.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import type { MessageQueue } from '../notifications/index.ts';
+import { emitDomainEvent } from '../webhooks/index.ts';
 import { findAccount, keyWithCredential, type AccountRow, type KeyRow, type StoredCredential } from './store.ts';
 
 export interface KeysDeps {

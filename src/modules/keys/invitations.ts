@@ -2,12 +2,12 @@
 // one, its setup link goes out by SMS, e-mail or both; it can be listed, sent again or cancelled.
 import type { Caller } from '../../platform/auth.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import { emitDomainEvent } from '../../platform/domain-events.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
 import { hashToken, newToken } from '../../platform/secrets.ts';
 import { invitationTemplate, type InvitationMessageSent } from '../notifications/index.ts';
 import { livePerson, type PersonRow } from '../people/index.ts';
+import { emitDomainEvent } from '../webhooks/index.ts';
 import { accountOf, checkGroups, timestamp, type KeysDeps } from './common.ts';
 import {
   cancelInvitation,

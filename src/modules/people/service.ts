@@ -9,14 +9,13 @@ import type { Caller } from '../../platform/auth.ts';
 import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable, Transaction } from '../../platform/db/index.ts';
-import { emitDomainEvent } from '../../platform/domain-events.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pagination.ts';
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
-import { forgetPersonInDeliveries } from '../webhooks/index.ts';
+import { emitDomainEvent, forgetPersonInDeliveries } from '../webhooks/index.ts';
 import { emailKey, isReservedName, normalisePhone } from './rules.ts';
 import {
   PersonListQuery,

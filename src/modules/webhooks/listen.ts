@@ -19,7 +19,7 @@ import type { Caller } from '../../platform/auth.ts';
 import { AUTH_CHANNEL, CONSOLE_LIVE_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import type { EventType } from '../../platform/domain-events.ts';
+import type { EventType } from '../../platform/event-types.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { signatureHeader } from './sender.ts';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../platform/access.ts';
-import { EVENT_TYPES } from '../../platform/domain-events.ts';
+import { EVENT_TYPES } from '../../platform/event-types.ts';
 import { errors } from '../../platform/errors.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';

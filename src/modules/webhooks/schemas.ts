@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { EVENT_TYPES } from '../../platform/domain-events.ts';
+import { EVENT_TYPES } from '../../platform/event-types.ts';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page } from '../../platform/pagination.ts';
 
