@@ -3,7 +3,7 @@
 // of every instance. Notifications are coalesced per topic and account for a short while: a burst of door
 // events is one refetch, not hundreds.
 import type { ServerResponse } from 'node:http';
-import { CONSOLE_LIVE_CHANNEL as LIVE_CHANNEL } from '../../platform/channels.ts';
+import { CONSOLE_LIVE_CHANNEL } from '../../platform/channels.ts';
 import type { Database } from '../../platform/db/index.ts';
 
 const COALESCE_MS = 200;
@@ -32,7 +32,7 @@ export class LiveUpdates {
   constructor(private readonly stillSignedIn: (sessionHash: string) => Promise<boolean>) {}
 
   async start(db: Database): Promise<void> {
-    await db.listen(LIVE_CHANNEL, (payload) => this.queue(payload === '' ? EVERYTHING : payload));
+    await db.listen(CONSOLE_LIVE_CHANNEL, (payload) => this.queue(payload === '' ? EVERYTHING : payload));
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
   }

@@ -1,6 +1,6 @@
 // The sandbox (SANDBOX=true): a clock that tests and integrators move forward, and later the simulated
 // locking system, MQTT publish switch and message outbox.
-import { SANDBOX_CLOCK_CHANNEL as CLOCK_CHANNEL } from '../../platform/channels.ts';
+import { SANDBOX_CLOCK_CHANNEL } from '../../platform/channels.ts';
 import type { SandboxClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
@@ -18,7 +18,7 @@ export class SandboxService {
    * advance made through any instance, so that all instances on one database read the same time.
    */
   async start(): Promise<void> {
-    await this.db.listen(CLOCK_CHANNEL, (payload) => {
+    await this.db.listen(SANDBOX_CLOCK_CHANNEL, (payload) => {
       const offset = Number(payload);
       if (Number.isFinite(offset) && offset > this.clock.offset) this.clock.setOffset(offset);
     });
@@ -35,7 +35,7 @@ export class SandboxService {
     const delta = Math.round(seconds * 1000);
     const offset = await this.db.transaction(async (tx) => {
       const value = await addToClockOffset(tx, delta);
-      await tx.notify(CLOCK_CHANNEL, String(value));
+      await tx.notify(SANDBOX_CLOCK_CHANNEL, String(value));
       return value;
     });
     this.clock.setOffset(offset);
