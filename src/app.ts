@@ -24,7 +24,6 @@ import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/index.ts';
 import { reportingFailures } from './platform/db/observed.ts';
-import { embeddedStatisticsJob } from './platform/db/statistics.ts';
 import { databaseProbe, healthRoutes } from './platform/health.ts';
 import { installHttpPlumbing } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
@@ -99,7 +98,6 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const secrets = await SecretBox.open(db, config.webhookSecretKey);
   const idempotency = new Idempotency(db, clock, secrets);
   jobs.register(idempotency.purgeJob());
-  if (db.engine === 'pglite') jobs.register(embeddedStatisticsJob(db));
   const limits = new RateLimits(clock, redis?.client ?? null, config.redisKeyPrefix, metrics);
   const pages = new PageCaches(config.pageCacheEnabled);
   const core: Core = { config, db, clock, jobs, log: app.log, metrics, secrets, pages, limits, adminTokenHash: () => admin.hash() };

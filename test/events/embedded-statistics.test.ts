@@ -1,11 +1,11 @@
 // The embedded database has no autovacuum: the statistics job runs ANALYZE after start and again when the
-// access log has grown by a tenth, so the planner sees the log as it is (platform/db/statistics.ts).
+// access log has grown by a tenth, so the planner sees the log as it is (platform/db/statistics.ts, measured
+// by the events module: events/statistics.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createAccount, createLock } from '../helpers/fixtures.ts';
-import { AccessLogWriter, type AccessLogLock } from '../../src/modules/events/index.ts';
+import { AccessLogWriter, accessLogStatisticsJob, type AccessLogLock } from '../../src/modules/events/index.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import { embeddedStatisticsJob } from '../../src/platform/db/statistics.ts';
 import { backend } from '../helpers/database.ts';
 import { useTestService } from '../helpers/service.ts';
 
@@ -30,7 +30,7 @@ test('analyzes once after start, then only when the access log has grown by a te
   const account = await createAccount(ctx.service);
   const lock = await createLock(ctx.service, account.rootLocationId);
   await writeEvents(lock, 1_000);
-  const job = embeddedStatisticsJob(ctx.database.db);
+  const job = accessLogStatisticsJob(ctx.database.db);
   assert.equal(await job.run(), 1, 'the first run analyzes');
   assert.equal(await plannedRows(), 1_000, 'the planner knows the rows');
   await writeEvents(lock, 400);
