@@ -2,7 +2,7 @@
 // channels cross modules by nature (console_live is raised by triggers on the events' and webhooks' tables
 // and heard by the console and by webhooks/listen.ts; catalog_changed is raised by operator and devices and
 // heard by catalog, keys, people and access), and migrations, which cannot import TypeScript, spell some of
-// them in SQL: test/platform/channels.test.ts reads every migration and every SQL in src for the channels
+// them in SQL: test/unit/channels.test.ts reads every migration and every SQL in src for the channels
 // they notify and fails on a name that is not here, or on a name here that nothing sends or hears.
 //
 // A name is namespaced per schema by Database.listen/notify/channel: SQL builds it as
