@@ -2,9 +2,8 @@
 // weekly windows, each gateway's access list and the access side of the gateway protocol.
 export { gatewayAccessSecret, newPhoneCredential, parseCredential } from './credentials.ts';
 export { decide } from './decision.ts';
-export { GatewaySync, type GatewayIo } from './gateway-sync.ts';
-export { AccessLists, type ConfirmKeys, type KeysChanged } from './lists.ts';
-export { ListRebuilds } from './rebuilds.ts';
+export { GatewaySync } from './gateway-sync.ts';
+export { AccessLists } from './lists.ts';
 export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';
 export { decideForKey, keyDoors, type HolderKey, type KeyDoor } from './doors.ts';

@@ -1,3 +1,3 @@
 // The catalog module's surface for the rest of the service (its types and schemas: ./schemas.ts).
-export { CatalogService, lockById, locksUnder, unknownSecurityGroups } from './service.ts';
+export { lockById, locksUnder, unknownSecurityGroups } from './service.ts';
 export { startCatalog, type Catalog } from './start.ts';

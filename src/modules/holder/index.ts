@@ -1,4 +1,3 @@
 // The key holder's surface (README "The key holder's page"): passkeys bound to phone keys, /my-key.
-export { HolderService, type HolderDeps } from './service.ts';
-export { holderAdminRoutes, holderRoutes, holderHeaders, languageOf, HOLDER_CSP } from './routes.ts';
+export { holderHeaders, languageOf, HOLDER_CSP } from './routes.ts';
 export { startHolder, type Holder, type HolderModuleDeps } from './start.ts';
