@@ -1,6 +1,8 @@
-// npm run generate:client-types: the console's and the CLI's types of the two APIs, generated from the committed
-// OpenAPI documents by openapi-typescript with the SDK's options (packages/sdk: `npm run generate`), so no
-// client keeps a hand copy of a shape. test/platform/client-types.test.ts fails when a file drifts.
+// npm run generate:client-types: the console's and the CLI's types of the operator API, generated from the
+// committed document by openapi-typescript with the SDK's options (the public API's are the SDK's own file,
+// packages/sdk: `npm run generate`, which the console reads too), so no client keeps a hand copy of a shape.
+// test/platform/client-types.test.ts fails when a file drifts. The operator types are written twice, once in
+// each package, because the CLI is a package of its own that cannot reach the service's source.
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -13,7 +15,6 @@ const require = createRequire(import.meta.url);
 
 /** Each generated file (relative to the repository) and the document it is made from. */
 export const CLIENT_TYPES = [
-  { document: 'docs/openapi.json', output: 'src/modules/console/web/openapi/public.ts' },
   { document: 'docs/operator-openapi.json', output: 'src/modules/console/web/openapi/operator.ts' },
   { document: 'docs/operator-openapi.json', output: 'packages/cli/src/operator-openapi.ts' },
 ] as const;

@@ -1,6 +1,7 @@
-// The shapes the console reads: aliases of the types generated from docs/openapi.json and
-// docs/operator-openapi.json (./openapi/, npm run generate:client-types), under the names the pages use.
-import type { components as PublicComponents } from './openapi/public.ts';
+// The shapes the console reads: aliases of the types generated from docs/openapi.json (the SDK's file, the one
+// copy of the public API's types) and docs/operator-openapi.json (./openapi/, npm run generate:client-types),
+// under the names the pages use. Types only: the bundle imports nothing from the SDK.
+import type { components as PublicComponents } from '../../../../packages/sdk/src/openapi.ts';
 import type { components as OperatorComponents } from './openapi/operator.ts';
 
 type PublicSchemas = PublicComponents['schemas'];
