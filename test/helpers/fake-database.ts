@@ -1,8 +1,9 @@
 // Fakes for services tested without a database (test/unit): a Database whose transactions are only
 // labels, and a locking system that records what it was asked. A service's SQL lives in its store, which
 // the unit test fakes too, so any statement reaching these fakes is a bug in the test or the service.
+import assert from 'node:assert/strict';
 import type { Database, Sql, Transaction } from '../../src/platform/db/database.ts';
-import { errors } from '../../src/platform/errors.ts';
+import { ApiError, errors } from '../../src/platform/errors.ts';
 import type { LockingSystem, LockingSystems } from '../../src/modules/locking-system/index.ts';
 
 /** A transaction of the fake database: a label, so a fake store can say which transaction a write joined. */
@@ -93,4 +94,15 @@ export class FakeLockingSystems implements Pick<LockingSystems, 'forAccount'> {
 export function fixedClock(at = '2026-11-20T08:00:00.000Z'): { now(): Date } {
   const now = new Date(at);
   return { now: () => new Date(now) };
+}
+
+/** The ApiError a service's call is refused with (fails the test when it succeeds or throws anything else). */
+export async function refusal(promise: Promise<unknown>): Promise<ApiError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof ApiError, `expected an ApiError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail('expected a refusal');
 }

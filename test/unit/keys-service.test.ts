@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Caller } from '../../src/platform/auth.ts';
-import { ApiError } from '../../src/platform/errors.ts';
 import { PageCaches } from '../../src/platform/page-cache.ts';
 import { KeysService, type KeysStore } from '../../src/modules/keys/service.ts';
 import type { AccountRow, KeyRow } from '../../src/modules/keys/store.ts';
-import { FakeDatabase, FakeLockingSystems, fixedClock, where } from '../helpers/fake-database.ts';
+import { FakeDatabase, FakeLockingSystems, fixedClock, refusal, where } from '../helpers/fake-database.ts';
 
 /** Account 1 syncs with an external locking system; account 2 has none (its gateways are the locking system). */
 const EXTERNAL = 1;
@@ -152,16 +151,6 @@ function fixture(keys: KeyRow[] = [keyRow()], options: { revocationEnabled?: boo
   /** The calls that changed something: writes of the store and of the access lists. */
   const writes = () => log.filter((line) => !/ (find\w*|list\w*|keysOfPerson|liveKeysOfPerson|unknownSecurityGroups)( |$)/.test(line));
   return { service, store, db, lockingSystems, rows, log, writes, events };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<ApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof ApiError, `expected an ApiError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected a refusal');
 }
 
 describe('KeysService: a change of a key', () => {

@@ -4,11 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Caller } from '../../src/platform/auth.ts';
-import { ApiError } from '../../src/platform/errors.ts';
 import { PageCaches } from '../../src/platform/page-cache.ts';
 import { PeopleService, type PeopleStore } from '../../src/modules/people/service.ts';
 import type { PersonRow } from '../../src/modules/people/store.ts';
-import { FakeDatabase, FakeLockingSystems, fixedClock, where } from '../helpers/fake-database.ts';
+import { FakeDatabase, FakeLockingSystems, fixedClock, refusal, where } from '../helpers/fake-database.ts';
 
 const ACCOUNT = 7;
 /** Account 7: root location 70 with two sites below it; location 80 is another account's. */
@@ -146,16 +145,6 @@ function fixture(people: PersonRow[] = []) {
   return { service, db, lockingSystems, rows, log, writes, events, hooks, logged };
 }
 type PeopleServiceLog = ConstructorParameters<typeof PeopleService>[0]['log'];
-
-async function refusal(promise: Promise<unknown>): Promise<ApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof ApiError, `expected an ApiError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected a refusal');
-}
 
 describe('PeopleService: create', () => {
   test('the locking system refuses: 409 lockingsystem_rejected, nothing saved, no transaction, no event', async () => {
