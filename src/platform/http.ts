@@ -11,7 +11,7 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import { ApiError, errors, type ErrorBody } from './errors.ts';
 import { loggableError } from './logging.ts';
 import { inlineRefs, namedSchemas } from './openapi-schemas.ts';
-import { bodyErrorDetails, fieldPath, validatorCompiler } from './validation.ts';
+import { bodyErrorDetails, compiledOnFirstUse, fieldPath, validatorCompiler, type CompileOptions } from './validation.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
 
@@ -91,13 +91,23 @@ function installJsonParser(app: FastifyInstance): void {
 /** The one body of a 500: no internals, the request id to find the details in the log. */
 const serverErrorBody = (requestId: string): ErrorBody => errors.serverError(requestId).toBody();
 
+/**
+ * Response serialisers from the schema with its named parts inlined. Fastify's default hands every route's
+ * serialiser all shared schemas, which fast-json-stringify checks one by one for each response of each route:
+ * that tripled the start-up (about 200 ms to 800 ms) once the documents named their schemas. Compiled on first
+ * use, as the validators are (validation.ts, CompileOptions).
+ */
+export function serializerCompiler({ lazy = true }: CompileOptions = {}) {
+  return ({ schema }: { schema: unknown }): ((data: unknown) => string) => {
+    const serialize = compiledOnFirstUse(() => fastJson(inlineRefs(schema) as FastJsonSchema), lazy);
+    return (data) => serialize()(data);
+  };
+}
+
 export function installHttpPlumbing(app: FastifyInstance): void {
   app.setValidatorCompiler(validatorCompiler(namedSchemas()));
   installJsonParser(app);
-  // Response serialisers from the schema with its named parts inlined. Fastify's default hands every
-  // route's serialiser all shared schemas, which fast-json-stringify checks one by one for each response of
-  // each route: that tripled the start-up (about 200 ms to 800 ms) once the documents named their schemas.
-  app.setSerializerCompiler(({ schema }) => fastJson(inlineRefs(schema) as FastJsonSchema));
+  app.setSerializerCompiler(serializerCompiler());
 
   // Requests that arrive on an open connection while the app closes (app.ts sets return503OnClosing: false,
   // whose 503 had Fastify's own body) are refused here, in the envelope; Fastify adds Connection: close.

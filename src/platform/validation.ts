@@ -100,8 +100,28 @@ function malformedIntegerErrors(data: unknown, integerNames: string[]): ErrorObj
 
 type CheckFunction = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
+export interface CompileOptions {
+  /**
+   * Compile each schema on its first use (the default) rather than when the route is added. Compiling every
+   * route's schemas took about half a second of CPU at each start, the biggest part of an embedded start after
+   * the database (and of every test file's); a route's first request pays its own few milliseconds instead.
+   * `false` compiles at once: the test that compiles every route's schemas (test/platform/schemas-compile.test.ts).
+   */
+  lazy?: boolean;
+}
+
+/** `make()` now, or on the first call of the returned function. */
+export function compiledOnFirstUse<F extends (...args: never[]) => unknown>(make: () => F, lazy: boolean): () => F {
+  if (!lazy) {
+    const made = make();
+    return () => made;
+  }
+  let made: F | undefined;
+  return () => (made ??= make());
+}
+
 /** `named`: the schemas routes refer to by `$ref` (openapi-schemas.ts); both validators know them. */
-export function validatorCompiler(named: readonly object[] = []): FastifySchemaCompiler<unknown> {
+export function validatorCompiler(named: readonly object[] = [], { lazy = true }: CompileOptions = {}): FastifySchemaCompiler<unknown> {
   const bodyAjv = newAjv(false);
   const textAjv = newAjv(true);
   for (const schema of named) {
@@ -110,17 +130,17 @@ export function validatorCompiler(named: readonly object[] = []): FastifySchemaC
   }
   return ({ schema, httpPart }) => {
     if (httpPart === 'body') {
-      const validate = bodyAjv.compile(schema as object);
+      const validate = compiledOnFirstUse(() => bodyAjv.compile(schema as object), lazy);
       // The character rules are reported together with every schema error, so a body gets all its details at once.
       const check: CheckFunction = (data) => {
         const unstorable = unstorableCharacterErrors(data);
-        const valid = validate(data);
-        check.errors = [...unstorable, ...(validate.errors ?? [])];
+        const valid = validate()(data);
+        check.errors = [...unstorable, ...(validate().errors ?? [])];
         return valid && unstorable.length === 0;
       };
       return check;
     }
-    const validate = textAjv.compile(schema as object);
+    const validate = compiledOnFirstUse(() => textAjv.compile(schema as object), lazy);
     const integers = integerProperties(schema);
     // Query and path text is checked before ajv coerces it (the first problem is the answer's message).
     const check: CheckFunction = (data) => {
@@ -129,8 +149,8 @@ export function validatorCompiler(named: readonly object[] = []): FastifySchemaC
         check.errors = problems;
         return false;
       }
-      const valid = validate(data);
-      check.errors = validate.errors ?? null;
+      const valid = validate()(data);
+      check.errors = validate().errors ?? null;
       return valid;
     };
     return check;
