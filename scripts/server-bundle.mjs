@@ -2,7 +2,9 @@
 // external), so `npm start` runs no TypeScript loader. tsx's hooks run on a thread of their own (a second V8
 // isolate) and transpile at every start: the bundle saves that memory and start-up time (README: Architecture).
 // Plain JavaScript: it runs before anything can run TypeScript.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +49,24 @@ function ownImportMetaUrl(root, outDir) {
 }
 
 /**
+ * The embedded database's migrated template (src/platform/db/migrated-template.ts), built with the bundle so that
+ * a first start on an empty data directory copies it instead of migrating: its writer is bundled beside the
+ * service and run in a process of its own (PGlite and the migrations, about 2 s). Before the bundle is renamed
+ * into place, so an up-to-date bundle comes with its template. A failure is reported and the build goes on: a
+ * start without the template migrates, and says so if a migration fails.
+ */
+async function writeMigratedTemplate(esbuild, options, root, bundle) {
+  const entry = path.join(root, 'src/write-migrated-template.ts');
+  if (!existsSync(entry)) return; // a project without an embedded database (the bundle's own test)
+  const writer = path.join(path.dirname(bundle), 'write-migrated-template.mjs');
+  await esbuild.build({ ...options, entryPoints: [entry], outfile: writer });
+  const result = spawnSync(process.execPath, [writer], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (result.status !== 0) {
+    process.stderr.write(`could not build the embedded database's migrated template (first starts will migrate instead):\n${result.stderr || result.error}\n`);
+  }
+}
+
+/**
  * Builds `root`/.cache/server/latchkey.mjs from `root`/src/main.ts unless it is newer than every input, and
  * returns its path. Several processes may start at once (tests do): each writes a file of its own and renames
  * it into place, so a reader sees a whole bundle, old or new.
@@ -59,26 +79,30 @@ export async function ensureServerBundle(root = PROJECT) {
 
   const esbuild = await import('esbuild');
   const temp = `${bundle}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const options = {
+    absWorkingDir: root,
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    // Names as in the source (error classes, functions in logs), like tsx.
+    keepNames: true,
+    logLevel: 'error',
+    plugins: [ownImportMetaUrl(root, path.dirname(bundle))],
+  };
   try {
     await mkdir(path.dirname(bundle), { recursive: true });
     await esbuild.build({
-      absWorkingDir: root,
+      ...options,
       entryPoints: [path.join(root, 'src/main.ts')],
       outfile: temp,
-      bundle: true,
-      packages: 'external',
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      // Names as in the source (error classes, functions in logs), like tsx.
-      keepNames: true,
       // For NODE_OPTIONS=--enable-source-maps (scripts/start.mjs); found by name next to the bundle.
       sourcemap: 'external',
       sourcesContent: false,
       footer: { js: `//# sourceMappingURL=${path.basename(bundle)}.map` },
-      logLevel: 'error',
-      plugins: [ownImportMetaUrl(root, path.dirname(bundle))],
     });
+    await writeMigratedTemplate(esbuild, options, root, bundle);
     // Stamped with the inputs' time as read before the build (rounded up): a file saved during the build
     // is newer, so the next start builds again.
     const stamp = new Date(Math.ceil(newest) + 1);

@@ -82,9 +82,11 @@ const ONE_BACKEND = {
   'test/platform/log-context.test.ts': ['first', 'log lines'],
   'test/platform/logging.test.ts': ['first', 'log lines'],
   'test/platform/openapi.test.ts': ['first', 'the documents made from the route schemas'],
+  'test/platform/schemas-compile.test.ts': ['first', 'the route schemas compiled, no query'],
   'test/platform/start-bundle.test.ts': ['first', "npm start's bundle"],
   'test/platform/trust-proxy.test.ts': ['first', 'client addresses behind proxies, limited in memory'],
   'test/platform/pglite-embedded.test.ts': ['pglite', 'PGlite itself'],
+  'test/platform/migrated-template.test.ts': ['pglite', "the embedded first start's migrated cluster"],
   'test/platform/data-dir-lock.test.ts': ['pglite', 'the embedded data directory'],
   'test/platform/move-to-postgres.test.ts': ['postgres', 'moves an embedded store to server PostgreSQL'],
 };

@@ -2,6 +2,7 @@ import { mkdir, readdir } from 'node:fs/promises';
 import type { Config } from '../../config.ts';
 import { shownUrl } from '../logging.ts';
 import type { Database } from './database.ts';
+import { copyMigratedTemplate } from './migrated-template.ts';
 import { migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
@@ -48,10 +49,11 @@ async function openEmbedded(config: Pick<Config, 'dataDir'>, options: OpenOption
   }
   const dir = `${config.dataDir}/pg`;
   const fresh = (await readdir(dir).catch(() => [])).length === 0;
-  // A first start unpacks an initialised cluster (src/db/pglite), or runs initdb for a PGlite without one.
+  // A first start copies the migrated cluster built with the bundle (migrated-template.ts), else unpacks an
+  // initialised cluster (src/db/pglite) and migrates it, or runs initdb for a PGlite without one.
   progress(fresh ? `creating the embedded database in ${dir} (first start)` : `opening the embedded database in ${dir}`);
   await mkdir(config.dataDir, { recursive: true });
-  return openPglite({ dataDir: dir });
+  return openPglite({ dataDir: dir, fillEmptyDir: (empty) => copyMigratedTemplate(empty) });
 }
 
 async function migrated(db: Database, options: OpenOptions, how: { thenClose: boolean }): Promise<Database> {

@@ -15,6 +15,11 @@ export interface PgliteOptions {
   dataDir: string;
   /** A dumped data directory (dumpDataDir) to start from, e.g. a migrated template in tests. */
   loadDataDir?: Blob;
+  /**
+   * Fills an empty data directory before initdb's output would be unpacked into it, under the directory's lock;
+   * false leaves it empty (the service's first start copies the migrated template: migrated-template.ts).
+   */
+  fillEmptyDir?: (dir: string) => Promise<boolean>;
 }
 
 /**
@@ -46,7 +51,7 @@ async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDir
   let loadDataDir = options.loadDataDir ?? null;
   if (!loadDataDir && options.dataDir === 'memory') loadDataDir = await initdbTemplate();
   else if (!loadDataDir && !existsSync(`${options.dataDir}/PG_VERSION`) && isEmptyDir(options.dataDir)) {
-    await unpackInitdbTemplate(options.dataDir);
+    if (!(await options.fillEmptyDir?.(options.dataDir))) await unpackInitdbTemplate(options.dataDir);
   }
   const pg = new PGlite(dataDir, {
     parsers,
