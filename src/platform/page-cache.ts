@@ -242,18 +242,9 @@ export class PageCache<Q extends TObject = TObject> {
 
 const jsonOf = (produced: string | ProducedPage): string => (typeof produced === 'string' ? produced : produced.json);
 
-/** Sends JSON the route's own serializer made (`reply.serialize`), with the header Fastify would give it. */
+/** Sends a page's JSON (from the page cache, or as PostgreSQL wrote it: page-json.ts), with the header Fastify would give it. */
 export function sendSerialized(reply: FastifyReply, body: Buffer): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(body);
-}
-
-/** The route's serializer for a page (Fastify's compiled one for the 200 schema), giving the JSON text. */
-export function pageSerializer<T>(reply: FastifyReply): (page: T) => string {
-  return (page) => {
-    const body = reply.serialize(page);
-    if (typeof body !== 'string') throw new Error('the route serializer gave bytes, not JSON text');
-    return body;
-  };
 }
 
 /** A catalog NOTIFY names no account: it drops every page. */

@@ -95,7 +95,7 @@ export async function createTestDatabase(options: { migrateBefore?: string } = {
 
 /** A statement as a fault sees it, before it runs. */
 export interface Statement {
-  /** The prepared statement's name (`catalog.listLocks`), null for plain SQL: what a fault picks by. */
+  /** The prepared statement's name (`catalog.locksPageJson`), null for plain SQL: what a fault picks by. */
   name: string | null;
   /** `BEGIN` when a transaction is about to start. */
   text: string;

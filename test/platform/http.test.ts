@@ -208,7 +208,7 @@ describe('unexpected failures', () => {
   before(async () => {
     // A database that fails the lock list the way a lost connection would.
     const failing = withFaults(ctx.database.db, ({ name }) =>
-      name === 'catalog.listLocks' ? new Error('connection terminated: secret internals') : undefined,
+      name === 'catalog.locksPageJson' ? new Error('connection terminated: secret internals') : undefined,
     );
     broken = await startService(failing);
     const account = await createAccount(broken);

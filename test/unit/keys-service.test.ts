@@ -77,6 +77,10 @@ function fakeStore(keys: KeyRow[]) {
       log.push(`${where(db)} listKeys`);
       return [];
     },
+    async keysPageJson(db) {
+      log.push(`${where(db)} keysPageJson`);
+      return '{"data":[],"next_cursor":null}';
+    },
     async keysOfPerson(db) {
       log.push(`${where(db)} keysOfPerson`);
       return [];

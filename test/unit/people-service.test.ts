@@ -77,6 +77,10 @@ function fakeStore(people: PersonRow[] = []) {
       log.push(`${where(db)} listPeople`);
       return [];
     },
+    async peoplePageJson(db) {
+      log.push(`${where(db)} peoplePageJson`);
+      return '{"data":[],"next_cursor":null}';
+    },
     async searchPeople(db) {
       log.push(`${where(db)} searchPeople`);
       return [];

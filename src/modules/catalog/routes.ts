@@ -3,7 +3,7 @@ import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
-import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
+import { sendSerialized } from '../../platform/page-cache.ts';
 import { PageQuery, pageRequest } from '../../platform/pagination.ts';
 import { Id } from '../../platform/schemas.ts';
 import { Lock, LockListQuery, LockPage, SecurityGroupPage } from './schemas.ts';
@@ -25,7 +25,7 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
         response: { 200: ref(LockPage) },
       },
     },
-    async (request, reply) => sendSerialized(reply, await catalog.listLocksJson(callerOf(request), request.query, pageSerializer(reply))),
+    async (request, reply) => sendSerialized(reply, await catalog.listLocksJson(callerOf(request), request.query)),
   );
 
   app.get(

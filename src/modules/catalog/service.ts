@@ -7,7 +7,7 @@ import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
 import { everyAccount, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { pageRequest, toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
 import { LockListQuery, type Lock, type SecurityGroup } from './schemas.ts';
-import { findLock, groupCodesAt, listLocks, listSecurityGroups, publicLock, type ScopedLock } from './store.ts';
+import { findLock, groupCodesAt, listLocks, listSecurityGroups, locksPageJson, publicLock, type ScopedLock } from './store.ts';
 
 const CACHE_LIMIT = 10_000;
 /** The net for a missed NOTIFY (see InvalidatedCache); NOTIFY is the normal path. */
@@ -47,14 +47,23 @@ export class CatalogService {
     return publicLock(lock);
   }
 
-  /** GET /v1/locks as the JSON sent (`serialize` is the route's), from the page cache when it has it. */
-  async listLocksJson(caller: Caller, query: LockListQuery, serialize: (page: PageOf<Lock>) => string): Promise<Buffer> {
+  /** GET /v1/locks as the JSON sent, from the page cache when it has it, else as PostgreSQL writes it. */
+  async listLocksJson(caller: Caller, query: LockListQuery): Promise<Buffer> {
     return this.pageCache.page(caller, query, async () => {
       const page = pageRequest(query);
-      const under = query.location_id === undefined ? [caller.locationId] : [caller.locationId, query.location_id];
-      const rows = await listLocks(this.db, under, page.afterId, page.limit + 1);
-      return serialize(toPage(rows.map(publicLock), page.limit, (lock) => lock.id));
+      return locksPageJson(this.db, this.underLocations(caller, query), page.afterId, page.limit);
     });
+  }
+
+  /** GET /v1/locks read into objects: what listLocksJson sends, held to it by the lists' tests. */
+  async listLocks(caller: Caller, query: LockListQuery): Promise<PageOf<Lock>> {
+    const page = pageRequest(query);
+    const rows = await listLocks(this.db, this.underLocations(caller, query), page.afterId, page.limit + 1);
+    return toPage(rows.map(publicLock), page.limit, (lock) => lock.id);
+  }
+
+  private underLocations(caller: Caller, query: LockListQuery): number[] {
+    return query.location_id === undefined ? [caller.locationId] : [caller.locationId, query.location_id];
   }
 
   async listSecurityGroups(caller: Caller, page: PageRequest, isDefault: boolean | undefined): Promise<PageOf<SecurityGroup>> {

@@ -1,5 +1,6 @@
 // The SQL of the catalog. Every query takes the caller's location and filters by it.
 import type { Queryable } from '../../platform/db/index.ts';
+import { jsonPageSql, readJsonPage } from '../../platform/page-json.ts';
 import type { Lock, SecurityGroup } from './schemas.ts';
 
 interface LockRow {
@@ -55,6 +56,28 @@ const LIST_LOCKS = {
       ORDER BY k.id
       LIMIT $3`,
 };
+/**
+ * GET /v1/locks with the JSON made by PostgreSQL (page-json.ts): the Lock schema's properties in its order.
+ * $1 the locations the lock must lie under, $2 the cursor's id, $3 the page's limit plus one.
+ */
+const LOCKS_PAGE_JSON = {
+  name: 'catalog.locksPageJson',
+  text: jsonPageSql(
+    `SELECT k.id AS key, row_to_json(item)::text AS item
+       FROM locks k
+       JOIN locations l ON l.id = k.location_id
+       LEFT JOIN gateways g ON g.id = k.gateway_id
+       CROSS JOIN LATERAL (
+         SELECT k.id, k.name, k.serial_number, k.place, k.provider,
+                CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online,
+                k.security_group_codes AS security_groups,
+                (SELECT location FROM (SELECT l.id, l.name) AS location) AS location) AS item
+      WHERE l.path @> $1::bigint[] AND k.id > $2
+      ORDER BY k.id
+      LIMIT $3`,
+    '$3',
+  ),
+};
 const LIST_SECURITY_GROUPS = {
   name: 'catalog.listSecurityGroups',
   text: `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default
@@ -79,6 +102,11 @@ export async function listLocks(
 ): Promise<ScopedLock[]> {
   const rows = await db.query<LockRow>(LIST_LOCKS, [underLocations, afterId ?? 0, limit]);
   return rows.map(toLock);
+}
+
+/** listLocks' page as the JSON GET /v1/locks sends. */
+export async function locksPageJson(db: Queryable, underLocations: number[], afterId: number | null, limit: number): Promise<string> {
+  return readJsonPage(db, LOCKS_PAGE_JSON, [underLocations, afterId ?? 0, limit + 1], { limit, key: 'number' });
 }
 
 export async function listSecurityGroups(

@@ -3,7 +3,7 @@ import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { named, ref } from '../../platform/openapi-schemas.ts';
-import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
+import { sendSerialized } from '../../platform/page-cache.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
 import {
@@ -43,7 +43,7 @@ export function keysRoutes(app: ApiInstance, area: KeysArea): void {
         response: { 200: ref(KeyPage) },
       },
     },
-    async (request, reply) => sendSerialized(reply, await keys.listJson(callerOf(request), request.query, pageSerializer(reply))),
+    async (request, reply) => sendSerialized(reply, await keys.listJson(callerOf(request), request.query)),
   );
 
   app.post(

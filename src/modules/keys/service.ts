@@ -24,6 +24,7 @@ export type KeysStore = Pick<
   typeof storeModule,
   | 'findKey'
   | 'listKeys'
+  | 'keysPageJson'
   | 'keysOfPerson'
   | 'liveKeysOfPerson'
   | 'updateKey'
@@ -72,9 +73,15 @@ export class KeysService {
     ]);
   }
 
-  /** GET /v1/keys as the JSON sent (`serialize` is the route's), from memory when nothing changed since. */
-  async listJson(caller: Caller, query: KeyListQuery, serialize: (page: PageOf<Key>) => string): Promise<Buffer> {
-    return this.pages.page(caller, query, async () => serialize(await this.listKeys(caller, query)));
+  /** GET /v1/keys as the JSON sent, from memory when nothing changed since, else as PostgreSQL writes it. */
+  async listJson(caller: Caller, query: KeyListQuery): Promise<Buffer> {
+    return this.pages.page(caller, query, async () =>
+      this.store.keysPageJson(this.db, caller.locationId, this.listFilter(query), decodeCursor(query.cursor, 'number'), clampLimit(query.limit)),
+    );
+  }
+
+  private listFilter(query: KeyListQuery): { personId: string | null; state: string | null; securityGroup: string | null } {
+    return { personId: query.person_id ?? null, state: query.state ?? null, securityGroup: query.security_group ?? null };
   }
 
   private get db(): Database {
@@ -87,13 +94,7 @@ export class KeysService {
 
   async listKeys(caller: Caller, query: KeyListQuery): Promise<PageOf<Key>> {
     const limit = clampLimit(query.limit);
-    const rows = await this.store.listKeys(
-      this.db,
-      caller.locationId,
-      { personId: query.person_id ?? null, state: query.state ?? null, securityGroup: query.security_group ?? null },
-      decodeCursor(query.cursor, 'number'),
-      limit + 1,
-    );
+    const rows = await this.store.listKeys(this.db, caller.locationId, this.listFilter(query), decodeCursor(query.cursor, 'number'), limit + 1);
     return toPage(rows.map(toKey), limit, (k) => k.id);
   }
 

@@ -3,7 +3,7 @@ import { callerOf } from '../../platform/access.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
 import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
-import { pageSerializer, sendSerialized } from '../../platform/page-cache.ts';
+import { sendSerialized } from '../../platform/page-cache.ts';
 import { NoContent } from '../../platform/schemas.ts';
 import { readScopes } from '../../platform/scopes.ts';
 import {
@@ -42,7 +42,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         response: { 200: ref(PersonPage) },
       },
     },
-    async (request, reply) => sendSerialized(reply, await people.listJson(callerOf(request), request.query, pageSerializer(reply))),
+    async (request, reply) => sendSerialized(reply, await people.listJson(callerOf(request), request.query)),
   );
 
   app.post(

@@ -1,5 +1,6 @@
 // The SQL of people. Reads take the caller's location and filter by it.
 import type { Queryable } from '../../platform/db/index.ts';
+import { jsonPageSql, readJsonPage, shapedStatement } from '../../platform/page-json.ts';
 import { emailKey } from './rules.ts';
 import type { Person } from './schemas.ts';
 
@@ -85,6 +86,43 @@ export async function listPeople(
       LIMIT $5`,
     [scopeLocationId, filter.email === null ? null : emailKey(filter.email), filter.phone, afterId, limit],
   );
+}
+
+/**
+ * listPeople's page as the JSON GET /v1/people sends, made by PostgreSQL (page-json.ts): the Person schema's
+ * properties in its order, one statement per combination of the filters given.
+ */
+export async function peoplePageJson(
+  db: Queryable,
+  scopeLocationId: number,
+  filter: { email: string | null; phone: string | null },
+  afterId: string | null,
+  limit: number,
+): Promise<string> {
+  const { sql, params } = shapedStatement(
+    'people.pageJson',
+    [
+      { sql: (p) => `l.path @> ARRAY[${p}]::bigint[]`, value: scopeLocationId },
+      filter.email === null ? null : { sql: (p) => `lower(p.email) = ${p}`, value: emailKey(filter.email) },
+      filter.phone === null ? null : { sql: (p) => `p.phone = ${p}`, value: filter.phone },
+      afterId === null ? null : { sql: (p) => `p.id > ${p}::uuid`, value: afterId },
+    ],
+    [limit + 1],
+    (where, [read]) =>
+      jsonPageSql(
+        `SELECT p.id AS key, row_to_json(item)::text AS item
+           FROM people p
+           JOIN locations l ON l.id = p.location_id
+           CROSS JOIN LATERAL (
+             SELECT p.id, p.name, p.email, p.phone, p.company_name, p.title, p.language,
+                    (SELECT location FROM (SELECT l.id, l.name) AS location) AS location) AS item
+          WHERE p.deleted_at IS NULL AND ${where}
+          ORDER BY p.id
+          LIMIT ${read}`,
+        read as string,
+      ),
+  );
+  return readJsonPage(db, sql, params, { limit, key: 'uuid' });
 }
 
 /**

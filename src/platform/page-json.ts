@@ -1,0 +1,67 @@
+// Pages of a list whose items' JSON PostgreSQL writes (row_to_json): the service sends the text as it comes,
+// never parsing rows into objects to serialize them again. row_to_json writes compact JSON with the columns in
+// the order selected and strings escaped as JSON.stringify escapes them, so a statement that selects the
+// schema's properties in the schema's order gives the bytes the route's serializer gave (each list's test
+// holds the two side by side). Timestamps are written with ISO_MILLISECONDS, as Date.toISOString writes them.
+import type { Queryable } from './db/index.ts';
+import type { PreparedSql, Sql } from './db/database.ts';
+import { encodeCursor } from './pagination.ts';
+
+/** A timestamptz column as Date.toISOString writes it (milliseconds, truncated, and Z), for row_to_json. */
+export const isoMilliseconds = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The statement that reads a page: `rows` selects `key` (the keyset column it is ordered by) and `item` (the
+ * item's JSON text) with LIMIT `readParam`, the page's limit plus one; this aggregates them into one row: the
+ * page's items joined by commas, how many rows were read, and the key of the page's last item.
+ */
+export function jsonPageSql(rows: string, readParam: string): string {
+  return `SELECT string_agg(page.item, ',' ORDER BY page.n) FILTER (WHERE page.n < ${readParam}) AS items,
+                 count(*)::int AS read,
+                 string_agg(page.key::text, '') FILTER (WHERE page.n = ${readParam} - 1) AS last_key
+            FROM (SELECT r.key, r.item, row_number() OVER (ORDER BY r.key) AS n FROM (${rows}) AS r) AS page`;
+}
+
+/**
+ * Runs a jsonPageSql statement and writes the page envelope around its items, as the Page schema has it:
+ * `next_cursor` (the last item's key) when more rows were read than the page holds.
+ */
+export async function readJsonPage(
+  db: Queryable,
+  sql: Sql,
+  params: readonly unknown[],
+  page: { limit: number; key: 'number' | 'uuid' },
+): Promise<string> {
+  const [row] = await db.query<{ items: string | null; read: number; last_key: string | null }>(sql, params);
+  const more = (row?.read ?? 0) > page.limit && row?.last_key != null;
+  const cursor = more ? JSON.stringify(encodeCursor(page.key === 'number' ? Number(row.last_key) : (row.last_key as string))) : 'null';
+  return `{"data":[${row?.items ?? ''}],"next_cursor":${cursor}}`;
+}
+
+/** A filter of a list: its condition on its parameter (`$n`) and its value; null where the query does not filter on it. */
+export type Condition = { sql: (param: string) => string; value: unknown } | null;
+
+const shapedTexts = new Map<string, string>();
+
+/**
+ * A list's statement for the filters given, and its parameters: only the conditions present are in the WHERE,
+ * numbered from $1, then `rest`'s (the limit). Each shape is a statement of its own name (`name.<bits>`), so
+ * server PostgreSQL prepares it once per connection and plans it without `$n IS NULL OR …` branches, which a
+ * plan made for any value cannot prune.
+ */
+export function shapedStatement(
+  name: string,
+  conditions: readonly Condition[],
+  rest: readonly unknown[],
+  text: (where: string, restParams: string[]) => string,
+): { sql: PreparedSql; params: unknown[] } {
+  const shape = `${name}.${conditions.map((c) => (c ? '1' : '0')).join('')}`;
+  const present = conditions.filter((c): c is NonNullable<Condition> => c !== null);
+  let sql = shapedTexts.get(shape);
+  if (sql === undefined) {
+    const where = present.map((c, i) => c.sql(`$${i + 1}`)).join(' AND ');
+    sql = text(where === '' ? 'true' : where, rest.map((_, i) => `$${present.length + i + 1}`));
+    shapedTexts.set(shape, sql);
+  }
+  return { sql: { name: shape, text: sql }, params: [...present.map((c) => c.value), ...rest] };
+}
