@@ -3,8 +3,7 @@
 // the order selected and strings escaped as JSON.stringify escapes them, so a statement that selects the
 // schema's properties in the schema's order gives the bytes the route's serializer gave (each list's test
 // holds the two side by side). Timestamps are written with ISO_MILLISECONDS, as Date.toISOString writes them.
-import type { Queryable } from './db/index.ts';
-import type { PreparedSql, Sql } from './db/database.ts';
+import type { PreparedSql, Queryable, Sql } from './db/index.ts';
 import { encodeCursor } from './pagination.ts';
 
 /** A timestamptz column as Date.toISOString writes it (milliseconds, truncated, and Z), for row_to_json. */

@@ -7,7 +7,7 @@ import { migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 
-export type { Database, PoolStats, PreparedSql, Queryable, Row, Transaction } from './database.ts';
+export type { Database, PoolStats, PreparedSql, Queryable, Row, Sql, Transaction } from './database.ts';
 
 export interface OpenOptions {
   /** Progress for the operator: creating the embedded database, waiting for the migration lock, each migration. */
