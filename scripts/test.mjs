@@ -12,10 +12,11 @@
 // beside them. Each file's report is printed whole when it ends, headed by its backend, file and duration;
 // the failures are listed again at the end.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
+import { bundleTests } from './test-bundle.mjs';
 
 /** Files (or folders, ending in /) that must run alone, with the reason. */
 const SERIAL = {
@@ -123,7 +124,8 @@ function runFile({ backend, file }) {
   // On Node 20, --test-timeout under --test bounds the whole file (checked: a file of two 1.5 s tests fails at
   // 2 s), not each test. The longest file takes about 60 s alone and two to three times that beside others, so
   // the bound is 300 s a file; tests that need a bound of their own set `timeout`.
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, file], {
+  // The file's bundle (scripts/test-bundle.mjs) under plain Node; source maps keep stack traces on the .ts lines.
+  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, bundles.get(file)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
@@ -198,6 +200,16 @@ function backendsOf(file) {
   // A named backend that is not configured (no TEST_DATABASE_URL): the file runs anyway and skips its tests, saying why.
   if (only) return backends.includes(only) ? [only] : backends.slice(0, 1);
   return backends;
+}
+// Built once for the run, in a directory of its own (two runs in one tree do not share one), removed at exit.
+const bundleDir = path.resolve(`node_modules/.cache/latchkey/test-bundles-${process.pid}`);
+process.on('exit', () => rmSync(bundleDir, { recursive: true, force: true }));
+let bundles;
+try {
+  bundles = await bundleTests(files, { outDir: bundleDir });
+} catch (error) {
+  console.error(`# the test files do not build: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
 }
 const all = files.flatMap((file) => backendsOf(file).map((backend) => ({ backend, file })));
 console.log(`# Latchkey tests on ${backends.map((b) => label[b]).join(' and ')}: ${all.length} file runs, ${jobs} at a time, then ${all.filter((j) => isSerial(j.file)).length} alone`);
