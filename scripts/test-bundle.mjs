@@ -1,10 +1,10 @@
 // The test files as plain ES modules, for scripts/test.mjs: esbuild bundles each test file with the helpers and
 // sources it imports (npm packages stay external, shared code in chunks) once per run, and each file then runs
 // under plain `node --test`, without tsx. Through tsx every module a file loads, node_modules included, passes
-// through its resolve and load hooks on a thread of their own: measured on the 2-core machine, that was about
-// 2 of a light file's 4 s of CPU before its first test (module loading only; the database and the service cost
-// the same either way). The same esbuild that tsx runs strips the types, with the same tsconfig.json and
-// keepNames, and source maps keep stack traces on the .ts lines.
+// through its resolve and load hooks on a thread of their own: measured on the 2-core machine beside another
+// workload, a light file's imports took 3.6-4.1 s of CPU that way and 1.4-1.7 s bundled (the database and the
+// service cost the same either way). The same esbuild that tsx runs strips the types, with the same
+// tsconfig.json and keepNames, and source maps keep stack traces on the .ts lines.
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -11,6 +11,16 @@
 // depend on it (clients, the console in a browser, the HTTP edge). The files in SERIAL then run one at a time with nothing
 // beside them. Each file's report is printed whole when it ends, headed by its backend, file and duration;
 // the failures are listed again at the end.
+//
+// CPU per file: the two cores are saturated while the pool runs, so a file's start-up costs wall time. The
+// test files are first bundled by esbuild (scripts/test-bundle.mjs, about 1.5 s for all of them, npm packages
+// left external) and each bundle runs under plain `node --test`: through tsx, every module a file loads passes
+// through tsx's hooks on a thread of their own. Measured on the 2-core machine beside another workload (so the
+// figures are high): a light file's imports took 3.6-4.1 s of CPU through tsx, 1.4-1.7 s bundled. The rest of a
+// start is the file's own either way: a PGlite from the migrated template (1.7-2.1 s, PostgreSQL starting inside
+// WebAssembly and the template unpacked into its memory file system) and the service (1.6-2.1 s, most of it
+// Fastify compiling each route's validator and serializer). Still a process per file: files keep their own
+// modules, process.env and hooks.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -208,7 +218,8 @@ let bundles;
 try {
   bundles = await bundleTests(files, { outDir: bundleDir });
 } catch (error) {
-  console.error(`# the test files do not build: ${error instanceof Error ? error.message : String(error)}`);
+  // esbuild has printed each error with its source line; a failure that is not esbuild's is shown here.
+  console.error(error instanceof Error && 'errors' in error ? '# the test files do not build (above)' : error);
   process.exit(1);
 }
 const all = files.flatMap((file) => backendsOf(file).map((backend) => ({ backend, file })));
