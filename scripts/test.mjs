@@ -11,11 +11,22 @@
 // depend on it (clients, the console in a browser, the HTTP edge). The files in SERIAL then run one at a time with nothing
 // beside them. Each file's report is printed whole when it ends, headed by its backend, file and duration;
 // the failures are listed again at the end.
+//
+// CPU per file: the two cores are saturated while the pool runs, so a file's start-up costs wall time. The
+// test files are first bundled by esbuild (scripts/test-bundle.mjs, about 1.5 s for all of them, npm packages
+// left external) and each bundle runs under plain `node --test`: through tsx, every module a file loads passes
+// through tsx's hooks on a thread of their own. Measured on the 2-core machine beside another workload (so the
+// figures are high): a light file's imports took 3.6-4.1 s of CPU through tsx, 1.4-1.7 s bundled. The rest of a
+// start is the file's own either way: a PGlite from the migrated template (1.7-2.1 s, PostgreSQL starting inside
+// WebAssembly and the template unpacked into its memory file system) and the service (1.6-2.1 s, most of it
+// Fastify compiling each route's validator and serializer). Still a process per file: files keep their own
+// modules, process.env and hooks.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
+import { bundleTests } from './test-bundle.mjs';
 
 /** Files (or folders, ending in /) that must run alone, with the reason. */
 const SERIAL = {
@@ -125,7 +136,8 @@ function runFile({ backend, file }) {
   // On Node 20, --test-timeout under --test bounds the whole file (checked: a file of two 1.5 s tests fails at
   // 2 s), not each test. The longest file takes about 60 s alone and two to three times that beside others, so
   // the bound is 300 s a file; tests that need a bound of their own set `timeout`.
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, file], {
+  // The file's bundle (scripts/test-bundle.mjs) under plain Node; source maps keep stack traces on the .ts lines.
+  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, bundles.get(file)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
@@ -200,6 +212,17 @@ function backendsOf(file) {
   // A named backend that is not configured (no TEST_DATABASE_URL): the file runs anyway and skips its tests, saying why.
   if (only) return backends.includes(only) ? [only] : backends.slice(0, 1);
   return backends;
+}
+// Built once for the run, in a directory of its own (two runs in one tree do not share one), removed at exit.
+const bundleDir = path.resolve(`node_modules/.cache/latchkey/test-bundles-${process.pid}`);
+process.on('exit', () => rmSync(bundleDir, { recursive: true, force: true }));
+let bundles;
+try {
+  bundles = await bundleTests(files, { outDir: bundleDir });
+} catch (error) {
+  // esbuild has printed each error with its source line; a failure that is not esbuild's is shown here.
+  console.error(error instanceof Error && 'errors' in error ? '# the test files do not build (above)' : error);
+  process.exit(1);
 }
 const all = files.flatMap((file) => backendsOf(file).map((backend) => ({ backend, file })));
 console.log(`# Latchkey tests on ${backends.map((b) => label[b]).join(' and ')}: ${all.length} file runs, ${jobs} at a time, then ${all.filter((j) => isSerial(j.file)).length} alone`);
