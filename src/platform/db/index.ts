@@ -53,7 +53,12 @@ async function openEmbedded(config: Pick<Config, 'dataDir'>, options: OpenOption
   // initialised cluster (src/db/pglite) and migrates it, or runs initdb for a PGlite without one.
   progress(fresh ? `creating the embedded database in ${dir} (first start)` : `opening the embedded database in ${dir}`);
   await mkdir(config.dataDir, { recursive: true });
-  return openPglite({ dataDir: dir, fillEmptyDir: (empty) => copyMigratedTemplate(empty) });
+  const fillEmptyDir = async (empty: string): Promise<boolean> => {
+    const copied = await copyMigratedTemplate(empty);
+    if (copied) progress('copied the migrated database template (every migration applied; .cache/pglite)');
+    return copied;
+  };
+  return openPglite({ dataDir: dir, fillEmptyDir });
 }
 
 async function migrated(db: Database, options: OpenOptions, how: { thenClose: boolean }): Promise<Database> {
