@@ -7,8 +7,8 @@
 // by them (writeMigratedTemplate), and the start still runs migrate(), which finds nothing to apply.
 // Only `applied_at` in schema_migrations differs: the time the template was built.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { cpSync, existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listMigrations, migrate } from './migrate.ts';
@@ -37,7 +37,9 @@ export async function copyMigratedTemplate(dir: string, templates = migratedTemp
   if (!existsSync(path.join(source, 'PG_VERSION'))) return false;
   const temp = `${dir}.copying-${process.pid}`;
   await rm(temp, { recursive: true, force: true });
-  await cp(source, temp, { recursive: true });
+  // Synchronous: fs.cp's promise per file took 0.8 s for the cluster's 1,168 files, cpSync 0.15 s (nothing else
+  // runs yet at a first start).
+  cpSync(source, temp, { recursive: true });
   await rm(dir, { recursive: true, force: true }); // empty (the caller checked): rename does not replace a directory everywhere
   await rename(temp, dir);
   return true;
