@@ -73,10 +73,6 @@ function fakeStore(keys: KeyRow[]) {
       const row = live(scope).find((k) => k.id === id);
       return row ? { ...row } : null;
     },
-    async listKeys(db) {
-      log.push(`${where(db)} listKeys`);
-      return [];
-    },
     async keysPageJson(db) {
       log.push(`${where(db)} keysPageJson`);
       return '{"data":[],"next_cursor":null}';

@@ -73,10 +73,6 @@ function fakeStore(people: PersonRow[] = []) {
       if (hooked !== undefined) return hooked;
       return live(scope).find((p) => p.account_id === accountId && ((phone && p.phone === phone) || (email && p.email === email))) ?? null;
     },
-    async listPeople(db) {
-      log.push(`${where(db)} listPeople`);
-      return [];
-    },
     async peoplePageJson(db) {
       log.push(`${where(db)} peoplePageJson`);
       return '{"data":[],"next_cursor":null}';
@@ -344,7 +340,7 @@ describe('PeopleService: delete', () => {
 describe('PeopleService: reads', () => {
   test('GET /people?phone= that is not an international number is a 400 and reads nothing', async () => {
     const { service, log } = fixture();
-    assert.equal((await refusal(service.list(caller(), { phone: '020 7946 0958' }))).status, 400);
+    assert.equal((await refusal(service.listJson(caller(), { phone: '020 7946 0958' }))).status, 400);
     assert.deepEqual(log, []);
   });
 });

@@ -55,13 +55,6 @@ export class CatalogService {
     });
   }
 
-  /** GET /v1/locks read into objects: what listLocksJson sends, held to it by the lists' tests. */
-  async listLocks(caller: Caller, query: LockListQuery): Promise<PageOf<Lock>> {
-    const page = pageRequest(query);
-    const rows = await listLocks(this.db, this.underLocations(caller, query), page.afterId, page.limit + 1);
-    return toPage(rows.map(publicLock), page.limit, (lock) => lock.id);
-  }
-
   private underLocations(caller: Caller, query: LockListQuery): number[] {
     return query.location_id === undefined ? [caller.locationId] : [caller.locationId, query.location_id];
   }

@@ -5,7 +5,7 @@ import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Database, Queryable, Transaction } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache } from '../../platform/page-cache.ts';
-import { clampLimit, decodeCursor, toPage, type PageOf } from '../../platform/pagination.ts';
+import { clampLimit, decodeCursor } from '../../platform/pagination.ts';
 import type { AccessLists } from '../access/index.ts';
 import { unknownSecurityGroups } from '../catalog/index.ts';
 import { queueLockingSystemTask, type LockingSystems } from '../locking-system/index.ts';
@@ -23,7 +23,6 @@ import { toKey, type AccountRow, type KeyRow } from './store.ts';
 export type KeysStore = Pick<
   typeof storeModule,
   | 'findKey'
-  | 'listKeys'
   | 'keysPageJson'
   | 'keysOfPerson'
   | 'liveKeysOfPerson'
@@ -90,12 +89,6 @@ export class KeysService {
 
   private now(): Date {
     return this.deps.clock.now();
-  }
-
-  async listKeys(caller: Caller, query: KeyListQuery): Promise<PageOf<Key>> {
-    const limit = clampLimit(query.limit);
-    const rows = await this.store.listKeys(this.db, caller.locationId, this.listFilter(query), decodeCursor(query.cursor, 'number'), limit + 1);
-    return toPage(rows.map(toKey), limit, (k) => k.id);
   }
 
   async getKey(caller: Caller, id: number): Promise<Key> {

@@ -51,6 +51,7 @@ export async function findKey(db: Queryable, scopeLocationId: number | null, id:
   return rows[0] ?? null;
 }
 
+/** A page of GET /v1/keys read into rows: the reference keysPageJson is held to (test/platform/list-pages-json.test.ts). */
 export async function listKeys(
   db: Queryable,
   scopeLocationId: number,

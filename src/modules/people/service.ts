@@ -37,7 +37,6 @@ export type PeopleStore = Pick<
   typeof storeModule,
   | 'findPerson'
   | 'findDuplicate'
-  | 'listPeople'
   | 'peoplePageJson'
   | 'searchPeople'
   | 'insertPerson'
@@ -107,13 +106,6 @@ export class PeopleService {
       const { limit, afterId, filter } = this.listRequest(query);
       return this.store.peoplePageJson(this.db, caller.locationId, filter, afterId, limit);
     });
-  }
-
-  /** GET /v1/people read into objects: what listJson sends, held to it by the lists' tests. */
-  async list(caller: Caller, query: PersonListQuery): Promise<PageOf<Person>> {
-    const { limit, afterId, filter } = this.listRequest(query);
-    const rows = await this.store.listPeople(this.db, caller.locationId, filter, afterId, limit + 1);
-    return toPage(rows.map(toPerson), limit, (p) => p.id);
   }
 
   private listRequest(query: PersonListQuery): { limit: number; afterId: string | null; filter: { email: string | null; phone: string | null } } {

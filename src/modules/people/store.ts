@@ -69,6 +69,7 @@ export async function findDuplicate(
   return rows[0] ?? null;
 }
 
+/** A page of GET /v1/people read into rows: the reference peoplePageJson is held to (test/platform/list-pages-json.test.ts). */
 export async function listPeople(
   db: Queryable,
   scopeLocationId: number,
