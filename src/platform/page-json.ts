@@ -43,25 +43,27 @@ export type Condition = { sql: (param: string) => string; value: unknown } | nul
 const shapedTexts = new Map<string, string>();
 
 /**
- * A list's statement for the filters given, and its parameters: only the conditions present are in the WHERE,
- * numbered from $1, then `rest`'s (the limit). The statement stays unnamed, planned for its values at each
- * call: prepared, server PostgreSQL would switch to a plan made for any value after five calls, and that plan
- * read 300,000 people in parallel for 2.6 s where the plan for the values took 1 ms (bench/RESULTS.md, the
- * lists at scale). Without `$n IS NULL OR …` branches, each shape is still planned on what it filters.
+ * A page of a list filtered on what the query gives, as readJsonPage writes it. `rows(where, read)` is the
+ * statement's rows as jsonPageSql takes them: `where` holds only the conditions present (numbered from $1), `read`
+ * is the parameter of the page's limit plus one. Each combination of filters is a statement text of its own, kept
+ * once built, and stays unnamed, planned for its values at each call: prepared, server PostgreSQL would switch to
+ * a plan made for any value after five calls, and that plan read 300,000 people in parallel for 2.6 s where the
+ * plan for the values took 1 ms (bench/RESULTS.md, plans made for any value). Without `$n IS NULL OR …`
+ * branches, each shape is still planned on what it filters.
  */
-export function shapedStatement(
-  name: string,
-  conditions: readonly Condition[],
-  rest: readonly unknown[],
-  text: (where: string, restParams: string[]) => string,
-): { sql: string; params: unknown[] } {
-  const shape = `${name}.${conditions.map((c) => (c ? '1' : '0')).join('')}`;
-  const present = conditions.filter((c): c is NonNullable<Condition> => c !== null);
+export async function readFilteredJsonPage(
+  db: Queryable,
+  list: { name: string; conditions: readonly Condition[]; limit: number; key: 'number' | 'uuid' },
+  rows: (where: string, read: string) => string,
+): Promise<string> {
+  const present = list.conditions.filter((c): c is NonNullable<Condition> => c !== null);
+  const shape = `${list.name}.${list.conditions.map((c) => (c ? '1' : '0')).join('')}`;
   let sql = shapedTexts.get(shape);
   if (sql === undefined) {
     const where = present.map((c, i) => c.sql(`$${i + 1}`)).join(' AND ');
-    sql = text(where === '' ? 'true' : where, rest.map((_, i) => `$${present.length + i + 1}`));
+    const read = `$${present.length + 1}`;
+    sql = jsonPageSql(rows(where === '' ? 'true' : where, read), read);
     shapedTexts.set(shape, sql);
   }
-  return { sql, params: [...present.map((c) => c.value), ...rest] };
+  return readJsonPage(db, sql, [...present.map((c) => c.value), list.limit + 1], list);
 }

@@ -1,7 +1,7 @@
 // The SQL of keys (invitations: invitation-store.ts). Scope follows the person: a key is in a caller's
 // scope when its person's location is.
 import type { Queryable } from '../../platform/db/index.ts';
-import { isoMilliseconds, jsonPageSql, readJsonPage, shapedStatement } from '../../platform/page-json.ts';
+import { isoMilliseconds, readFilteredJsonPage } from '../../platform/page-json.ts';
 import type { EmbeddedKey, Key } from './schemas.ts';
 
 /** A key as read: the fields a Key shows as they are (schemas.ts), its times as Dates, and its person. */
@@ -81,33 +81,28 @@ export async function keysPageJson(
   afterId: number | null,
   limit: number,
 ): Promise<string> {
-  const { sql, params } = shapedStatement(
-    'keys.pageJson',
-    [
-      { sql: (p) => `l.path @> ARRAY[${p}]::bigint[]`, value: scopeLocationId },
-      afterId === null ? null : { sql: (p) => `k.id > ${p}`, value: afterId },
-      filter.personId === null ? null : { sql: (p) => `k.person_id = ${p}::uuid`, value: filter.personId },
-      filter.state === null ? null : { sql: (p) => `k.state = ${p}`, value: filter.state },
-      filter.securityGroup === null ? null : { sql: (p) => `${p} = ANY(k.security_groups)`, value: filter.securityGroup },
-    ],
-    [limit + 1],
-    (where, [read]) =>
-      jsonPageSql(
-        `SELECT k.id AS key, row_to_json(item)::text AS item
-           FROM keys k
-           JOIN people p ON p.id = k.person_id
-           JOIN locations l ON l.id = p.location_id
-           CROSS JOIN LATERAL (
-             SELECT k.id, k.name, k.type, k.state, k.person_id, k.security_groups,
-                    ${isoMilliseconds('k.starts_at')} AS starts_at, ${isoMilliseconds('k.expires_at')} AS expires_at,
-                    k.invitation_id) AS item
-          WHERE k.revoked_at IS NULL AND ${where}
-          ORDER BY k.id
-          LIMIT ${read}`,
-        read as string,
-      ),
+  const conditions = [
+    { sql: (p: string) => `l.path @> ARRAY[${p}]::bigint[]`, value: scopeLocationId },
+    afterId === null ? null : { sql: (p: string) => `k.id > ${p}`, value: afterId },
+    filter.personId === null ? null : { sql: (p: string) => `k.person_id = ${p}::uuid`, value: filter.personId },
+    filter.state === null ? null : { sql: (p: string) => `k.state = ${p}`, value: filter.state },
+    filter.securityGroup === null ? null : { sql: (p: string) => `${p} = ANY(k.security_groups)`, value: filter.securityGroup },
+  ];
+  return readFilteredJsonPage(
+    db,
+    { name: 'keys.pageJson', conditions, limit, key: 'number' },
+    (where, read) => `SELECT k.id AS key, row_to_json(item)::text AS item
+         FROM keys k
+         JOIN people p ON p.id = k.person_id
+         JOIN locations l ON l.id = p.location_id
+         CROSS JOIN LATERAL (
+           SELECT k.id, k.name, k.type, k.state, k.person_id, k.security_groups,
+                  ${isoMilliseconds('k.starts_at')} AS starts_at, ${isoMilliseconds('k.expires_at')} AS expires_at,
+                  k.invitation_id) AS item
+        WHERE k.revoked_at IS NULL AND ${where}
+        ORDER BY k.id
+        LIMIT ${read}`,
   );
-  return readJsonPage(db, sql, params, { limit, key: 'number' });
 }
 
 /** Every live key of a person, whatever the scope. */

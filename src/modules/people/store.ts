@@ -1,6 +1,6 @@
 // The SQL of people. Reads take the caller's location and filter by it.
 import type { Queryable } from '../../platform/db/index.ts';
-import { jsonPageSql, readJsonPage, shapedStatement } from '../../platform/page-json.ts';
+import { readFilteredJsonPage } from '../../platform/page-json.ts';
 import { emailKey } from './rules.ts';
 import type { Person } from './schemas.ts';
 
@@ -100,30 +100,25 @@ export async function peoplePageJson(
   afterId: string | null,
   limit: number,
 ): Promise<string> {
-  const { sql, params } = shapedStatement(
-    'people.pageJson',
-    [
-      { sql: (p) => `l.path @> ARRAY[${p}]::bigint[]`, value: scopeLocationId },
-      filter.email === null ? null : { sql: (p) => `lower(p.email) = ${p}`, value: emailKey(filter.email) },
-      filter.phone === null ? null : { sql: (p) => `p.phone = ${p}`, value: filter.phone },
-      afterId === null ? null : { sql: (p) => `p.id > ${p}::uuid`, value: afterId },
-    ],
-    [limit + 1],
-    (where, [read]) =>
-      jsonPageSql(
-        `SELECT p.id AS key, row_to_json(item)::text AS item
-           FROM people p
-           JOIN locations l ON l.id = p.location_id
-           CROSS JOIN LATERAL (
-             SELECT p.id, p.name, p.email, p.phone, p.company_name, p.title, p.language,
-                    (SELECT location FROM (SELECT l.id, l.name) AS location) AS location) AS item
-          WHERE p.deleted_at IS NULL AND ${where}
-          ORDER BY p.id
-          LIMIT ${read}`,
-        read as string,
-      ),
+  const conditions = [
+    { sql: (p: string) => `l.path @> ARRAY[${p}]::bigint[]`, value: scopeLocationId },
+    filter.email === null ? null : { sql: (p: string) => `lower(p.email) = ${p}`, value: emailKey(filter.email) },
+    filter.phone === null ? null : { sql: (p: string) => `p.phone = ${p}`, value: filter.phone },
+    afterId === null ? null : { sql: (p: string) => `p.id > ${p}::uuid`, value: afterId },
+  ];
+  return readFilteredJsonPage(
+    db,
+    { name: 'people.pageJson', conditions, limit, key: 'uuid' },
+    (where, read) => `SELECT p.id AS key, row_to_json(item)::text AS item
+         FROM people p
+         JOIN locations l ON l.id = p.location_id
+         CROSS JOIN LATERAL (
+           SELECT p.id, p.name, p.email, p.phone, p.company_name, p.title, p.language,
+                  (SELECT location FROM (SELECT l.id, l.name) AS location) AS location) AS item
+        WHERE p.deleted_at IS NULL AND ${where}
+        ORDER BY p.id
+        LIMIT ${read}`,
   );
-  return readJsonPage(db, sql, params, { limit, key: 'uuid' });
 }
 
 /**
