@@ -30,8 +30,10 @@ COPY scripts/start.mjs scripts/server-bundle.mjs ./scripts/
 # The operator's commands (README "From embedded to PostgreSQL", "Lost the operator token?"), run through tsx:
 #   docker run --rm -v latchkey-data:/data -e DATABASE_URL=… latchkey npm run move-to-postgres
 COPY scripts/move-to-postgres.ts scripts/operator-token.ts ./scripts/
-# The bundle (.cache/server), built once here: the service starts without building, and without tsx.
-RUN node scripts/start.mjs --build
+# The bundle (.cache/server), built once here: the service starts without building, and without tsx. The build
+# also makes the embedded database's migrated template (.cache/pglite, copied by a first start), which the
+# service's user must be able to read: made by root, its cluster files are 0600.
+RUN node scripts/start.mjs --build && chown -R node:node .cache/pglite
 # The embedded database and the generated secrets (unused with DATABASE_URL); owned by the image's
 # unprivileged user, which the service runs as.
 RUN mkdir -p /data && chown node:node /data

@@ -18,9 +18,9 @@
 // through tsx's hooks on a thread of their own. Measured on the 2-core machine beside another workload (so the
 // figures are high): a light file's imports took 3.6-4.1 s of CPU through tsx, 1.4-1.7 s bundled. The rest of a
 // start is the file's own either way: a PGlite from the migrated template (1.7-2.1 s, PostgreSQL starting inside
-// WebAssembly and the template unpacked into its memory file system) and the service (1.6-2.1 s, most of it
-// Fastify compiling each route's validator and serializer). Still a process per file: files keep their own
-// modules, process.env and hooks.
+// WebAssembly and the template unpacked into its memory file system) and the service (1.6-2.1 s then, most of it
+// Fastify compiling each route's validator and serializer, which now happens at a route's first request only:
+// src/platform/validation.ts). Still a process per file: files keep their own modules, process.env and hooks.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';

@@ -111,7 +111,9 @@ test("the Dockerfile: node 20 slim, npm ci without dev dependencies, package.jso
   // The service runs from its bundle, built in the image (after the sources are copied) so that a start does not
   // build; esbuild builds it and tsx runs `npm run migrate`: both must survive --omit=dev.
   assert.ok(!cmd.includes('tsx'), 'the service runs without tsx');
-  const build = dockerfile.search(/^RUN node scripts\/start\.mjs --build$/m);
+  const build = dockerfile.search(/^RUN node scripts\/start\.mjs --build\b/m);
+  // The build makes the migrated template as root; the service's user copies it at a first start.
+  assert.match(dockerfile, /^RUN node scripts\/start\.mjs --build && chown -R node:node \.cache\/pglite$/m, 'the migrated template is readable by the service');
   assert.ok(build > dockerfile.search(/^COPY src /m) && build > dockerfile.search(/^COPY scripts\/start\.mjs scripts\/server-bundle\.mjs /m), 'the bundle is built from the copied sources');
   const dependencies = (JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> }).dependencies;
   assert.ok(dependencies.tsx && dependencies.esbuild);

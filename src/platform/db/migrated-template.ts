@@ -63,7 +63,7 @@ export async function writeMigratedTemplate(templates = migratedTemplatesDir): P
       } finally {
         await db.close();
       }
-      await rename(temp, target).catch(async (error: NodeJS.ErrnoException) => {
+      await rename(temp, target).catch((error: unknown) => {
         if (!existsSync(path.join(target, 'PG_VERSION'))) throw error; // not another build's: a real failure
       });
     } finally {
