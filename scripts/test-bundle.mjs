@@ -5,6 +5,7 @@
 // workload, a light file's imports took 3.6-4.1 s of CPU that way and 1.4-1.7 s bundled (the database and the
 // service cost the same either way). The same esbuild that tsx runs strips the types, with the same
 // tsconfig.json and keepNames, and source maps keep stack traces on the .ts lines.
+import { writeFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -62,4 +63,17 @@ export async function bundleTests(files, { root = process.cwd(), outDir }) {
     plugins: [ownImportMeta(root)],
   });
   return new Map(files.map((file) => [file, path.join(outDir, file.replace(/\.ts$/, '.mjs'))]));
+}
+
+/**
+ * Writes a module that runs several test files in one process, each as a suite named by its file: a file's
+ * top-level tests and hooks, registered while its bundle is imported inside the suite's callback, belong to
+ * that suite (node:test finds the suite being built through the async context), and the suites run one after
+ * the other. The files share the process, its environment and the modules of their chunks. Returns its path.
+ */
+export function writeGroupEntry(outDir, name, files, bundles) {
+  const entry = path.join(outDir, `${name}.mjs`);
+  const suites = files.map((file) => `describe(${JSON.stringify(file)}, async () => {\n  await import(${JSON.stringify(pathToFileURL(bundles.get(file)).href)});\n});`);
+  writeFileSync(entry, `import { describe } from 'node:test';\n${suites.join('\n')}\n`);
+  return entry;
 }

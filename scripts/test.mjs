@@ -2,53 +2,58 @@
 // server PostgreSQL. Arguments are test files or folders of them (`npm test -- test/access`); arguments that
 // start with `-` go to node --test as they are.
 //
-// Wall time on a small machine: each test file is a process of its own with a database of its own (a PGlite in
-// memory, or a schema of its own on PostgreSQL) listening on free ports, so files do not see each other, and
-// most of their time is spent waiting (timers, sockets, child processes). So the files of both backends share
-// one pool of LATCHKEY_TEST_JOBS processes (default: twice the cores), the longest first (durations of the
-// last run are kept in node_modules/.cache/latchkey/test-durations.json); the pure tier (test/unit) runs
-// once, on PGlite, since it uses no database, and so do the files in ONE_BACKEND whose subject does not
-// depend on it (clients, the console in a browser, the HTTP edge). The files in SERIAL then run one at a time with nothing
-// beside them. Each file's report is printed whole when it ends, headed by its backend, file and duration;
-// the failures are listed again at the end.
-//
-// CPU per file: the two cores are saturated while the pool runs, so a file's start-up costs wall time. The
-// test files are first bundled by esbuild (scripts/test-bundle.mjs, about 1.5 s for all of them, npm packages
-// left external) and each bundle runs under plain `node --test`: through tsx, every module a file loads passes
-// through tsx's hooks on a thread of their own. Measured on the 2-core machine beside another workload (so the
-// figures are high): a light file's imports took 3.6-4.1 s of CPU through tsx, 1.4-1.7 s bundled. The rest of a
-// start is the file's own either way: a PGlite from the migrated template (1.7-2.1 s, PostgreSQL starting inside
-// WebAssembly and the template unpacked into its memory file system) and the service (1.6-2.1 s then, most of it
-// Fastify compiling each route's validator and serializer, which now happens at a route's first request only:
-// src/platform/validation.ts). Still a process per file: files keep their own modules, process.env and hooks.
+// Wall time on a small machine: each test file has a database of its own (a PGlite in memory, or a schema of its
+// own on PostgreSQL) and a service listening on free ports, so files do not see each other's rows. The two cores
+// are saturated while the files run side by side, so what a file costs in CPU is what it costs in time, and much
+// of a light file's CPU is its start. So:
+// - the test files are bundled by esbuild first (scripts/test-bundle.mjs, about 1.5 s for all of them, npm
+//   packages left external) and run under plain `node --test`, not through tsx, whose module hooks cost a light
+//   file 3.6-4.1 s of CPU for its imports, against 1.4-1.7 s bundled;
+// - light files run several to a process, one after the other (groups, below), so that a process's start, its
+//   imports and PGlite's WebAssembly are paid once per group;
+// - the jobs of both backends share one pool of LATCHKEY_TEST_JOBS processes (default: twice the cores), the
+//   longest first (durations of the last run are kept in node_modules/.cache/latchkey/test-durations.json), and
+//   the heaviest files never run beside one another;
+// - the pure tier (test/unit) runs once, on PGlite, since it uses no database, and so do the files in
+//   ONE_BACKEND whose subject does not depend on it (clients, the console in a browser, the HTTP edge);
+// - the files in SERIAL run after the pool, two at a time, under their own rules.
+// Each job's report is printed whole when it ends, headed by its backend, files and duration; the failures are
+// listed again at the end.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { bundleTests } from './test-bundle.mjs';
+import { bundleTests, writeGroupEntry } from './test-bundle.mjs';
 
-/** Files (or folders, ending in /) that must run alone, with the reason. */
+const SHARED_BROKER = "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id";
+/**
+ * Files (or folders, ending in /) that run after the pool, with the reason. They mostly wait (on servers of
+ * their own, timers and reconnections: the CPU is 10-40 % busy while one runs), so two run at a time
+ * (SERIAL_WIDTH), except that an `alone` file has nothing beside it and the files of one `set` never run
+ * beside one another.
+ */
 const SERIAL = {
-  'test/faults/': 'stops, freezes or kills a server (Mosquitto, PostgreSQL, Redis, an instance) and times the recovery in seconds',
-  'test/webhooks/window.test.ts': 'its 300 HTTPS deliveries must all land within the 2.5 s a slow receiver takes, which a shared CPU misses',
+  'test/faults/': { reason: 'stops, freezes or kills a server of its own (Mosquitto, PostgreSQL, Redis, an instance) and times the recovery in seconds' },
+  'test/webhooks/window.test.ts': { reason: 'its 300 HTTPS deliveries must all land within the 2.5 s a slow receiver takes, which a shared CPU misses', alone: true },
   // Gateway topics are latchkey/gateways/<id>/…, and every test database numbers its gateways from 1.
-  'test/devices/presence.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
-  'test/devices/instances.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
-  'test/access/instances.test.ts': "its gateways on the shared broker (TEST_MQTT_URL) would hear other files' gateways of the same id",
+  'test/devices/presence.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
+  'test/devices/instances.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
+  'test/access/instances.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
 };
+const SERIAL_WIDTH = 2;
 /**
  * Seconds a file took on this project's 2-core CI machine (embedded PGlite), for the files over 15 s: the order
  * of a run with no durations of its own yet (after npm ci). An order only: a stale figure costs wall time, never
  * a test.
  */
 const EXPECTED = {
-  'test/webhooks/crash.test.ts': 61, 'test/devices/crash-events.test.ts': 48, 'test/console/browser.test.ts': 36,
-  'test/devices/crash-results.test.ts': 32, 'test/platform/main.test.ts': 30, 'test/devices/broker-credentials.test.ts': 26,
-  'test/access/gateway-access.test.ts': 25, 'test/webhooks/webhooks.test.ts': 24, 'test/platform/data-dir-lock.test.ts': 20,
-  'test/console/operator-day.test.ts': 20, 'test/sdk/retries.test.ts': 20, 'test/console/session.test.ts': 19,
-  'test/platform/properties.test.ts': 19, 'test/cli/public.test.ts': 17, 'test/webhooks/window.test.ts': 17,
-  'test/console/access.test.ts': 17, 'test/devices/broker.test.ts': 16, 'test/platform/api-docs-browser.test.ts': 16,
+  'test/platform/main.test.ts': 46, 'test/console/browser.test.ts': 44, 'test/devices/crash-events.test.ts': 44, 'test/console/site.test.ts': 35,
+  'test/webhooks/crash.test.ts': 35, 'test/devices/broker-credentials.test.ts': 29, 'test/faults/broker-restart.test.ts': 27,
+  'test/console/controllers.test.ts': 27, 'test/cli/public.test.ts': 25, 'test/devices/crash-results.test.ts': 24, 'test/cli/operator.test.ts': 24,
+  'test/webhooks/webhooks.test.ts': 22, 'test/console/devices.test.ts': 22, 'test/controllers/uhppote-service.test.ts': 21, 'test/console/access.test.ts': 21,
+  'test/platform/openapi-conformance.test.ts': 19, 'test/catalog/catalog.test.ts': 19, 'test/cli/lists.test.ts': 16, 'test/console/operator-day.test.ts': 16,
+  'test/platform/api-docs-browser.test.ts': 15,
 };
 /**
  * CPU-bound files with deadlines of their own: they run beside light files but never beside one another
@@ -60,8 +65,8 @@ const HEAVY = {
   'test/webhooks/crash.test.ts': 'a burst of webhook deliveries, the service killed and restarted',
   'test/console/browser.test.ts': 'Chromium',
   'test/platform/api-docs-browser.test.ts': 'Chromium',
-  'test/cli/operator.test.ts': 'a CLI process (tsx) per command',
-  'test/cli/public.test.ts': 'a CLI process (tsx) per command',
+  'test/cli/operator.test.ts': 'a CLI process per command',
+  'test/cli/public.test.ts': 'a CLI process per command',
   'test/platform/main.test.ts': 'the service started as a process, again and again',
 };
 /** Uses no database: runs on the first backend only. */
@@ -115,7 +120,8 @@ const args = process.argv.slice(2);
 const nodeFlags = args.filter((arg) => arg.startsWith('-'));
 const named = args.filter((arg) => !arg.startsWith('-'));
 const files = (named.length > 0 ? named : ['test']).flatMap((arg) => (statSync(arg).isDirectory() ? testFiles(arg).sort() : [arg])).map(relative);
-const isSerial = (file) => Object.keys(SERIAL).some((key) => (key.endsWith('/') ? file.startsWith(key) : file === key));
+const serialOf = (file) => Object.entries(SERIAL).find(([key]) => (key.endsWith('/') ? file.startsWith(key) : file === key))?.[1];
+const isSerial = (file) => serialOf(file) !== undefined;
 
 const backends = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
 const label = { pglite: 'embedded PGlite', postgres: 'PostgreSQL' };
@@ -130,14 +136,27 @@ try {
   // first run: files start in name order
 }
 
-/** One file on one backend: node --test in a process of its own, its report collected. */
-function runFile({ backend, file }) {
+/**
+ * Every file that is neither SERIAL nor HEAVY runs in a group: several files to a process, each a suite of the
+ * group's entry module (scripts/test-bundle.mjs, writeGroupEntry), one after the other, so that Node's start,
+ * the imports and PGlite's WebAssembly are paid once per group instead of once per file (measured through tsx:
+ * a process's first database and service took 1.3 s of CPU, the next ones 0.7-0.8 s; its imports 1.3 s). A
+ * file still has its own database and service, as alone, and its own hooks. A group is filled, in name order,
+ * up to GROUP_SECONDS of expected time; LATCHKEY_TEST_GROUPS=off runs a file per process.
+ */
+const GROUP_SECONDS = 40;
+const grouping = process.env.LATCHKEY_TEST_GROUPS !== 'off';
+
+/** One job on one backend, a file or a group of files, in a process of its own; its report collected. */
+function runJob({ backend, files }) {
   const started = Date.now();
   // On Node 20, --test-timeout under --test bounds the whole file (checked: a file of two 1.5 s tests fails at
   // 2 s), not each test. The longest file takes about 60 s alone and two to three times that beside others, so
-  // the bound is 300 s a file; tests that need a bound of their own set `timeout`.
-  // The file's bundle (scripts/test-bundle.mjs) under plain Node; source maps keep stack traces on the .ts lines.
-  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, bundles.get(file)], {
+  // the bound is 300 s a process (a group is filled to about 40 s); tests that need a bound of their own set
+  // `timeout`. The file's bundle (scripts/test-bundle.mjs) under plain Node; source maps keep stack traces on
+  // the .ts lines.
+  const entry = files.length === 1 ? bundles.get(files[0]) : groupEntries.get(files);
+  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-timeout=300000', ...reporter, ...nodeFlags, entry], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
@@ -154,30 +173,41 @@ function runFile({ backend, file }) {
   return new Promise((resolve) =>
     child.once('close', (code, signal) => {
       const report = Buffer.concat(out).toString();
+      const plain = stripVTControlCharacters(report);
       // The spec reporter's closing counts (`ℹ pass 12`).
-      const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(stripVTControlCharacters(report))?.[1] ?? 0);
-      resolve({ backend, file, code: code ?? (signal ? 1 : 0), seconds: (Date.now() - started) / 1000, report, pass: count('pass'), fail: count('fail'), skipped: count('skipped') });
+      const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(plain)?.[1] ?? 0);
+      // In a group, each file's suite closes with a line of its own at the left margin: `✔ test/a.test.ts (812.5ms)`.
+      const suites = new Map();
+      for (const [, mark, file, ms] of plain.matchAll(/^(\S+) (test\/\S+\.test\.ts) \(([\d.]+)ms\)/gm)) {
+        if (files.includes(file) && !suites.has(file)) suites.set(file, { failed: mark === '✖', seconds: Number(ms) / 1000 });
+      }
+      resolve({ backend, files, code: code ?? (signal ? 1 : 0), seconds: (Date.now() - started) / 1000, report, suites, pass: count('pass'), fail: count('fail'), skipped: count('skipped') });
     }),
   );
 }
 
 const results = [];
-function print(result, alone) {
+const jobName = (job) => (job.files.length === 1 ? job.files[0] : `${job.files.length} files: ${job.files.join(', ')}`);
+function print(result, phase) {
   const status = result.code === 0 ? 'passed' : 'FAILED';
-  console.log(`\n# ${status}  ${label[result.backend]}  ${result.file}  ${result.seconds.toFixed(1)} s${alone ? ' (alone)' : ''}\n`);
+  console.log(`\n# ${status}  ${label[result.backend]}  ${jobName(result)}  ${result.seconds.toFixed(1)} s${phase === 'pool' ? '' : ` (${phase})`}\n`);
   process.stdout.write(result.report);
 }
 
-/** Runs `list` through `width` processes at a time, the longest (by the last run) first. */
-async function runPool(list, width, alone) {
-  const expected = (job) => lastDurations[`${job.backend} ${job.file}`] ?? EXPECTED[job.file] ?? 5;
+const expectedOf = (backend, file) => lastDurations[`${backend} ${file}`] ?? EXPECTED[file] ?? 5;
+
+/**
+ * Runs `list` through `width` processes at a time, the longest (by the last run) first: the longest waiting
+ * job that `mayStart` beside the jobs running, and never a file running on the other backend (the same load
+ * twice at once).
+ */
+async function runPool(list, width, phase, mayStart) {
+  const expected = (job) => job.files.reduce((sum, file) => sum + expectedOf(job.backend, file), 0);
   const queue = [...list].sort((a, b) => expected(b) - expected(a));
-  let heavyRunning = false;
-  const runningFiles = new Set();
-  // The next job: the longest waiting, but not a heavy one while a heavy one runs, nor a file running on the
-  // other backend (the same load twice at once).
+  const running = new Set();
   const next = () => {
-    const i = queue.findIndex((job) => !(heavyRunning && HEAVY[job.file]) && !runningFiles.has(job.file));
+    const busy = new Set([...running].flatMap((job) => job.files));
+    const i = queue.findIndex((job) => !job.files.some((file) => busy.has(file)) && mayStart(job, [...running]));
     return i === -1 ? undefined : queue.splice(i, 1)[0];
   };
   const wake = new Set();
@@ -188,20 +218,26 @@ async function runPool(list, width, alone) {
         await new Promise((resolve) => wake.add(resolve)); // nothing that may start now: wait for a job to end
         continue;
       }
-      const heavy = Boolean(HEAVY[job.file]);
-      if (heavy) heavyRunning = true;
-      runningFiles.add(job.file);
-      const result = await runFile(job);
-      runningFiles.delete(job.file);
-      if (heavy) heavyRunning = false;
+      running.add(job);
+      const result = await runJob(job);
+      running.delete(job);
       for (const resolve of wake) resolve();
       wake.clear();
       results.push(result);
-      print(result, alone);
+      print(result, phase);
     }
   };
   await Promise.all(Array.from({ length: Math.min(width, queue.length) }, worker));
 }
+/** In the pool: a heavy file never beside another heavy one (either backend). */
+const isHeavy = (job) => job.files.some((file) => HEAVY[file]);
+const besideInPool = (job, running) => !(isHeavy(job) && running.some(isHeavy));
+/** After the pool: SERIAL's `alone` and `set`. */
+const besideAfterPool = (job, running) => {
+  const mine = serialOf(job.files[0]);
+  const theirs = running.map((other) => serialOf(other.files[0]));
+  return running.length === 0 || (!mine.alone && theirs.every((other) => !other.alone && (mine.set === undefined || other.set !== mine.set)));
+};
 
 const started = Date.now();
 /** The backends a file runs on. */
@@ -224,14 +260,42 @@ try {
   console.error(error instanceof Error && 'errors' in error ? '# the test files do not build (above)' : error);
   process.exit(1);
 }
-const all = files.flatMap((file) => backendsOf(file).map((backend) => ({ backend, file })));
-console.log(`# Latchkey tests on ${backends.map((b) => label[b]).join(' and ')}: ${all.length} file runs, ${jobs} at a time, then ${all.filter((j) => isSerial(j.file)).length} alone`);
-await runPool(all.filter((job) => !isSerial(job.file)), jobs, false);
+
+/** The jobs of one backend: its light files in groups (in name order, so that neighbours share modules), the rest alone. */
+const groupEntries = new Map();
+function jobsOf(backend, list) {
+  const light = (file) => grouping && !isSerial(file) && !HEAVY[file];
+  const jobs = list.filter((file) => !light(file)).map((file) => ({ backend, files: [file] }));
+  let group = [];
+  let seconds = 0;
+  const close = () => {
+    if (group.length === 0) return;
+    if (group.length > 1) groupEntries.set(group, writeGroupEntry(bundleDir, `group-${backend}-${groupEntries.size + 1}`, group, bundles));
+    jobs.push({ backend, files: group });
+    group = [];
+    seconds = 0;
+  };
+  for (const file of list.filter(light)) {
+    if (seconds + expectedOf(backend, file) > GROUP_SECONDS) close();
+    group.push(file);
+    seconds += expectedOf(backend, file);
+  }
+  close();
+  return jobs;
+}
+const all = backends.flatMap((backend) => jobsOf(backend, files.filter((file) => backendsOf(file).includes(backend))));
+const fileRuns = all.reduce((sum, job) => sum + job.files.length, 0);
+const serialJobs = all.filter((job) => isSerial(job.files[0]));
+console.log(`# Latchkey tests on ${backends.map((b) => label[b]).join(' and ')}: ${fileRuns} file runs in ${all.length} processes, ${jobs} at a time, then ${serialJobs.length} after the pool, ${SERIAL_WIDTH} at a time`);
+await runPool(all.filter((job) => !serialJobs.includes(job)), jobs, 'pool', besideInPool);
 const parallelSeconds = (Date.now() - started) / 1000;
-await runPool(all.filter((job) => isSerial(job.file)), 1, true);
+await runPool(serialJobs, SERIAL_WIDTH, 'after the pool', besideAfterPool);
 
 const durations = { ...lastDurations };
-for (const r of results) durations[`${r.backend} ${r.file}`] = Math.round(r.seconds * 10) / 10;
+for (const r of results) {
+  if (r.files.length === 1) durations[`${r.backend} ${r.files[0]}`] = Math.round(r.seconds * 10) / 10;
+  else for (const [file, suite] of r.suites) durations[`${r.backend} ${file}`] = Math.round(suite.seconds * 10) / 10;
+}
 try {
   mkdirSync(path.dirname(durationsFile), { recursive: true });
   writeFileSync(durationsFile, `${JSON.stringify(durations, null, 1)}\n`);
@@ -239,18 +303,25 @@ try {
   // read-only tree: the next run orders by name
 }
 
-// A file that failed beside others runs once more, alone: a test that is slow only on a starved CPU passes
-// then, and is reported as flaky (with its first failure printed at the end), never hidden; one that fails
-// alone too fails the run.
-const firstFailures = results.filter((r) => r.code !== 0 && !isSerial(r.file));
+// A job that failed beside others runs again, alone, a file at a time: a test that is slow only on a starved
+// CPU passes then, and is reported as flaky (with its first failure printed at the end), never hidden; one that
+// fails alone too fails the run. A group's files all run again, so that the counts are each file's own; a file
+// is flaky if its suite failed in the group (or, when the group died without saying which, any of them) and it
+// passes alone; a failure that only its group shows is one file's state reaching another, and is reported so.
+const firstFailures = results.filter((r) => r.code !== 0);
 const flaky = [];
 if (firstFailures.length > 0) {
-  console.log(`\n# ${firstFailures.length} file run(s) failed beside others: each runs again, alone`);
+  console.log(`\n# ${firstFailures.length} process(es) failed beside others: each file of them runs again, alone`);
   for (const first of firstFailures) {
-    const again = await runFile(first);
-    print(again, true);
-    results.splice(results.indexOf(first), 1, again);
-    if (again.code === 0) flaky.push(first);
+    const again = [];
+    for (const file of first.files) {
+      const result = await runJob({ backend: first.backend, files: [file] });
+      print(result, 'alone');
+      again.push(result);
+      const failedThere = first.suites.get(file)?.failed ?? ![...first.suites.values()].some((suite) => suite.failed);
+      if (result.code === 0 && failedThere) flaky.push({ ...first, flakyFile: file });
+    }
+    results.splice(results.indexOf(first), 1, ...again);
   }
 }
 
@@ -264,16 +335,16 @@ function failureDetails(report) {
 
 const failed = results.filter((r) => r.code !== 0);
 for (const r of [...flaky, ...failed]) {
-  console.log(`\n# ${failed.includes(r) ? 'FAILED' : 'FLAKY (failed beside others, passed alone)'}  ${label[r.backend]}  ${r.file}: what failed\n`);
+  console.log(`\n# ${failed.includes(r) ? 'FAILED' : 'FLAKY (failed beside others, passed alone)'}  ${label[r.backend]}  ${r.flakyFile ?? jobName(r)}: what failed\n`);
   console.log(failureDetails(r.report));
 }
 console.log('\n# Summary');
 for (const backend of backends) {
   const mine = results.filter((r) => r.backend === backend);
   const sum = (key) => mine.reduce((total, r) => total + r[key], 0);
-  console.log(`# ${label[backend]}: ${mine.length} files, ${sum('pass')} tests passed, ${sum('fail')} failed, ${sum('skipped')} skipped; ${Math.round(sum('seconds'))} s of file time`);
+  console.log(`# ${label[backend]}: ${mine.reduce((total, r) => total + r.files.length, 0)} files, ${sum('pass')} tests passed, ${sum('fail')} failed, ${sum('skipped')} skipped; ${Math.round(sum('seconds'))} s of file time`);
 }
-console.log(`# ${Math.round(parallelSeconds)} s side by side (${jobs} at a time), ${Math.round((Date.now() - started) / 1000 - parallelSeconds)} s alone, ${Math.round((Date.now() - started) / 1000)} s in all`);
-for (const r of flaky) console.log(`# FLAKY  ${label[r.backend]}  ${r.file} (failed beside others, passed alone)`);
-for (const r of failed) console.log(`# FAILED  ${label[r.backend]}  ${r.file}`);
+console.log(`# ${Math.round(parallelSeconds)} s side by side (${jobs} at a time), ${Math.round((Date.now() - started) / 1000 - parallelSeconds)} s after the pool, ${Math.round((Date.now() - started) / 1000)} s in all`);
+for (const r of flaky) console.log(`# FLAKY  ${label[r.backend]}  ${r.flakyFile} (failed beside others, passed alone${r.files.length > 1 ? `; in a group of ${r.files.length}` : ''})`);
+for (const r of failed) console.log(`# FAILED  ${label[r.backend]}  ${jobName(r)}`);
 process.exit(failed.length > 0 ? 1 : 0);
