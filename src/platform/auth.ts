@@ -42,19 +42,15 @@ export class ApiKeyAuthenticator {
   }
 
   invalidate(): void {
-    this.cache.clear();
+    this.cache.invalidate();
   }
 
   /** The caller for a bearer token, or null when it is malformed, unknown, revoked or expired. */
   async authenticate(token: string): Promise<Caller | null> {
     if (!TOKEN_PATTERN.test(token)) return null;
     // Keyed by the token itself so that a cache hit costs no hashing; the store only ever sees the hash.
-    let caller = this.cache.get(token);
-    if (!caller) {
-      caller = (await this.load(hashToken(token))) ?? undefined;
-      if (!caller) return null;
-      this.cache.set(token, caller);
-    }
+    const caller = await this.cache.getOrLoad(token, () => this.load(hashToken(token)));
+    if (!caller) return null;
     if (caller.revoked || caller.expiresAt.getTime() <= this.clock.now().getTime()) return null;
     return caller;
   }

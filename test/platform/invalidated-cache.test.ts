@@ -39,3 +39,21 @@ test('follow(): every notification of the channel, and the empty one after a rec
   handlers.get('catalog_changed')?.(''); // the LISTEN connection came back: something may have been missed
   assert.equal(cache.get('a'), undefined);
 });
+
+test('getOrLoad(): stores what it read unless an invalidation came meanwhile; a miss is never stored', async () => {
+  const cache = new InvalidatedCache<string, number>({ ttlMs: 60_000, limit: 10 });
+  let reads = 0;
+  assert.equal(await cache.getOrLoad('a', async () => (reads++, 1)), 1);
+  assert.equal(await cache.getOrLoad('a', async () => (reads++, 2)), 1, 'from the cache');
+  assert.equal(reads, 1);
+
+  let finish: (value: number) => void = () => undefined;
+  const inFlight = cache.getOrLoad('b', () => new Promise<number>((resolve) => (finish = resolve)));
+  cache.invalidate();
+  finish(1);
+  assert.equal(await inFlight, 1, 'the caller still gets what it read');
+  assert.equal(cache.get('b'), undefined, 'read before the invalidation: not stored');
+
+  assert.equal(await cache.getOrLoad('c', async () => null), null);
+  assert.equal(cache.has('c'), false);
+});

@@ -36,13 +36,8 @@ export class CatalogService {
 
   /** A lock the caller can see, or 404 (never 403) when it is elsewhere in the account or nowhere. */
   async getLock(caller: Caller, id: number): Promise<Lock> {
-    let lock = this.lockCache.get(id);
-    if (!lock) {
-      const found = await findLock(this.db, id);
-      if (!found) throw errors.notFound('lock');
-      lock = found;
-      this.lockCache.set(id, lock);
-    }
+    const lock = await this.lockCache.getOrLoad(id, () => findLock(this.db, id));
+    if (!lock) throw errors.notFound('lock');
     if (!lock.locationPath.includes(caller.locationId)) throw errors.notFound('lock');
     return publicLock(lock);
   }
