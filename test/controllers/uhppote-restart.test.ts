@@ -74,3 +74,34 @@ test('events recorded while the service was down are read when it starts again; 
   await advanceClock(service, 1.1);
   assert.equal((await log()).length, 4, 'none twice');
 });
+
+test('a service stopped while it writes to a board that is away waits for the write to end: its task is left scheduled for a retry, not claimed for the 2 minutes of its lease', async () => {
+  const database: TestDatabase = await createTestDatabase();
+  closers.push(() => database.close());
+  const board: SimulatedController = await startSimulatedController({ serial: 707070707 });
+  closers.push(() => board.close());
+  // A long answer timeout, so that the write is still going when the service is told to stop.
+  const service: TestService = await startService(database.db, { ...env, CONTROLLER_TIMEOUT_MS: '700' });
+  const account = await createAccount(service, { locking_system: 'uhppote' });
+  const root = account.rootLocationId;
+  await createSecurityGroup(service, root, 'staff');
+  const front = await createLock(service, root, { name: 'Front', security_groups: ['staff'] });
+  const controller = await service.admin<{ id: number }>('POST', '/admin/v1/controllers', {
+    location_id: root, name: 'Board', serial_number: board.serial, address: '127.0.0.1', port: board.address.port, door_locks: [{ door: 1, lock_id: front }],
+  });
+  assert.equal(controller.status, 201, controller.text);
+  const person = await service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ada', email: `ada-${randomUUID()}@example.com`, location_id: root });
+  board.setReachable(false);
+  const key = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Card', security_groups: ['staff'], credential: 'wiegand26:9:998' });
+  assert.equal(key.status, 201, key.text);
+
+  const tasks = () => database.db.query<{ claimed_until: Date | null; last_error: string | null }>("SELECT claimed_until, last_error FROM locking_system_tasks WHERE status = 'pending'");
+  await waitFor(async () => (await tasks()).some((task) => task.claimed_until !== null), 'the write under way');
+  await service.close();
+  const left = await tasks();
+  assert.ok(left.length > 0);
+  for (const task of left) {
+    assert.equal(task.claimed_until, null, 'not left claimed');
+    assert.ok(task.last_error, 'its failure recorded, a retry scheduled'); // the board was away, or its client closed under it
+  }
+});

@@ -15,5 +15,25 @@ export function startLockingSystem(core: Core): LockingSystem {
   const systems = new LockingSystems(core.db, core.clock);
   const tasks = lockingSystemTasksJob(core.db, core.clock, systems);
   core.jobs.register(tasks);
-  return { systems, runTasksNow: () => tasks.run(), sandboxRoutes: (app) => lockingSystemSandboxRoutes(app, core.db) };
+  // Runs started outside the job's loop (a NOTIFY, a board back) are waited for at close, as the loop's own are
+  // (JobRunner.stop): an instance stopped mid-write would leave its tasks claimed until their lease ran out
+  // (2 minutes), and its late failure would push back a retry that another instance had just made due.
+  const inFlight = new Set<Promise<number>>();
+  const runTasksNow = (): Promise<number> => {
+    const run = tasks.run();
+    inFlight.add(run);
+    void run.then(
+      () => inFlight.delete(run),
+      () => inFlight.delete(run),
+    );
+    return run;
+  };
+  return {
+    systems,
+    runTasksNow,
+    sandboxRoutes: (app) => lockingSystemSandboxRoutes(app, core.db),
+    close: async () => {
+      await Promise.allSettled([...inFlight]);
+    },
+  };
 }
