@@ -19,9 +19,9 @@
 // - the files in SERIAL run after the pool, two at a time, under their own rules.
 // Each job's report is printed whole when it ends, headed by its backend, files and duration; the failures are
 // listed again at the end.
-import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { bundleTests, writeGroupEntry } from './test-bundle.mjs';
@@ -142,7 +142,8 @@ try {
  * the imports and PGlite's WebAssembly are paid once per group instead of once per file (measured through tsx:
  * a process's first database and service took 1.3 s of CPU, the next ones 0.7-0.8 s; its imports 1.3 s). A
  * file still has its own database and service, as alone, and its own hooks. A group is filled, in name order,
- * up to GROUP_SECONDS of expected time; LATCHKEY_TEST_GROUPS=off runs a file per process.
+ * up to GROUP_SECONDS of expected time (less when a run has too few files to give every process of the pool a
+ * group); LATCHKEY_TEST_GROUPS=off runs a file per process.
  */
 const GROUP_SECONDS = 40;
 const grouping = process.env.LATCHKEY_TEST_GROUPS !== 'off';
@@ -162,6 +163,7 @@ function runJob({ backend, files }) {
       ...process.env,
       ...(process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: '1' } : {}),
       LATCHKEY_TEST_BACKEND: backend,
+      LATCHKEY_TEST_SCRATCH: scratchDir,
       // The webhook tests' local HTTPS receiver uses a self-signed certificate (test fixture), trusted the way
       // an operator would trust a private CA.
       NODE_EXTRA_CA_CERTS: path.resolve('test/fixtures/tls/cert.pem'),
@@ -249,15 +251,27 @@ function backendsOf(file) {
   if (only) return backends.includes(only) ? [only] : backends.slice(0, 1);
   return backends;
 }
-// Built once for the run, in a directory of its own (two runs in one tree do not share one), removed at exit.
+// Built once for the run, in a directory of its own (two runs in one tree do not share one), removed at exit;
+// so is the directory of the embedded test databases (tmpfs where there is one: helpers/database.ts), which also
+// takes what a killed process left.
 const bundleDir = path.resolve(`node_modules/.cache/latchkey/test-bundles-${process.pid}`);
-process.on('exit', () => rmSync(bundleDir, { recursive: true, force: true }));
+const scratchDir = path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), `latchkey-test-${process.pid}`);
+process.on('exit', () => {
+  rmSync(bundleDir, { recursive: true, force: true });
+  rmSync(scratchDir, { recursive: true, force: true });
+});
+const PREPARE = 'test/helpers/prepare-run.ts';
 let bundles;
 try {
-  bundles = await bundleTests(files, { outDir: bundleDir });
+  bundles = await bundleTests([...files, PREPARE], { outDir: bundleDir });
 } catch (error) {
   // esbuild has printed each error with its source line; a failure that is not esbuild's is shown here.
   console.error(error instanceof Error && 'errors' in error ? '# the test files do not build (above)' : error);
+  process.exit(1);
+}
+const prepared = spawnSync(process.execPath, ['--enable-source-maps', bundles.get(PREPARE)], { stdio: 'inherit' });
+if (prepared.status !== 0) {
+  console.error(`# ${PREPARE} failed: the migrated embedded cluster could not be built`);
   process.exit(1);
 }
 
@@ -265,23 +279,25 @@ try {
 const groupEntries = new Map();
 function jobsOf(backend, list) {
   const light = (file) => grouping && !isSerial(file) && !HEAVY[file];
-  const jobs = list.filter((file) => !light(file)).map((file) => ({ backend, files: [file] }));
+  const result = list.filter((file) => !light(file)).map((file) => ({ backend, files: [file] }));
   let group = [];
   let seconds = 0;
   const close = () => {
     if (group.length === 0) return;
     if (group.length > 1) groupEntries.set(group, writeGroupEntry(bundleDir, `group-${backend}-${groupEntries.size + 1}`, group, bundles));
-    jobs.push({ backend, files: group });
+    result.push({ backend, files: group });
     group = [];
     seconds = 0;
   };
-  for (const file of list.filter(light)) {
-    if (seconds + expectedOf(backend, file) > GROUP_SECONDS) close();
+  const lightFiles = list.filter(light);
+  const fill = Math.min(GROUP_SECONDS, lightFiles.reduce((sum, file) => sum + expectedOf(backend, file), 0) / jobs);
+  for (const file of lightFiles) {
+    if (group.length > 0 && seconds + expectedOf(backend, file) > fill) close();
     group.push(file);
     seconds += expectedOf(backend, file);
   }
   close();
-  return jobs;
+  return result;
 }
 const all = backends.flatMap((backend) => jobsOf(backend, files.filter((file) => backendsOf(file).includes(backend))));
 const fileRuns = all.reduce((sum, job) => sum + job.files.length, 0);
