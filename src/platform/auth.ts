@@ -42,7 +42,7 @@ export class ApiKeyAuthenticator {
   }
 
   invalidate(): void {
-    this.cache.invalidate();
+    this.cache.clear();
   }
 
   /** The caller for a bearer token, or null when it is malformed, unknown, revoked or expired. */

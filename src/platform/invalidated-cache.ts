@@ -6,9 +6,10 @@
 // handled, would not drop it, so the stale value would outlive the change until the TTL (a revoked API key
 // still accepted for 30 s).
 //
-// The storage, the TTL and the bound are lru-cache's (already a dependency, as the page and credential
-// caches use it): past `limit` entries the least recently used goes. What is this project's own is only
-// the following of a channel.
+// The storage, the TTL, the bound and that rule are lru-cache's (already a dependency, as the page and
+// credential caches use it): past `limit` entries the least recently used goes, and a fetch() that the cache
+// was cleared under keeps its value out of the cache. What is this project's own is only the following of a
+// channel.
 import { LRUCache } from 'lru-cache';
 import type { Channel } from './channels.ts';
 import type { Database } from './db/index.ts';
@@ -19,34 +20,30 @@ export interface InvalidatedCacheOptions {
   limit: number;
 }
 
+/** How a missing value is read: null when there is none (nothing is stored then). */
+type Load<V> = () => Promise<V | null>;
+
 /** Keys and values are never null or undefined (lru-cache's bound). */
-export class InvalidatedCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> extends LRUCache<K, V> {
-  /** Counts invalidations: a read that saw this number change while it ran stores nothing. */
-  private invalidations = 0;
-
+export class InvalidatedCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> extends LRUCache<K, V, Load<V>> {
   constructor(options: InvalidatedCacheOptions) {
-    // Wall time (performance.now), not the service clock: the TTL is about staleness. A stale entry read is dropped.
-    super({ max: options.limit, ttl: options.ttlMs });
+    super({
+      max: options.limit,
+      // Wall time (performance.now), not the service clock: the TTL is about staleness. A stale entry read is dropped.
+      ttl: options.ttlMs,
+      fetchMethod: async (_key, _stale, { context: load }) => (await load()) ?? undefined,
+      // clear() aborts the fetches in flight; their callers still get what they read (it was true when read),
+      // and lru-cache stores it only if the entry is still the one the fetch began.
+      ignoreFetchAbort: true,
+    });
   }
 
-  /** Drops every entry, and what the reads in flight will bring. */
-  invalidate(): void {
-    this.invalidations++;
-    this.clear();
+  /** The cached value, else what `load` reads; concurrent reads of one key share one load. */
+  async getOrLoad(key: K, load: Load<V>): Promise<V | null> {
+    return (await this.fetch(key, { context: load })) ?? null;
   }
 
-  /** The cached value, else what `load` reads (null: there is none, and nothing is stored). */
-  async getOrLoad(key: K, load: () => Promise<V | null>): Promise<V | null> {
-    const cached = this.get(key);
-    if (cached !== undefined) return cached;
-    const before = this.invalidations;
-    const value = await load();
-    if (value !== null && before === this.invalidations) this.set(key, value);
-    return value;
-  }
-
-  /** Invalidates on every notification of `channel` and on every LISTEN reconnection. */
+  /** Drops the cache (and what the reads in flight will bring) on every notification of `channel` and on every LISTEN reconnection. */
   async follow(db: Database, channel: Channel): Promise<void> {
-    await db.listen(channel, () => this.invalidate());
+    await db.listen(channel, () => this.clear());
   }
 }

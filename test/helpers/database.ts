@@ -23,14 +23,13 @@ export const backend: 'pglite' | 'postgres' = process.env.LATCHKEY_TEST_BACKEND 
  */
 const scratchDir = process.env.LATCHKEY_TEST_SCRATCH ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
 
-/** A migrated embedded database in a directory of its own, removed at close. */
-async function migratedPglite(): Promise<PgliteDatabase & { removeDir(): Promise<void> }> {
+/** A migrated embedded database in a directory of its own, and that directory. */
+async function migratedPglite(): Promise<{ db: PgliteDatabase; dir: string }> {
   await writeMigratedTemplate(); // built once (the first test process, or npm start); then a check of one file
   await mkdir(scratchDir, { recursive: true });
   const dir = await mkdtemp(path.join(scratchDir, 'latchkey-test-db-'));
   if (!(await copyMigratedTemplate(dir))) throw new Error('the migrated template is missing right after it was written');
-  const db = await openPglite({ dataDir: dir });
-  return Object.assign(db, { removeDir: () => rm(dir, { recursive: true, force: true }) });
+  return { db: await openPglite({ dataDir: dir }), dir };
 }
 
 export function testDatabaseUrl(): string {
@@ -81,14 +80,14 @@ export async function createTestDatabase(options: { migrateBefore?: string } = {
     await migrate(db, migrateOptions);
     return { db, openAnother: async () => db, close: () => db.close() };
   }
-  const db = await migratedPglite();
+  const { db, dir } = await migratedPglite();
   await migrate(db); // a no-op on the template; keeps the path honest
   return {
     db,
     openAnother: async () => db, // PGlite is one process's database: a second instance shares the same one
     async close() {
       await db.close();
-      await db.removeDir();
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }

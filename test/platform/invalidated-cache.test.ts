@@ -49,7 +49,7 @@ test('getOrLoad(): stores what it read unless an invalidation came meanwhile; a 
 
   let finish: (value: number) => void = () => undefined;
   const inFlight = cache.getOrLoad('b', () => new Promise<number>((resolve) => (finish = resolve)));
-  cache.invalidate();
+  cache.clear(); // as a NOTIFY does
   finish(1);
   assert.equal(await inFlight, 1, 'the caller still gets what it read');
   assert.equal(cache.get('b'), undefined, 'read before the invalidation: not stored');
