@@ -64,9 +64,6 @@ const HEAVY = {
   'test/devices/crash-results.test.ts': 'a burst of unlock results, the service killed and restarted',
   'test/webhooks/crash.test.ts': 'a burst of webhook deliveries, the service killed and restarted',
   'test/console/browser.test.ts': 'Chromium',
-  'test/platform/api-docs-browser.test.ts': 'Chromium',
-  'test/cli/operator.test.ts': 'a CLI process per command',
-  'test/cli/public.test.ts': 'a CLI process per command',
   'test/platform/main.test.ts': 'the service started as a process, again and again',
 };
 /** Uses no database: runs on the first backend only. */
