@@ -31,6 +31,25 @@ after(async () => {
   await b.close();
 });
 
+test('a late answer to a request sent again is never taken for the answer to the next request of the same kind', async () => {
+  const slow = await startSimulatedController({ serial: 505050505 });
+  const impatient = new UhppoteClient({ timeoutMs: 60, attempts: 3 });
+  try {
+    const c: ControllerAddress = { serial: slow.serial, host: slow.address.host, port: slow.address.port, transport: 'udp' };
+    const record = { card: 10058402, from: '2024-01-01', to: '2099-12-31', doors: [1, 0, 0, 0] as [number, number, number, number], pin: 0 };
+    assert.equal(await impatient.putCard(c, record), true);
+    // 100 ms: the client sends each request again at 60 ms, and the board answers both copies. The second answer
+    // about index 1 comes at 160 ms, while the request for index 2 (sent at 100 ms) waits for its own at 200 ms.
+    slow.delayAnswers(100);
+    assert.deepEqual(await impatient.getCardByIndex(c, 1), record);
+    assert.equal(await impatient.getCardByIndex(c, 2), null, 'not the late second answer about index 1');
+    assert.ok((slow.requests.get('get-card-by-index') ?? 0) >= 4, 'each request was sent again at least once');
+  } finally {
+    await impatient.close();
+    await slow.close();
+  }
+});
+
 test('cards: put, get by id and index, count, delete, on two controllers at once', async () => {
   const record = { card: 10058400, from: '2024-01-01', to: '2099-12-31', doors: [1, 0, 0, 0] as [number, number, number, number], pin: 1234 };
   const [okA, okB] = await Promise.all([client.putCard(ca, record), client.putCard(cb, { ...record, card: 10058401 })]);

@@ -44,6 +44,8 @@ export interface SimulatedController {
   setReachable(reachable: boolean): void;
   dropPushes(drop: boolean): void;
   refuseWrites(refuse: boolean): void;
+  /** Answers over UDP `ms` late (a slow board or network): a client that gives up sooner sends again and gets both answers. */
+  delayAnswers(ms: number): void;
   /** The transports requests came over (udp, tcp). */
   transports: Set<'udp' | 'tcp'>;
   close(): Promise<void>;
@@ -232,10 +234,20 @@ export async function startSimulatedController(options: {
   };
   let currentTransport: 'udp' | 'tcp' = 'udp';
   const transportsUsed = new Set<'udp' | 'tcp'>();
+  let answerDelayMs = 0;
   socket.on('message', (message, from) => {
     currentTransport = 'udp';
     const reply = handle(message);
-    if (reply) socket.send(reply, from.port, from.address, () => undefined);
+    if (!reply) return;
+    const send = () => socket.send(reply, from.port, from.address, () => undefined);
+    if (answerDelayMs > 0) {
+      // Cleared by close(): a board closed meanwhile sends nothing (send on a closed socket throws).
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        send();
+      }, answerDelayMs);
+      timers.add(timer);
+    } else send();
   });
   // Newer firmware also takes the same 64-byte frames over TCP, on the same port number.
   const tcp = net.createServer((connection) => {
@@ -311,6 +323,9 @@ export async function startSimulatedController(options: {
     },
     refuseWrites(refuse: boolean) {
       writesRefused = refuse;
+    },
+    delayAnswers(ms: number) {
+      answerDelayMs = ms;
     },
     transports: transportsUsed,
     close(): Promise<void> {

@@ -1,6 +1,6 @@
-// A client of UHPPOTE controllers: one UDP socket for all of them (bound lazily to an ephemeral port), many
-// requests in flight to many controllers at once, one at a time per controller (the boards answer in order
-// and drop requests under load). A reply is matched by (source address, serial, function code); a request
+// A client of UHPPOTE controllers: many requests in flight to many controllers at once, one at a time per
+// controller (the boards answer in order and drop requests under load). Each UDP exchange has a socket of its
+// own on an ephemeral port, and a reply is matched by (source address, serial, function code) on it; a request
 // is sent again after timeoutMs, up to `attempts` times. Newer boards also speak TCP on port 60000: one
 // connection per request, 64-byte frames. Replies that do not decode are dropped silently (they are never
 // logged: a packet can carry card numbers).
@@ -40,18 +40,14 @@ export class ControllerUnreachable extends Error {
   }
 }
 
-interface Pending {
-  deliver(response: Response): void;
-}
-
 const DEFAULT_TIMEOUT_MS = 1000;
 const DEFAULT_ATTEMPTS = 2;
 
 export class UhppoteClient {
   private readonly timeoutMs: number;
   private readonly attempts: number;
-  private socket: Promise<dgram.Socket> | null = null;
-  private readonly pending = new Map<string, Pending>();
+  /** The UDP exchanges in flight, each ended (rejected) by close(). */
+  private readonly exchanges = new Set<() => void>();
   /** The tail of each controller's queue: requests to one controller run one after another. */
   private readonly queues = new Map<string, Promise<unknown>>();
   private closed = false;
@@ -78,65 +74,48 @@ export class UhppoteClient {
     return run as Promise<ResponseOf<R['fn']>>;
   }
 
-  private udpSocket(): Promise<dgram.Socket> {
-    if (!this.socket) {
-      this.socket = new Promise<dgram.Socket>((resolve, reject) => {
-        const socket = dgram.createSocket('udp4');
-        socket.on('message', (message, from) => this.onMessage(message, from.address));
-        socket.on('error', () => undefined); // a send error shows as a timeout; never crash the process
-        socket.once('listening', () => resolve(socket));
-        try {
-          socket.bind(0);
-        } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-        }
-      });
-    }
-    return this.socket;
-  }
-
-  private onMessage(message: Buffer, address: string): void {
-    try {
-      const response = decodeResponse(message);
-      const key = pendingKey(address, response.serial, FUNCTION_CODES[response.fn]);
-      this.pending.get(key)?.deliver(response);
-    } catch {
-      // not a valid answer: ignored
-    }
-  }
-
-  private async overUdp(c: ControllerAddress, fn: RequestFunction, packet: Buffer): Promise<Response> {
-    const socket = await this.udpSocket();
-    const key = pendingKey(c.host, c.serial, FUNCTION_CODES[fn]);
+  /**
+   * One exchange on a socket of its own. The protocol has no request id: on one socket shared by every request,
+   * a board's late answer to a request sent again (both copies answered) was taken for the answer to the next
+   * request of the same function to that board (seen under load: get-card-by-index 2 answered with the card at
+   * index 1). A board answers to the port that asked, and that port is closed once the exchange ends, so a late
+   * answer is dropped by the system.
+   */
+  private overUdp(c: ControllerAddress, fn: RequestFunction, packet: Buffer): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
+      if (this.closed) return reject(new Error('UhppoteClient is closed')); // queued behind a request that close() ended
+      const socket = dgram.createSocket('udp4');
       let attempt = 0;
       let timer: NodeJS.Timeout | undefined;
-      const finish = (): void => {
+      let ended = false;
+      const end = (settle: () => void): void => {
+        if (ended) return;
+        ended = true;
         if (timer) clearTimeout(timer);
-        this.pending.delete(key);
+        this.exchanges.delete(abort);
+        socket.close();
+        settle();
       };
+      const abort = (): void => end(() => reject(new Error('UhppoteClient is closed')));
+      this.exchanges.add(abort);
+      socket.on('error', () => undefined); // a send error shows as a timeout; never crash the process
+      socket.on('message', (message, from) => {
+        let response: Response;
+        try {
+          response = decodeResponse(message);
+        } catch {
+          return; // not a valid answer: ignored
+        }
+        if (from.address !== c.host || response.serial !== c.serial || FUNCTION_CODES[response.fn] !== FUNCTION_CODES[fn]) return;
+        end(() => resolve(response));
+      });
       const send = (): void => {
-        if (this.closed) {
-          finish();
-          reject(new Error('UhppoteClient is closed'));
-          return;
-        }
-        if (attempt >= this.attempts) {
-          finish();
-          reject(new ControllerUnreachable(c, fn, this.attempts));
-          return;
-        }
+        if (attempt >= this.attempts) return end(() => reject(new ControllerUnreachable(c, fn, this.attempts)));
         attempt++;
         socket.send(packet, c.port, c.host, () => undefined);
         timer = setTimeout(send, this.timeoutMs);
       };
-      this.pending.set(key, {
-        deliver: (response) => {
-          finish();
-          resolve(response);
-        },
-      });
-      send();
+      socket.bind(0, send);
     });
   }
 
@@ -229,16 +208,9 @@ export class UhppoteClient {
 
   async close(): Promise<void> {
     this.closed = true;
-    const socket = this.socket;
-    this.socket = null;
-    if (!socket) return;
-    const s = await socket.catch(() => null);
-    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    for (const abort of [...this.exchanges]) abort();
   }
-}
 
-function pendingKey(address: string, serial: number, code: number): string {
-  return `${address}|${serial}|${code}`;
 }
 
 /** One TCP exchange: connect, write the 64-byte request, read 64 bytes back. null on any failure or timeout. */
