@@ -110,6 +110,7 @@ export class UhppoteClient {
         end(() => resolve(response));
       });
       const send = (): void => {
+        if (ended) return; // closed while the socket was binding
         if (attempt >= this.attempts) return end(() => reject(new ControllerUnreachable(c, fn, this.attempts)));
         attempt++;
         socket.send(packet, c.port, c.host, () => undefined);
