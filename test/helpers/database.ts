@@ -25,10 +25,13 @@ const scratchDir = process.env.LATCHKEY_TEST_SCRATCH ?? (existsSync('/dev/shm') 
 
 /** A migrated embedded database in a directory of its own, and that directory. */
 async function migratedPglite(): Promise<{ db: PgliteDatabase; dir: string }> {
-  await writeMigratedTemplate(); // built once (the first test process, or npm start); then a check of one file
   await mkdir(scratchDir, { recursive: true });
   const dir = await mkdtemp(path.join(scratchDir, 'latchkey-test-db-'));
-  if (!(await copyMigratedTemplate(dir))) throw new Error('the migrated template is missing right after it was written');
+  // Built before the run (test/helpers/prepare-run.ts) or by npm start; a file run on its own builds it here.
+  if (!(await copyMigratedTemplate(dir))) {
+    await writeMigratedTemplate();
+    if (!(await copyMigratedTemplate(dir))) throw new Error('the migrated template is missing right after it was written');
+  }
   return { db: await openPglite({ dataDir: dir }), dir };
 }
 
