@@ -91,17 +91,23 @@ export function pageKey<Q extends TObject>(schema: Q, scope: PageScope, query: S
  * higher ids go on later pages), none (undefined) when it is the end of the list, which any new row may join.
  * A page of another list leaves `lastId` out: then every append drops it, like any change.
  */
-export interface ProducedPage {
+export interface ProducedPage<T = unknown> {
   json: string;
   lastId?: number;
+  /** For the end of a list: what `appendingHere`'s grow needs to add this instance's new rows to it. */
+  tail?: T;
 }
 
-interface Kept {
+interface Kept<T> {
   body: Buffer;
   account: number;
   /** Appends of ids above this cannot change the page (Infinity: any append does). */
   lastId: number;
+  tail?: T;
 }
+
+/** What an end-of-list page becomes with rows this instance appended: a page, itself as it was, or dropped. */
+export type Grown<T> = ProducedPage<T> | 'unchanged' | 'drop';
 
 interface Fill {
   account: number;
@@ -110,10 +116,12 @@ interface Fill {
 
 /** Appends remembered per account, for fills that span them (a fill takes milliseconds; this is plenty). */
 const APPENDS_REMEMBERED = 64;
+/** This instance's appends whose notification has not come back yet (it comes a moment after the commit). */
+const OWN_APPENDS_REMEMBERED = 1024;
 
-export class PageCache<Q extends TObject = TObject> {
+export class PageCache<Q extends TObject = TObject, T = unknown> {
   // Bytes, not strings: a string would be encoded to UTF-8 again on every send.
-  private readonly pages: LRUCache<string, Kept>;
+  private readonly pages: LRUCache<string, Kept<T>>;
   /** The keys kept per account, so that an append finds the pages it may change without a scan. */
   private readonly keysOf = new Map<number, Set<string>>();
   /** Bumped per account by its changes: a page stored under an older generation is never read again. */
@@ -122,6 +130,10 @@ export class PageCache<Q extends TObject = TObject> {
   private epoch = 0;
   /** Per account: how many appends were heard, and the least new id of the last ones (newest last). */
   private readonly appends = new Map<number, { count: number; recent: Array<{ n: number; fromId: number }> }>();
+  /** `account:least id` of appends this instance made and applied (appendingHere): their notification changes nothing more. */
+  private readonly ownAppends = new Set<string>();
+  /** Accounts this instance is appending to, and the appends notified for them meanwhile (least ids). */
+  private readonly inFlight = new Map<number, { count: number; held: number[] }>();
   /**
    * Pages being read, by key: a request for the same page meanwhile waits for that read instead of making
    * its own (50 clients polling one list cost one query after a change, not 50). A change of the account
@@ -134,9 +146,10 @@ export class PageCache<Q extends TObject = TObject> {
   constructor(options: PageCacheOptions<Q>) {
     this.enabled = options.enabled ?? true;
     this.query = options.query;
-    this.pages = new LRUCache<string, Kept>({
+    this.pages = new LRUCache<string, Kept<T>>({
       maxSize: options.maxBytes,
-      sizeCalculation: (kept, key) => kept.body.length + key.length,
+      // A page that can grow holds its rows' text once more (about its body's size).
+      sizeCalculation: (kept, key) => kept.body.length * (kept.tail === undefined ? 1 : 2) + key.length,
       ttl: options.ttlMs,
       ttlAutopurge: false,
       dispose: (kept, key) => this.keysOf.get(kept.account)?.delete(key),
@@ -171,14 +184,74 @@ export class PageCache<Q extends TObject = TObject> {
    * changes by a deletion, which comes as a change of the account).
    */
   private appended({ accountId, fromId }: Appended): void {
+    if (this.ownAppends.delete(`${accountId}:${fromId}`)) return; // applied when this instance appended
+    const flight = this.inFlight.get(accountId);
+    if (flight) {
+      // Perhaps this instance's own insert, whose answer has not come back yet (the notification can come first):
+      // its full pages go now, its ends of the list once that insert is done (finishAppend).
+      flight.held.push(fromId);
+      this.applyAppend({ accountId, fromId }, () => 'unchanged');
+      return;
+    }
+    this.applyAppend({ accountId, fromId }, () => 'drop');
+  }
+
+  /**
+   * This instance is about to append rows to these accounts' lists. The returned function is called once the
+   * insert is committed, with each account's append and how to grow a page at the end of the list with it
+   * (or with null when the insert failed): a full page such rows may join is dropped, as for any append, and
+   * a page at the end of the list is given to `grow`, which adds the rows that are its (or says it cannot).
+   * A notification of the same insert, before or after, then changes nothing more. Notifications heard for
+   * these accounts in between are held until then for the ends of their lists (the insert's time: milliseconds).
+   */
+  appendingHere(accounts: readonly number[]): (appended: ReadonlyArray<{ append: Appended; grow: (tail: T) => Grown<T> }> | null) => void {
+    if (!this.enabled) return () => undefined;
+    const involved = [...new Set(accounts)];
+    for (const account of involved) {
+      const flight = this.inFlight.get(account) ?? { count: 0, held: [] };
+      flight.count++;
+      this.inFlight.set(account, flight);
+    }
+    let finished = false;
+    return (appended) => {
+      if (finished) return;
+      finished = true;
+      for (const { append, grow } of appended ?? []) {
+        const held = this.inFlight.get(append.accountId)?.held ?? [];
+        const heard = held.indexOf(append.fromId);
+        if (heard >= 0) held.splice(heard, 1);
+        else this.rememberOwn(append);
+        this.applyAppend(append, grow);
+      }
+      for (const account of involved) {
+        const flight = this.inFlight.get(account);
+        if (!flight || --flight.count > 0) continue;
+        this.inFlight.delete(account);
+        for (const fromId of flight.held) this.applyAppend({ accountId: account, fromId }, () => 'drop'); // another writer's
+      }
+    };
+  }
+
+  private rememberOwn({ accountId, fromId }: Appended): void {
+    this.ownAppends.add(`${accountId}:${fromId}`);
+    if (this.ownAppends.size > OWN_APPENDS_REMEMBERED) this.ownAppends.delete(this.ownAppends.values().next().value as string);
+  }
+
+  /** Counts an append (for fills that span it) and drops or grows the account's pages it may change. */
+  private applyAppend({ accountId, fromId }: Appended, grow: (tail: T) => Grown<T>): void {
     const heard = this.appends.get(accountId) ?? { count: 0, recent: [] };
     heard.count++;
     heard.recent.push({ n: heard.count, fromId });
     if (heard.recent.length > APPENDS_REMEMBERED) heard.recent.shift();
     this.appends.set(accountId, heard);
+    const current = `${this.epoch}.${this.generations.get(accountId) ?? 0}:`;
     for (const key of [...(this.keysOf.get(accountId) ?? [])]) {
       const kept = this.pages.peek(key);
-      if (kept && kept.lastId >= fromId) this.pages.delete(key);
+      if (!kept || kept.lastId < fromId) continue;
+      const grown = kept.tail !== undefined && kept.lastId === Infinity && key.startsWith(current) ? grow(kept.tail) : 'drop';
+      if (grown === 'drop') this.pages.delete(key);
+      // Replaced in place: the page keeps the age it was read at (the TTL is the net for a missed notification).
+      else if (grown !== 'unchanged') this.pages.set(key, keptOf(grown, accountId), { noUpdateTTL: true, noDisposeOnSet: true });
     }
     this.stopJoining(accountId);
   }
@@ -201,7 +274,7 @@ export class PageCache<Q extends TObject = TObject> {
    * change of the account was notified is sent but not kept: it may have been read before the change (for
    * an append, only if the append may have joined it).
    */
-  async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string | ProducedPage>): Promise<Buffer> {
+  async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
     if (!this.enabled) return Buffer.from(jsonOf(await produce()));
     const account = scope.accountId;
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
@@ -213,18 +286,16 @@ export class PageCache<Q extends TObject = TObject> {
     const appendsBefore = this.appends.get(account)?.count ?? 0;
     const body = (async () => {
       const produced = await produce();
-      const page = typeof produced === 'string' ? { json: produced } : produced;
-      const bytes = Buffer.from(page.json);
-      const lastId = page.lastId ?? Infinity;
+      const kept = keptOf(typeof produced === 'string' ? { json: produced } : produced, account);
       const appendedFrom = this.appendedSince(account, appendsBefore);
-      const unchanged = `${this.epoch}.${this.generations.get(account) ?? 0}` === version && appendedFrom !== null && (appendedFrom === Infinity || appendedFrom > lastId);
+      const unchanged = `${this.epoch}.${this.generations.get(account) ?? 0}` === version && appendedFrom !== null && (appendedFrom === Infinity || appendedFrom > kept.lastId);
       if (unchanged) {
-        this.pages.set(key, { body: bytes, account, lastId });
+        this.pages.set(key, kept);
         const keys = this.keysOf.get(account) ?? new Set<string>();
         keys.add(key);
         this.keysOf.set(account, keys);
       }
-      return bytes;
+      return kept.body;
     })();
     const fill = { account, body };
     this.filling.set(key, fill);
@@ -240,7 +311,14 @@ export class PageCache<Q extends TObject = TObject> {
   }
 }
 
-const jsonOf = (produced: string | ProducedPage): string => (typeof produced === 'string' ? produced : produced.json);
+const jsonOf = (produced: string | ProducedPage<unknown>): string => (typeof produced === 'string' ? produced : produced.json);
+
+const keptOf = <T>(page: ProducedPage<T>, account: number): Kept<T> => ({
+  body: Buffer.from(page.json),
+  account,
+  lastId: page.lastId ?? Infinity,
+  ...(page.tail === undefined ? {} : { tail: page.tail }),
+});
 
 /** Sends a page's JSON (from the page cache, or as PostgreSQL wrote it: page-json.ts), with the header Fastify would give it. */
 export function sendSerialized(reply: FastifyReply, body: Buffer): FastifyReply {
@@ -264,8 +342,8 @@ export class PageCaches {
 
   constructor(private readonly enabled = true) {}
 
-  create<Q extends TObject>(options: PageCacheOptions<Q>): PageCache<Q> {
-    const cache = new PageCache<Q>({ ...options, enabled: this.enabled });
+  create<Q extends TObject, T = unknown>(options: PageCacheOptions<Q>): PageCache<Q, T> {
+    const cache = new PageCache<Q, T>({ ...options, enabled: this.enabled });
     this.caches.push(cache);
     return cache;
   }

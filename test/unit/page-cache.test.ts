@@ -159,6 +159,72 @@ describe('PageCache', () => {
     });
   });
 
+  describe("this instance's own appends (appendingHere): the end of the list grows, and the notification of the same insert changes nothing more", () => {
+    /** Account 1's pages as in log(), the end of the list growable: its tail state is the rows it shows. */
+    function growable() {
+      const pages = new PageCache<typeof Query, string[]>({ query: Query, maxBytes: 1_000_000, ttlMs: 60_000 });
+      const reads: Record<string, number> = {};
+      const read = async (cursor: string, lastId?: number) =>
+        String(
+          await pages.page(of(1), { cursor }, async () => {
+            reads[cursor] = (reads[cursor] ?? 0) + 1;
+            return lastId === undefined ? { json: 'rows:', tail: [] } : { json: `full ${cursor}`, lastId };
+          }),
+        );
+      /** An insert of `rows` from `fromId`, in flight until the function it returns is called. */
+      const appending = (fromId: number, rows: string[]) => {
+        const done = pages.appendingHere([1]);
+        return (failed = false) =>
+          done(failed ? null : [{ append: { accountId: 1, fromId }, grow: (tail: string[]) => ({ json: `rows:${[...tail, ...rows].join(',')}`, tail: [...tail, ...rows] }) }]);
+      };
+      return { pages, reads, read, appending };
+    }
+
+    test('grows the end of the list in place, drops a full page the rows may join, and ignores its own notification, before or after', async () => {
+      const { pages, reads, read, appending } = growable();
+      await read('tail');
+      await read('full', 100);
+      await read('below', 50);
+      appending(80, ['a', 'b'])();
+      assert.equal(await read('tail'), 'rows:a,b', 'grown, not read again');
+      pages.changed({ appended: [{ accountId: 1, fromId: 80 }] }); // its notification, after
+      assert.equal(await read('tail'), 'rows:a,b');
+      await read('full', 100);
+      await read('below', 50);
+      assert.deepEqual(reads, { tail: 1, full: 2, below: 1 });
+      const finish = appending(120, ['c']);
+      pages.changed({ appended: [{ accountId: 1, fromId: 120 }] }); // its notification, before the insert's answer
+      finish();
+      assert.equal(await read('tail'), 'rows:a,b,c');
+      assert.equal(reads.tail, 1);
+    });
+
+    test("another writer's append heard while this instance's insert runs drops the end of the list once that insert is done", async () => {
+      const { pages, reads, read, appending } = growable();
+      await read('tail');
+      const finish = appending(130, ['mine']);
+      pages.changed({ appended: [{ accountId: 1, fromId: 125 }] }); // another instance's rows, committed meanwhile
+      finish();
+      assert.equal(await read('tail'), 'rows:', 'read again: the other rows are on it');
+      assert.equal(reads.tail, 2);
+      const failing = appending(140, ['never']);
+      pages.changed({ appended: [{ accountId: 1, fromId: 135 }] });
+      failing(true); // the insert failed: what was heard is applied all the same
+      await read('tail');
+      assert.equal(reads.tail, 3);
+    });
+
+    test("another account's insert in flight holds nothing of this one", async () => {
+      const { pages, reads, read } = growable();
+      await read('tail');
+      const other = pages.appendingHere([2]);
+      pages.changed({ appended: [{ accountId: 1, fromId: 10 }] });
+      await read('tail');
+      assert.equal(reads.tail, 2);
+      other(null);
+    });
+  });
+
   test('a payload that is not a list of account ids means every account', () => {
     assert.deepEqual(parseChanged('12'), { accounts: [12] });
     assert.deepEqual(parseChanged('3,4'), { accounts: [3, 4] });

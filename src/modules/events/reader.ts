@@ -2,56 +2,74 @@
 import type { Caller } from '../../platform/auth.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
-import { ROWS_CHANGED, type Appended, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
-import { clampLimit, decodeCursor, encodeCursor } from '../../platform/pagination.ts';
+import { ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
+import { clampLimit, decodeCursor } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, EventQuery, type DoorEventType } from './schemas.ts';
 import { listEventsJson, type EventFilter } from './store.ts';
+import { eventPageJson, growTail, type AppendedEntry, type TailPage } from './tail-pages.ts';
 
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
 const PAGE_CACHE_BYTES = 16 * 2 ** 20;
 /** The net for a missed notification; short, as door activity is what clients poll for. */
 const PAGE_CACHE_TTL_MS = 5_000;
 
-const EMPTY_PAGE = '{"data":[],"next_cursor":null}';
-
 const isDoorEventType = (type: string): type is DoorEventType => (DOOR_EVENT_TYPES as readonly string[]).includes(type);
 
 export class AccessLogReader {
   // Clients poll GET /events far more often than a door is used: pages are served from memory until a
   // notification says the account's log changed (see PageCache).
-  private readonly pages: PageCache<typeof EventQuery>;
+  private readonly pages: PageCache<typeof EventQuery, TailPage>;
 
   constructor(
     private readonly db: Database,
     caches: PageCaches,
   ) {
-    this.pages = caches.create({ query: EventQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+    this.pages = caches.create<typeof EventQuery, TailPage>({ query: EventQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
   }
 
   async start(): Promise<void> {
     await this.pages.follow(this.db, [{ channel: ROWS_CHANGED.accessLog }]);
   }
 
-  /** Entries were appended by this instance (from these ids up, per account): its own next read must see them. */
-  appended(appended: Appended[]): void {
-    this.pages.changed({ appended });
+  /**
+   * This instance is about to append entries to these accounts' logs; the function returned is given the
+   * entries once committed (null: the insert failed). Its own next read must see them: pages at the end of a
+   * listing are grown with them (tail-pages.ts) rather than read again; full pages they may join are dropped.
+   */
+  appending(accounts: readonly number[]): (entries: readonly AppendedEntry[] | null) => void {
+    const finish = this.pages.appendingHere(accounts);
+    return (entries) => {
+      if (entries === null) return finish(null);
+      const byAccount = new Map<number, AppendedEntry[]>();
+      for (const entry of [...entries].sort((a, b) => a.id - b.id)) {
+        const own = byAccount.get(entry.accountId) ?? [];
+        own.push(entry);
+        byAccount.set(entry.accountId, own);
+      }
+      finish(
+        [...byAccount].map(([accountId, own]) => {
+          const fromId = (own[0] as AppendedEntry).id;
+          return { append: { accountId, fromId }, grow: (tail: TailPage) => growTail(tail, fromId, own) };
+        }),
+      );
+    };
   }
 
   /**
    * GET /events as the JSON sent, from memory when this query was answered since the last change that may
    * alter it. The log only grows at its end (ids drawn at insert), so a full page stays valid when events
-   * arrive: only appends at or below its last id, or the end of the log, drop it. Read, the page's Events
-   * come as JSON text from the database (listEventsJson); only the envelope is written here.
+   * arrive: only appends at or below its last id, or the end of the log, drop it, and the end of the log
+   * grows with what this instance appends. Read, the page's Events come as JSON text from the database
+   * (listEventsJson); only the envelope is written here.
    */
   async listJson(caller: Caller, query: EventQuery): Promise<Buffer> {
     return this.pages.page(caller, query, async () => {
       const filter = this.filter(caller, query);
-      if (!filter) return { json: EMPTY_PAGE };
+      if (!filter) return { json: eventPageJson('', null), tail: { filter: null, json: '', count: 0, lastRowId: null } };
       const rows = await listEventsJson(this.db, filter);
-      const more = rows.read > filter.limit - 1 && rows.lastId !== null;
-      const cursor = more ? JSON.stringify(encodeCursor(rows.lastId as number)) : 'null';
-      return { json: `{"data":[${rows.json}],"next_cursor":${cursor}}`, lastId: more ? (rows.lastId as number) : undefined };
+      if (rows.read > filter.limit - 1 && rows.lastId !== null) return { json: eventPageJson(rows.json, rows.lastId), lastId: rows.lastId };
+      return { json: eventPageJson(rows.json, null), tail: { filter, json: rows.json, count: rows.read, lastRowId: rows.lastId } };
     });
   }
 

@@ -52,6 +52,8 @@ export interface AccessLogLock {
   location_id: number;
   location_name: string;
   account_id: number;
+  /** The ids from the account's root down to the location; where known, this instance's pages at the end of the log grow with the entry. */
+  location_path?: readonly number[];
 }
 
 /** One access-log entry to write (AccessLogWriter.record / recordBatch). */

@@ -14,8 +14,8 @@ export interface Events extends Module {
 export async function startEvents(core: Core): Promise<Events> {
   const reader = new AccessLogReader(core.db, core.pages);
   await reader.start();
-  // What this instance appends drops the reader's pages at once; other instances' appends arrive by NOTIFY.
-  const writer = new AccessLogWriter(core.db, core.clock, core.log, (appended) => reader.appended(appended));
+  // What this instance appends reaches the reader's pages at once; other instances' appends arrive by NOTIFY.
+  const writer = new AccessLogWriter(core.db, core.clock, core.log, reader);
   // PGlite has no autovacuum: the planner learns of the log's growth from this job (server PostgreSQL analyzes by itself).
   if (core.db.engine === 'pglite') core.jobs.register(accessLogStatisticsJob(core.db));
   return { reader, writer, routes: (app) => eventsRoutes(app, reader) };

@@ -13,7 +13,7 @@ const BATCH_CONTEXT = {
   name: 'accessLog.batchContext',
   text: `SELECT
     (SELECT coalesce(json_agg(x), '[]') FROM (
-       SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, k.gateway_id
+       SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, l.path AS location_path, k.gateway_id
          FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = ANY($1::bigint[])) AS x) AS locks,
     (SELECT coalesce(json_agg(json_build_array(a.gateway_id, a.gateway_event_id)), '[]')
        FROM unnest($2::bigint[], $3::text[]) AS q (gateway_id, event_id)

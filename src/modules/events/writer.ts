@@ -4,13 +4,18 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import type { Appended } from '../../platform/page-cache.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import type { GatewayEvent } from './gateway-event.ts';
 import type { AccessEntry, AccessEvent, AccessLogLock, WriteGuard } from './schemas.ts';
 import { insertEntries, readBatchContext, type EntryToInsert } from './store.ts';
+import type { AppendedEntry } from './tail-pages.ts';
 
 type Holder = Pick<AccessEvent, 'person' | 'key'>;
+
+/** What hears of this instance's appends (AccessLogReader.appending). */
+export interface AppendListener {
+  appending(accounts: readonly number[]): (entries: readonly AppendedEntry[] | null) => void;
+}
 
 const unique = <T>(values: T[]): T[] => [...new Set(values)];
 
@@ -19,8 +24,8 @@ export class AccessLogWriter {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly log: FastifyBaseLogger,
-    /** Told what this instance appended to the log, once committed: per account, the least new id (the reader's pages). */
-    private readonly written: (appended: Appended[]) => void = () => undefined,
+    /** Told before this instance appends to accounts' logs, and of the entries once committed (the reader's pages). */
+    private readonly appends: AppendListener = { appending: () => () => undefined },
   ) {}
 
   /** Stores a gateway's event once; a repeat of (gateway, id) is dropped. Returns the stored event, if new. */
@@ -130,23 +135,37 @@ export class AccessLogWriter {
         key: entry.key,
       },
     }));
-    const inserted = await insertEntries(tx, rows, this.clock.now(), guard);
+    // Written on the database itself, the statement is committed when it returns: this instance's next read
+    // must see it without waiting for the notification (in a caller's transaction, the notification is what tells).
+    const appended = tx === this.db ? this.appends.appending(rows.map((r) => r.lock.account_id)) : undefined;
+    let inserted: Array<{ id: number; n: number }>;
+    try {
+      inserted = await insertEntries(tx, rows, this.clock.now(), guard);
+    } catch (error) {
+      appended?.(null);
+      throw error;
+    }
     const stored: Array<AccessEvent | null> = rows.map(() => null);
     for (const { id, n } of inserted) {
       const { event } = rows[Number(n) - 1] as EntryToInsert;
       event.id = id;
       stored[Number(n) - 1] = event;
     }
-    // Written on the database itself, the statement is committed: this instance's next read must see it
-    // without waiting for the notification (in a caller's transaction, the notification is what tells).
-    if (tx === this.db && inserted.length > 0) {
-      const leastId = new Map<number, number>();
-      for (const { id, n } of inserted) {
-        const account = rows[Number(n) - 1]!.lock.account_id;
-        leastId.set(account, Math.min(leastId.get(account) ?? Infinity, Number(id)));
-      }
-      this.written([...leastId].map(([accountId, fromId]) => ({ accountId, fromId })));
-    }
+    appended?.(
+      inserted.map(({ id, n }): AppendedEntry => {
+        const { lock, entry, event } = rows[Number(n) - 1] as EntryToInsert;
+        return {
+          id: Number(id),
+          accountId: lock.account_id,
+          locationPath: lock.location_path?.map(Number) ?? null,
+          lockId: lock.id,
+          personId: entry.person?.id ?? null,
+          type: entry.type,
+          occurredAt: entry.occurredAt.getTime(),
+          event,
+        };
+      }),
+    );
     return stored;
   }
 }

@@ -1,0 +1,92 @@
+// The end of the access log, grown in memory. A page at the end of a listing (no next page yet) is what a
+// poller re-reads until it fills, as the spec tells clients to poll; when every door event dropped it, nearly
+// every poll on a busy site read the database (bench/RESULTS.md, a live site). Entries this instance
+// appends are added to such pages instead, by the rules GET /events reads with (store.ts PAGE_ROWS) and
+// written as PostgreSQL writes the stored Event (jsonb's text), so the page is the one a read would give.
+// Entries other instances append still drop the pages they may join: their notification says only where
+// they start (migration 019).
+import type { ProducedPage } from '../../platform/page-cache.ts';
+import { encodeCursor } from '../../platform/pagination.ts';
+import type { AccessEvent } from './schemas.ts';
+import type { EventFilter } from './store.ts';
+
+/** An entry this instance appended and committed, with the columns GET /events filters on. */
+export interface AppendedEntry {
+  id: number;
+  accountId: number;
+  /** The ids from the account's root down to the lock's location (departments never move); null: not known, no page is grown. */
+  locationPath: readonly number[] | null;
+  lockId: number;
+  personId: string | null;
+  type: string;
+  /** occurred_at, in milliseconds (the stored timestamp has no finer part: it was written from a Date). */
+  occurredAt: number;
+  event: AccessEvent;
+}
+
+/** What a kept end-of-listing page holds to be grown: its filter (null: it matches nothing) and its rows as sent. */
+export interface TailPage {
+  filter: EventFilter | null;
+  /** The page's Events, comma-separated JSON as sent. */
+  json: string;
+  count: number;
+  /** The id of the page's last Event; null when the page is empty. */
+  lastRowId: number | null;
+}
+
+/** The page envelope of GET /events around its Events' JSON; `cursor` is the id the next page starts after. */
+export const eventPageJson = (events: string, cursor: number | null): string =>
+  `{"data":[${events}],"next_cursor":${cursor === null ? 'null' : JSON.stringify(encodeCursor(cursor))}}`;
+
+/** Whether an appended entry is a row PAGE_ROWS reads for `filter` (scope, cursor, since, lock, person, type). */
+export function matchesFilter(filter: EventFilter, entry: AppendedEntry): boolean {
+  return (
+    entry.id > filter.afterId &&
+    (entry.locationPath as readonly number[]).includes(filter.locationId) &&
+    (filter.since === null || entry.occurredAt >= filter.since.getTime()) &&
+    (filter.lockId === null || entry.lockId === filter.lockId) &&
+    (filter.personId === null || entry.personId === filter.personId) &&
+    (filter.types as readonly string[]).includes(entry.type)
+  );
+}
+
+/**
+ * The page `tail` becomes once `entries` (one account's, ids ascending, the least `fromId`) are committed:
+ * 'unchanged' when none of them is its, the page with those that are (full, with its next_cursor, once it
+ * passes the page's limit), or 'drop' when growing cannot be right: an entry at or below the page's last row
+ * (the page was read after they were committed, or they interleave), or a scope not known.
+ */
+export function growTail(tail: TailPage, fromId: number, entries: readonly AppendedEntry[]): ProducedPage<TailPage> | 'unchanged' | 'drop' {
+  const { filter } = tail;
+  if (filter === null) return 'unchanged';
+  if (tail.lastRowId !== null && fromId <= tail.lastRowId) return 'drop';
+  if (entries.some((e) => e.locationPath === null)) return 'drop';
+  const joining = entries.filter((e) => matchesFilter(filter, e));
+  if (joining.length === 0) return 'unchanged';
+  const limit = filter.limit - 1;
+  const taken = joining.slice(0, limit - tail.count);
+  const json = [tail.json, ...taken.map((e) => jsonbText(e.event))].filter((part) => part !== '').join(',');
+  const lastRowId = taken.length > 0 ? (taken[taken.length - 1] as AppendedEntry).id : tail.lastRowId;
+  const count = tail.count + taken.length;
+  // More rows than the page holds: it is full, with a next page after its last row, and never grows again.
+  if (joining.length > taken.length) return { json: eventPageJson(json, lastRowId), lastId: lastRowId as number };
+  return { json: eventPageJson(json, null), tail: { filter, json, count, lastRowId } };
+}
+
+const utf8Order = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * A JSON value as PostgreSQL writes jsonb as text: object keys shorter first, then by their bytes; ", " and
+ * ": " between items; strings escaped as JSON.stringify escapes them (both escape ", \ and the control
+ * characters, with the same short forms; the service stores no lone surrogate). Undefined members are left
+ * out, as JSON.stringify, which wrote the stored value, left them out.
+ */
+export function jsonbText(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(jsonbText).join(', ')}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    members.sort(([a], [b]) => Buffer.byteLength(a) - Buffer.byteLength(b) || utf8Order(a, b));
+    return `{${members.map(([k, v]) => `${JSON.stringify(k)}: ${jsonbText(v)}`).join(', ')}}`;
+  }
+  return JSON.stringify(value);
+}
