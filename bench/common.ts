@@ -76,14 +76,14 @@ export function pin(pid: number, core: number | string): void {
  * A warm-up, then RUNS runs of SECONDS at CONNECTIONS; returns the median run's figures and, with `pid`,
  * the service's CPU during that run and its memory after.
  */
-export async function load(name: string, url: string, token: string | null, pid?: number): Promise<Measured> {
+export async function load(name: string, url: string, token: string | null, pid?: number, more: Partial<autocannon.Options> = {}): Promise<Measured> {
   const headers = token ? { authorization: `Bearer ${token}` } : {};
-  await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
+  await autocannon({ url, connections: CONNECTIONS, duration: 2, headers, ...more });
   const runs: Array<{ result: autocannon.Result; cpu: number | null }> = [];
   for (let i = 0; i < RUNS; i++) {
     const cpuBefore = pid ? cpuSeconds(pid) : 0;
     const started = performance.now();
-    const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers });
+    const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers, ...more });
     const cpu = pid ? (cpuSeconds(pid) - cpuBefore) / ((performance.now() - started) / 1000) : null;
     runs.push({ result, cpu });
   }

@@ -6,9 +6,9 @@
 // clients to), and the first pages of locks, people and keys. Bare Fastify runs in the same section.
 import os from 'node:os';
 import mqtt from 'mqtt';
-import { Agent, request } from 'undici';
+import type autocannon from 'autocannon';
 import { gatewayTopicPrefix } from '../src/modules/devices/topics.ts';
-import { CONNECTIONS, cpuSeconds, load, percentile, pin, PINNED, RUNS, rssMiB, SECONDS, startBenchService, stop, type Measured } from './common.ts';
+import { load, pin, PINNED, RUNS, SECONDS, startBenchService, stop, type Measured } from './common.ts';
 import { seed, type Seeded } from './reads.ts';
 
 /** Door events a second the gateway reports during the reads. */
@@ -112,54 +112,60 @@ async function tailCursor(url: string, token: string): Promise<string | undefine
   }
 }
 
+/** The next_cursor of a page of GET /v1/events, read from the end of its text (the member comes last). */
+function nextCursor(page: string): string | null {
+  const member = page.lastIndexOf('"next_cursor":');
+  if (member < 0) throw new Error(`not a page: ${page.slice(0, 200)}`);
+  return JSON.parse(page.slice(member + '"next_cursor":'.length, -1)) as string | null;
+}
+
+/** The id a cursor of GET /v1/events stands for. */
+const cursorId = (cursor: string): number => (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [number])[0];
+
 /**
- * Pollers at the tail, CONNECTIONS of them, each re-reading GET /v1/events?cursor=… and moving to next_cursor
- * when the page is full; RUNS runs of SECONDS after a 2 s warm-up, the median run's figures.
+ * Pollers at the tail, CONNECTIONS of them, re-reading GET /v1/events?cursor=… and moving on to next_cursor when
+ * the page is full; RUNS runs of SECONDS after a 2 s warm-up, the median run's figures. Driven by autocannon
+ * like the other reads: each request is made from the furthest cursor any poller has been given (pollers
+ * started together stay together; autocannon keeps no state of its own per connection across requests).
+ * Until 2026-11-27 this was a loop of undici requests that parsed each page: it took this process's core at
+ * about 6,000 polls a second, so the pollers measured themselves rather than the service.
  */
 async function tailPollers(name: string, url: string, token: string, pid: number): Promise<Measured> {
-  const start = await tailCursor(url, token);
-  const agent = new Agent({ connections: CONNECTIONS, pipelining: 1 });
-  const headers = { authorization: `Bearer ${token}` };
-  const one = async (seconds: number) => {
-    const latencies: number[] = [];
-    let failures = 0;
-    const until = performance.now() + seconds * 1000;
-    const poller = async () => {
-      let cursor = start;
-      while (performance.now() < until) {
-        const sent = performance.now();
-        const res = await request(`${url}/v1/events?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { dispatcher: agent, headers });
-        const page = (await res.body.json()) as { next_cursor: string | null };
-        latencies.push(performance.now() - sent);
-        if (res.statusCode !== 200) failures++;
-        else if (page.next_cursor !== null) cursor = page.next_cursor;
-      }
-    };
-    const cpuBefore = cpuSeconds(pid);
-    const began = performance.now();
-    await Promise.all(Array.from({ length: CONNECTIONS }, poller));
-    const elapsed = (performance.now() - began) / 1000;
-    latencies.sort((a, b) => a - b);
-    return { rps: Math.round(latencies.length / elapsed), p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)), failures, cpu: (cpuSeconds(pid) - cpuBefore) / elapsed };
-  };
-  try {
-    await one(2);
-    const runs = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await one(SECONDS));
-    const median = [...runs].sort((a, b) => a.rps - b.rps)[Math.floor(runs.length / 2)] as (typeof runs)[number];
-    return {
-      name,
-      rps: median.rps,
-      p50: median.p50,
-      p99: median.p99,
-      non2xx: runs.reduce((sum, r) => sum + r.failures, 0),
-      runs: runs.map((r) => r.rps),
-      cpu: Math.round(median.cpu * 100) / 100,
-      rssMiB: rssMiB(pid),
-    };
-  } finally {
-    await agent.close();
-  }
+  let cursor = await tailCursor(url, token);
+  const requests = [
+    {
+      setupRequest: (req: autocannon.Request) => ({ ...req, path: `/v1/events?limit=50${cursor ? `&cursor=${cursor}` : ''}` }),
+      onResponse: (status: number, body: string) => {
+        const next = status === 200 ? nextCursor(body) : null;
+        if (next !== null && (cursor === undefined || cursorId(next) > cursorId(cursor))) cursor = next;
+      },
+    },
+  ];
+  return load(name, `${url}/v1/events`, token, pid, { requests });
+}
+
+/** Doors the per-door pollers follow, each with its own filter (and so its own page at the end of its listing). */
+export const POLLED_DOORS = 50;
+
+/**
+ * Pollers of one door each (GET /v1/events?lock_id=…), POLLED_DOORS of them, each following its own listing to
+ * its end and re-reading it there, as a dashboard of doors would: every connection goes round the doors, a
+ * cursor kept per door. Each door's end of the log is a page of its own, which every door event changed.
+ */
+async function doorPollers(name: string, url: string, token: string, pid: number, locks: readonly number[]): Promise<Measured> {
+  const cursors = new Map<number, string>();
+  const requests = locks.slice(0, POLLED_DOORS).map((lock) => ({
+    setupRequest: (req: autocannon.Request) => {
+      const cursor = cursors.get(lock);
+      return { ...req, path: `/v1/events?limit=50&lock_id=${lock}${cursor ? `&cursor=${cursor}` : ''}` };
+    },
+    onResponse: (status: number, body: string) => {
+      const next = status === 200 ? nextCursor(body) : null;
+      const cursor = cursors.get(lock);
+      if (next !== null && (cursor === undefined || cursorId(next) > cursorId(cursor))) cursors.set(lock, next);
+    },
+  }));
+  return load(name, `${url}/v1/events`, token, pid, { requests });
 }
 
 /**
@@ -200,11 +206,13 @@ export async function liveSiteRuns(label: string, env: Record<string, string>, s
     const reads: Measured[] = [];
     const began = performance.now();
     try {
-      // BENCH_LIVE_READS=first,tail,locks,people,keys (any of them): those reads only, e.g. for a profile.
+      // BENCH_LIVE_READS=first,tail,doors,locks,people,keys (any of them): those reads only, e.g. for a profile.
       const wanted = (name: string) => !process.env.BENCH_LIVE_READS || process.env.BENCH_LIVE_READS.split(',').includes(name);
       if (wanted('first')) reads.push(await run('GET /v1/events?limit=50 (first page)', '/v1/events?limit=50'));
       if (wanted('tail')) bodies.push(await (await fetch(`${server.url}/v1/events?limit=50`, { headers: { authorization: `Bearer ${site.token}` } })).text());
       if (wanted('tail')) reads.push(await tailPollers(`${label}: GET /v1/events at the tail (cursor pollers)`, server.url, site.token, pid));
+      if (wanted('doors')) bodies.push(await (await fetch(`${server.url}/v1/events?limit=50&lock_id=${site.locks[0]}`, { headers: { authorization: `Bearer ${site.token}` } })).text());
+      if (wanted('doors')) reads.push(await doorPollers(`${label}: GET /v1/events?lock_id=… at the tail, ${POLLED_DOORS} doors`, server.url, site.token, pid, site.locks));
       if (wanted('locks')) reads.push(await run('GET /v1/locks?limit=50', '/v1/locks?limit=50'));
       if (wanted('people')) reads.push(await run('GET /v1/people?limit=50', '/v1/people?limit=50'));
       if (wanted('keys')) reads.push(await run('GET /v1/keys?limit=50', '/v1/keys?limit=50'));
