@@ -217,11 +217,15 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
       if (finished) return;
       finished = true;
       for (const { append, grow } of appended ?? []) {
-        const held = this.inFlight.get(append.accountId)?.held ?? [];
+        const flight = this.inFlight.get(append.accountId);
+        const held = flight?.held ?? [];
         const heard = held.indexOf(append.fromId);
         if (heard >= 0) held.splice(heard, 1);
         else this.rememberOwn(append);
-        this.applyAppend(append, grow);
+        // Grown only when no row below these can have been committed unseen: no other insert of this instance in
+        // flight for the account (ids are drawn in one order, committed in another) and no other writer's held.
+        const alone = (flight?.count ?? 0) <= 1 && held.length === 0;
+        this.applyAppend(append, alone ? grow : () => 'drop');
       }
       for (const account of involved) {
         const flight = this.inFlight.get(account);

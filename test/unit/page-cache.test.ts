@@ -214,6 +214,20 @@ describe('PageCache', () => {
       assert.equal(reads.tail, 3);
     });
 
+    test('two inserts of this instance in flight for one account: the end of the list is read again, not grown (they may commit out of id order)', async () => {
+      const { reads, read, appending } = growable();
+      await read('tail');
+      const earlier = appending(200, ['earlier']);
+      const later = appending(210, ['later']);
+      later(); // answered first; the earlier insert may be committed already, its answer not back yet
+      assert.equal(await read('tail'), 'rows:', 'read again, not grown without the earlier rows');
+      assert.equal(reads.tail, 2);
+      earlier();
+      appending(220, ['alone'])();
+      assert.match(await read('tail'), /,alone$/, 'alone again: grown');
+      assert.equal(reads.tail, 2);
+    });
+
     test("another account's insert in flight holds nothing of this one", async () => {
       const { pages, reads, read } = growable();
       await read('tail');
