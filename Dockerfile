@@ -44,4 +44,4 @@ EXPOSE 8080 1884
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # package.json's "start", without npm in between: SIGTERM reaches the service, which shuts down gracefully.
-CMD ["node", "scripts/start.mjs"]
+CMD ["node", "--v8-pool-size=1", "--max-semi-space-size=8", "scripts/start.mjs"]
