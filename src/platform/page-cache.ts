@@ -188,7 +188,7 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
     const flight = this.inFlight.get(accountId);
     if (flight) {
       // Perhaps this instance's own insert, whose answer has not come back yet (the notification can come first):
-      // its full pages go now, its ends of the list once that insert is done (finishAppend).
+      // its full pages go now, its ends of the list once that insert is done (appendingHere).
       flight.held.push(fromId);
       this.applyAppend({ accountId, fromId }, () => 'unchanged');
       return;
