@@ -3,7 +3,8 @@
 // all through the run; meanwhile the reads are measured like the reads section (50 connections, the service
 // pinned to core 0, this process on core 1): the first page of GET /v1/events, a poller at the tail of the
 // log (each connection re-reads its cursor until the page fills, then follows next_cursor, as the spec tells
-// clients to), and the first pages of locks, people and keys. Bare Fastify runs in the same section.
+// clients to), pollers of one door each (lock_id, 50 doors), and the first pages of locks, people and keys. Bare
+// Fastify runs in the same section.
 import os from 'node:os';
 import mqtt from 'mqtt';
 import type autocannon from 'autocannon';
