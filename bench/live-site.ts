@@ -278,7 +278,8 @@ export const LIVE_SITE_NOTES = [
   `While the reads are measured, one gateway reports ${DOOR_EVENTS_PER_SECOND} door events a second over MQTT (QoS 1, acknowledged once committed) and`,
   `people and keys change ${WRITES_PER_SECOND} times a second through the public API (PUT /v1/people/{id}, PATCH /v1/keys/{id}); the log holds`,
   `${LOG_ROWS.toLocaleString('en')} events before the run, with the planner's statistics taken on them. The tail pollers re-read their cursor until the`,
-  'page fills and then follow next_cursor, as the spec tells clients to. Each read is set against bare Fastify in the same run',
+  'page fills and then follow next_cursor, as the spec tells clients to (autocannon, every connection from the furthest cursor given);',
+  `the per-door pollers do the same for ${POLLED_DOORS} doors (lock_id), a cursor per door. Each read is set against bare Fastify in the same run`,
   "twice: serving one lock's bytes (the reads section's reference) and serving the read's own bytes (a page of 50 is 10 to",
   '25 KB; sending it costs even the bare route more than half its rate on loopback).',
 ].join('\n');
