@@ -1,6 +1,7 @@
 // The UHPPOTE client and event listener against two simulated controllers (test/helpers/uhppote-simulator.ts).
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import dgram from 'node:dgram';
+import { after, before, mock, test } from 'node:test';
 import { ControllerUnreachable, UhppoteClient, type ControllerAddress } from '../../src/modules/controllers/uhppote/client.ts';
 import { REASON, type ControllerStatus, type TimeProfile } from '../../src/modules/controllers/uhppote/codec.ts';
 import { ControllerEventListener } from '../../src/modules/controllers/uhppote/listener.ts';
@@ -145,6 +146,21 @@ test('the listener ignores what is not an event packet', async () => {
   await new Promise((resolve) => s.send(Buffer.alloc(64), port, '127.0.0.1', resolve));
   s.close();
   await waitFor(() => listener.ignored === 2);
+});
+
+test('a socket that cannot bind fails its request at once, and the next request to that controller goes on', async () => {
+  const bind = dgram.Socket.prototype.bind;
+  const failing = mock.method(dgram.Socket.prototype, 'bind', function (this: dgram.Socket) {
+    process.nextTick(() => this.emit('error', Object.assign(new Error('bind EMFILE'), { code: 'EMFILE' })));
+    return this;
+  });
+  try {
+    await assert.rejects(client.getStatus(ca), /EMFILE/);
+  } finally {
+    failing.mock.restore();
+  }
+  assert.equal(dgram.Socket.prototype.bind, bind);
+  assert.equal((await client.getStatus(ca)).serial, a.serial, 'not stuck behind the failed one');
 });
 
 test('an unreachable controller makes the client throw ControllerUnreachable within timeoutMs x attempts', async () => {

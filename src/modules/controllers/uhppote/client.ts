@@ -98,7 +98,12 @@ export class UhppoteClient {
       };
       const abort = (): void => end(() => reject(new Error('UhppoteClient is closed')));
       this.exchanges.add(abort);
-      socket.on('error', () => undefined); // a send error shows as a timeout; never crash the process
+      let bound = false;
+      // A send error shows as a timeout; a socket that cannot bind (no file descriptor left) ends the exchange,
+      // which would otherwise wait for ever, and the controller's queue behind it. Never a crash of the process.
+      socket.on('error', (error) => {
+        if (!bound) end(() => reject(error));
+      });
       socket.on('message', (message, from) => {
         let response: Response;
         try {
@@ -116,7 +121,10 @@ export class UhppoteClient {
         socket.send(packet, c.port, c.host, () => undefined);
         timer = setTimeout(send, this.timeoutMs);
       };
-      socket.bind(0, send);
+      socket.bind(0, () => {
+        bound = true;
+        send();
+      });
     });
   }
 
@@ -211,7 +219,6 @@ export class UhppoteClient {
     this.closed = true;
     for (const abort of [...this.exchanges]) abort();
   }
-
 }
 
 /** One TCP exchange: connect, write the 64-byte request, read 64 bytes back. null on any failure or timeout. */
