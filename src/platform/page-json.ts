@@ -33,9 +33,12 @@ export async function readJsonPage(
 ): Promise<string> {
   const [row] = await db.query<{ items: string | null; read: number; last_key: string | null }>(sql, params);
   const more = (row?.read ?? 0) > page.limit && row?.last_key != null;
-  const cursor = more ? JSON.stringify(encodeCursor(page.key === 'number' ? Number(row.last_key) : (row.last_key as string))) : 'null';
-  return `{"data":[${row?.items ?? ''}],"next_cursor":${cursor}}`;
+  return pageEnvelope(row?.items ?? '', more ? (page.key === 'number' ? Number(row.last_key) : (row.last_key as string)) : null);
 }
+
+/** A page as the Page schema has it, around its items' JSON (comma-separated); `nextKey`: the key the next page starts after. */
+export const pageEnvelope = (items: string, nextKey: string | number | null): string =>
+  `{"data":[${items}],"next_cursor":${nextKey === null ? 'null' : JSON.stringify(encodeCursor(nextKey))}}`;
 
 /** A filter of a list: its condition on its parameter (`$n`) and its value; null where the query does not filter on it. */
 export type Condition = { sql: (param: string) => string; value: unknown } | null;

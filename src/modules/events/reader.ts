@@ -3,11 +3,12 @@ import type { Caller } from '../../platform/auth.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
+import { pageEnvelope } from '../../platform/page-json.ts';
 import { clampLimit, decodeCursor } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, EventQuery, type DoorEventType } from './schemas.ts';
 import { listEventsJson, type EventFilter } from './store.ts';
-import { eventPageJson, growTail, type AppendedEntry, type TailPage } from './tail-pages.ts';
+import { growTail, type AppendedEntry, type TailPage } from './tail-pages.ts';
 
 /** Event pages kept per instance, by bytes of JSON (a full page of 50 is about 25 KB). */
 const PAGE_CACHE_BYTES = 16 * 2 ** 20;
@@ -66,10 +67,10 @@ export class AccessLogReader {
   async listJson(caller: Caller, query: EventQuery): Promise<Buffer> {
     return this.pages.page(caller, query, async () => {
       const filter = this.filter(caller, query);
-      if (!filter) return { json: eventPageJson('', null), tail: { filter: null, json: '', count: 0, lastRowId: null } };
+      if (!filter) return { json: pageEnvelope('', null), tail: { filter: null, json: '', count: 0, lastRowId: null } };
       const rows = await listEventsJson(this.db, filter);
-      if (rows.read > filter.limit - 1 && rows.lastId !== null) return { json: eventPageJson(rows.json, rows.lastId), lastId: rows.lastId };
-      return { json: eventPageJson(rows.json, null), tail: { filter, json: rows.json, count: rows.read, lastRowId: rows.lastId } };
+      if (rows.read > filter.limit - 1 && rows.lastId !== null) return { json: pageEnvelope(rows.json, rows.lastId), lastId: rows.lastId };
+      return { json: pageEnvelope(rows.json, null), tail: { filter, json: rows.json, count: rows.read, lastRowId: rows.lastId } };
     });
   }
 

@@ -6,7 +6,7 @@
 // Entries other instances append still drop the pages they may join: their notification says only where
 // they start (migration 019).
 import type { ProducedPage } from '../../platform/page-cache.ts';
-import { encodeCursor } from '../../platform/pagination.ts';
+import { pageEnvelope } from '../../platform/page-json.ts';
 import type { AccessEvent } from './schemas.ts';
 import type { EventFilter } from './store.ts';
 
@@ -34,12 +34,8 @@ export interface TailPage {
   lastRowId: number | null;
 }
 
-/** The page envelope of GET /events around its Events' JSON; `cursor` is the id the next page starts after. */
-export const eventPageJson = (events: string, cursor: number | null): string =>
-  `{"data":[${events}],"next_cursor":${cursor === null ? 'null' : JSON.stringify(encodeCursor(cursor))}}`;
-
 /** Whether an appended entry is a row PAGE_ROWS reads for `filter` (scope, cursor, since, lock, person, type). */
-export function matchesFilter(filter: EventFilter, entry: AppendedEntry): boolean {
+function matchesFilter(filter: EventFilter, entry: AppendedEntry): boolean {
   return (
     entry.id > filter.afterId &&
     (entry.locationPath as readonly number[]).includes(filter.locationId) &&
@@ -69,8 +65,8 @@ export function growTail(tail: TailPage, fromId: number, entries: readonly Appen
   const lastRowId = taken.length > 0 ? (taken[taken.length - 1] as AppendedEntry).id : tail.lastRowId;
   const count = tail.count + taken.length;
   // More rows than the page holds: it is full, with a next page after its last row, and never grows again.
-  if (joining.length > taken.length) return { json: eventPageJson(json, lastRowId), lastId: lastRowId as number };
-  return { json: eventPageJson(json, null), tail: { filter, json, count, lastRowId } };
+  if (joining.length > taken.length) return { json: pageEnvelope(json, lastRowId), lastId: lastRowId as number };
+  return { json: pageEnvelope(json, null), tail: { filter, json, count, lastRowId } };
 }
 
 const utf8Order = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
