@@ -84,7 +84,8 @@ function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
     INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
     SELECT drawn.id, e.account_id, e.location_id, e.lock_id, e.gateway_id, e.gateway_event_id, e.type, e.occurred_at, e.person_id, e.key_id,
            jsonb_set(e.data, '{id}', to_jsonb(drawn.id))
-      FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[], $8::uuid[], $9::bigint[], $10::jsonb[])
+      FROM ROWS FROM (unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::timestamptz[], $8::uuid[], $9::bigint[]),
+                      jsonb_array_elements($10::jsonb))
            WITH ORDINALITY AS e (account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data, n)
       JOIN drawn ON drawn.n = e.n
     ON CONFLICT (gateway_id, gateway_event_id) DO NOTHING
@@ -125,7 +126,7 @@ export async function insertEntries(
     rows.map((r) => r.entry.occurredAt),
     rows.map((r) => r.entry.person?.id ?? null),
     rows.map((r) => r.entry.key?.id ?? null),
-    rows.map((r) => JSON.stringify(r.event)),
+    JSON.stringify(rows.map((r) => r.event)),
     emittedAt,
     ...(guard?.params ?? []),
   ]);
