@@ -87,7 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   // The core: what every module may use.
   const jobs = new JobRunner(app.log);
-  const redis = config.redisUrl ? connectRedis(config.redisUrl, app.log) : null;
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, app.log) : null;
   if (redis) await readyWithin(redis, REDIS_START_WAIT_MS);
   const admin = await loadAdminToken(db, config.adminToken);
   const authenticator = new ApiKeyAuthenticator(db, clock);

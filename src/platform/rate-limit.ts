@@ -2,7 +2,7 @@
 // several instances share one budget); the one-minute windows are cut from the service clock, so the
 // sandbox clock rolls them like every other time rule.
 import type { FastifyBaseLogger } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from './clock.ts';
 import { errors, type ApiError } from './errors.ts';
@@ -21,9 +21,11 @@ const REDIS_SOCKET_TIMEOUT_MS = 3000;
  * (README: Faults): every limiter has an in-memory insurance limiter (rate-limiter-flexible's
  * `insuranceLimiter`) that counts whenever Redis cannot, so a request never waits for Redis and the API
  * stays up, each instance keeping its own budget (several instances together allow more). One warning
- * when Redis goes away, one line when it is back; ioredis dials again by itself.
+ * when Redis goes away, one line when it is back; ioredis dials again by itself. ioredis is loaded only here,
+ * so that a start without REDIS_URL does not spend its time loading it.
  */
-export function connectRedis(url: string, log: FastifyBaseLogger): { client: Redis; close(): Promise<void> } {
+export async function connectRedis(url: string, log: FastifyBaseLogger): Promise<{ client: Redis; close(): Promise<void> }> {
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, {
     // A command fails at once while Redis is disconnected, instead of waiting in a queue for it: the
     // insurance limiter answers. Nothing is sent again after a reconnection (it would count twice).

@@ -11,8 +11,9 @@ import type { ErrorDetail } from './errors.ts';
 // strictNumbers (bodies): a JSON number that overflows (`1e400`) parses as Infinity, which is no number of any
 // field. Not for text: ajv would skip `maximum` on the Infinity its coercion makes of 400 digits, so there the
 // decimal-digits rule below and each schema's bounds decide (a 400-digit id is over its maximum).
-function newAjv(coerce: boolean): Ajv {
+function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
   const ajv = new Ajv({
+    validateSchema,
     allErrors: !coerce,
     coerceTypes: coerce ? 'array' : false,
     removeAdditional: false,
@@ -106,6 +107,9 @@ export interface CompileOptions {
    * route's schemas took about half a second of CPU at each start, the biggest part of an embedded start after
    * the database (and of every test file's); a route's first request pays its own few milliseconds instead.
    * `false` compiles at once: the test that compiles every route's schemas (test/platform/schemas-compile.test.ts).
+   * Only then is each schema also checked against JSON Schema's meta-schema: done at every start, that check
+   * (ajv compiling the meta-schema, per instance, to check the named schemas) took about 0.15 s of a start,
+   * for schemas that are the service's own and the same at every start.
    */
   lazy?: boolean;
 }
@@ -122,8 +126,8 @@ export function compiledOnFirstUse<F extends (...args: never[]) => unknown>(make
 
 /** `named`: the schemas routes refer to by `$ref` (openapi-schemas.ts); both validators know them. */
 export function validatorCompiler(named: readonly object[] = [], { lazy = true }: CompileOptions = {}): FastifySchemaCompiler<unknown> {
-  const bodyAjv = newAjv(false);
-  const textAjv = newAjv(true);
+  const bodyAjv = newAjv(false, !lazy);
+  const textAjv = newAjv(true, !lazy);
   for (const schema of named) {
     bodyAjv.addSchema(schema);
     textAjv.addSchema(schema);

@@ -2,7 +2,7 @@
 // MQTT connection to MQTT_URL, where every instance subscribes to every gateway message for itself (each
 // handled by every instance, the stores dropping repeats), so that no instance's absence holds any back.
 import type { FastifyBaseLogger } from 'fastify';
-import mqtt, { type IPublishPacket, type MqttClient, type Packet } from 'mqtt';
+import type { IPublishPacket, MqttClient, Packet } from 'mqtt';
 import type { Config } from '../../config.ts';
 import { encodePayload } from './payload.ts';
 import { GATEWAY_TOPIC_FILTERS, parseGatewayTopic, type GatewayTopic } from './topics.ts';
@@ -112,7 +112,9 @@ export class MqttLink implements DeviceLink {
   async start(): Promise<void> {
     // Every handler is in place before the connection is: a resumed session delivers what it kept right
     // after CONNACK, and a message without its handler would be acknowledged unhandled.
-    const client = mqtt.connect(this.config.mqttUrl ?? '', {
+    // mqtt.js is loaded only for an external broker (the embedded one needs no client).
+    const { connect } = await import('mqtt');
+    const client = connect(this.config.mqttUrl ?? '', {
       protocolVersion: 5,
       clientId: this.config.mqttClientId,
       clean: false,

@@ -4,7 +4,7 @@
 // password is rotated, removed with it. Commands go as JSON on `$CONTROL/dynamic-security/v1`; answers come
 // on `…/response` (docs/brokers.md).
 import type { FastifyBaseLogger } from 'fastify';
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../platform/db/index.ts';
 import { GATEWAY_MESSAGE_TOPICS, GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX, SERVICE_MESSAGE_TOPICS } from './topics.ts';
@@ -106,9 +106,10 @@ export class DynsecAccounts implements GatewayAccounts {
     const url = new URL(mqttUrl);
     url.username = '';
     url.password = '';
+    const { connectAsync } = await import('mqtt'); // loaded only for an external broker
     let client: MqttClient | null = null;
     try {
-      client = await mqtt.connectAsync(
+      client = await connectAsync(
         url.toString(),
         {
           protocolVersion: 5,

@@ -3,14 +3,7 @@
 // discoverable credential names the key, so no cookie or link is involved: a forwarded link or a copied
 // cookie opens nothing.
 import { randomBytes } from 'node:crypto';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
@@ -32,6 +25,13 @@ import {
   spendChallenge,
   type HolderKeyRow,
 } from './store.ts';
+
+/**
+ * @simplewebauthn/server, loaded at the first passkey ceremony rather than at start: it brings X.509 and
+ * ASN.1 parsers that took about a tenth of a second of every start (bench/RESULTS.md, start-up).
+ */
+let webauthnModule: Promise<typeof import('@simplewebauthn/server')> | undefined;
+const webauthn = () => (webauthnModule ??= import('@simplewebauthn/server'));
 
 /** A challenge is good for this long, once. */
 export const CHALLENGE_TTL_MS = 60_000;
@@ -123,6 +123,7 @@ export class HolderService {
     const link = await this.deps.linkUsable(token);
     if (!link) throw errors.linkUnusable();
     const challenge = await this.newChallenge('register', hashToken(token));
+    const { generateRegistrationOptions } = await webauthn();
     return generateRegistrationOptions({
       rpName: this.deps.brandName,
       rpID: this.rpId,
@@ -141,6 +142,7 @@ export class HolderService {
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
     if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(ip, null);
+    const { verifyRegistrationResponse } = await webauthn();
     let verified;
     try {
       verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.origin, expectedRPID: this.rpId, requireUserVerification: false });
@@ -158,6 +160,7 @@ export class HolderService {
   async assertionOptions(ip: string) {
     await this.limit('holder-challenge', ip, HOLDER_LIMITS.challengesPerIp);
     const challenge = await this.newChallenge('assert', null);
+    const { generateAuthenticationOptions } = await webauthn();
     return generateAuthenticationOptions({ rpID: this.rpId, challenge, userVerification: 'preferred', timeout: CHALLENGE_TTL_MS });
   }
 
@@ -173,6 +176,7 @@ export class HolderService {
       if (keyLockout.exceeded) throw this.deps.limits.refusal(keyLockout);
     }
     if (!(await spendChallenge(this.deps.db, challenge, 'assert', null, this.now())) || !passkey) return this.failed(ip, passkey?.key_id ?? null);
+    const { verifyAuthenticationResponse } = await webauthn();
     let verified;
     try {
       verified = await verifyAuthenticationResponse({

@@ -2,7 +2,7 @@
 // (README: Webhooks: URLs), reading at most 4 KB of the answer within 10 seconds. Never throws.
 import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import type { Clock } from '../../platform/clock.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { isPublicAddress } from './url-guard.ts';
@@ -33,36 +33,43 @@ export function signatureHeader(secret: string, unixSeconds: number, body: strin
 }
 
 export class WebhookSender {
-  private readonly agent: Agent;
+  /** undici and the agent, loaded at the first attempt: loading undici took about a tenth of a second of every start. */
+  private agent: Promise<Agent> | undefined;
 
   constructor(
     private readonly clock: Clock,
     private readonly secrets: SecretBox,
     private readonly allowHosts: readonly string[],
-  ) {
+  ) {}
+
+  private dispatcher(): Promise<Agent> {
     // Every connection goes to an address vetted here, at delivery time: the name is resolved, refused if
     // any of its addresses is not public, and the socket connects to the vetted address itself, so a name
     // that resolves to a private address is never reached.
-    this.agent = new Agent({
-      connect: {
-        timeout: RESPONSE_DEADLINE_MS,
-        lookup: (hostname, options, callback) => {
-          lookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
-            if (error) return callback(error, '', 0);
-            const allowed = this.allowHosts.includes(hostname.toLowerCase().replace(/\.$/, ''));
-            if (!allowed && addresses.some((a) => !isPublicAddress(a.address))) {
-              return callback(Object.assign(new Error(`${hostname} resolves to an address that is not public`), { code: 'EFORBIDDEN' }), '', 0);
-            }
-            const first = addresses[0];
-            if (!first) return callback(new Error(`${hostname} has no address`), '', 0);
-            if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: typeof addresses) => void)(null, [first]);
-            callback(null, first.address, first.family);
-          });
-        },
-      },
-      headersTimeout: RESPONSE_DEADLINE_MS,
-      bodyTimeout: RESPONSE_DEADLINE_MS,
-    });
+    this.agent ??= import('undici').then(
+      ({ Agent }) =>
+        new Agent({
+          connect: {
+            timeout: RESPONSE_DEADLINE_MS,
+            lookup: (hostname, options, callback) => {
+              lookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
+                if (error) return callback(error, '', 0);
+                const allowed = this.allowHosts.includes(hostname.toLowerCase().replace(/\.$/, ''));
+                if (!allowed && addresses.some((a) => !isPublicAddress(a.address))) {
+                  return callback(Object.assign(new Error(`${hostname} resolves to an address that is not public`), { code: 'EFORBIDDEN' }), '', 0);
+                }
+                const first = addresses[0];
+                if (!first) return callback(new Error(`${hostname} has no address`), '', 0);
+                if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: typeof addresses) => void)(null, [first]);
+                callback(null, first.address, first.family);
+              });
+            },
+          },
+          headersTimeout: RESPONSE_DEADLINE_MS,
+          bodyTimeout: RESPONSE_DEADLINE_MS,
+        }),
+    );
+    return this.agent;
   }
 
   private secretOf(delivery: DeliveryToSend, cache: Map<string, string>): string {
@@ -105,12 +112,13 @@ export class WebhookSender {
    * read (the rest is dropped with the connection). The 10-second deadline runs on real time. (undici's
    * request() costs a body stream, an async iterator and an abort signal per attempt; this, a timer.)
    */
-  private post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+  private async post(url: string, headers: Record<string, string>, body: string): Promise<number> {
     const { origin, path } = this.target(url);
+    const agent = await this.dispatcher();
     return new Promise<number>((resolve, reject) => {
       const handler = new PostHandler(resolve, reject);
       try {
-        this.agent.dispatch({ origin, path, method: 'POST', headers, body }, handler);
+        agent.dispatch({ origin, path, method: 'POST', headers, body }, handler);
       } catch (error) {
         handler.settle(error instanceof Error ? error : new Error(String(error)));
       }
@@ -131,8 +139,8 @@ export class WebhookSender {
   }
 
   /** Closes the connections; call once no attempt is in flight. */
-  close(): Promise<void> {
-    return this.agent.close();
+  async close(): Promise<void> {
+    if (this.agent) await (await this.agent).close();
   }
 }
 
