@@ -1,15 +1,27 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
-import pg from 'pg';
+import type pg from 'pg';
 import { backoffMs } from '../backoff.ts';
 import type { Database, PoolStats, Row, Sql, Transaction } from './database.ts';
 import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
+/**
+ * node-postgres, loaded by the first openPostgres: an embedded start never needs it, and loading it took
+ * about 50 ms of one (bench/RESULTS.md, start-up).
+ */
+let driver: typeof pg | undefined;
+
+/** The driver, for a database openPostgres made. */
+function loadedDriver(): typeof pg {
+  if (!driver) throw new Error('node-postgres used before openPostgres loaded it');
+  return driver;
+}
+
 const INT8_OID = 20;
 // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
-const typeParsers = {
+const typeParsers = (types: typeof pg.types) => ({
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
+    oid === INT8_OID ? (value: string) => Number(value) : types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+});
 
 function toConfig(sql: Sql, params: readonly unknown[]): pg.QueryConfig {
   return typeof sql === 'string'
@@ -33,7 +45,7 @@ const DRIVER_CONNECTION_ERRORS = /^(Connection terminated|timeout exceeded when 
 function meansUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (error instanceof pg.DatabaseError) return typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code);
+  if (driver && error instanceof driver.DatabaseError) return typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code);
   return (typeof code === 'string' && NETWORK_ERRORS.has(code)) || DRIVER_CONNECTION_ERRORS.test(error.message);
 }
 
@@ -80,11 +92,12 @@ function clientConfig(options: PostgresOptions): pg.ClientConfig {
 }
 
 export async function openPostgres(options: PostgresOptions): Promise<PostgresDatabase> {
+  const pg = (driver ??= (await import('pg')).default);
   const searchPath = options.schema ? { options: `-c search_path=${options.schema}` } : {};
   const pool = new pg.Pool({
     ...clientConfig(options),
     max: options.maxConnections ?? 10,
-    types: typeParsers,
+    types: typeParsers(pg.types),
     ...searchPath,
   });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
@@ -178,7 +191,7 @@ export class PostgresDatabase implements Database {
 
   /** Connects the LISTEN connection and LISTENs on every channel that has handlers, including any added meanwhile. */
   private async connectListener(): Promise<void> {
-    const client = new pg.Client(clientConfig(this.options));
+    const client = new (loadedDriver().Client)(clientConfig(this.options));
     client.on('notification', (message) => this.deliver(message.channel, message.payload ?? ''));
     client.on('error', () => undefined); // followed by 'end'
     try {
