@@ -1,6 +1,6 @@
 // Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
 import { sqlText, type Database, type Row, type Sql, type Transaction } from './database.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
@@ -34,6 +34,25 @@ export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = {
   maintenance_work_mem: '16MB',
 };
 
+/**
+ * PGlite's WebAssembly and its file-system bundle, read and compiling from the first open on. Left to PGlite,
+ * they are read and compiled once the cluster is in place, and the main thread waited idle for them; started
+ * here, the compilation runs on V8's worker thread while a first start copies the migrated cluster (about 0.3 s
+ * of an embedded start, bench/RESULTS.md). Read synchronously so that the compilation is under way before that
+ * copy holds the main thread. Every PGlite of the process shares them.
+ */
+let artifacts: { wasm: Promise<WebAssembly.Module>; fsBundle: Blob } | undefined;
+function pgliteArtifacts(): { wasm: Promise<WebAssembly.Module>; fsBundle: Blob } {
+  if (!artifacts) {
+    const dist = new URL('./', import.meta.resolve('@electric-sql/pglite'));
+    const wasm = WebAssembly.compile(readFileSync(new URL('pglite.wasm', dist)));
+    // A compilation that fails is PGlite's to report when it opens; no unhandled rejection meanwhile.
+    wasm.catch(() => undefined);
+    artifacts = { wasm, fsBundle: new Blob([readFileSync(new URL('pglite.data', dist))]) };
+  }
+  return artifacts;
+}
+
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
   const dataDir = options.dataDir === 'memory' ? 'memory://' : options.dataDir;
   // One process at a time on a directory (data-dir-lock.ts): a second opener stops here, naming the holder.
@@ -47,6 +66,7 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
 }
 
 async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDirLock | null): Promise<PgliteDatabase> {
+  const { wasm, fsBundle } = pgliteArtifacts();
   // A new cluster starts from the committed initdb output when there is one for this PGlite (seconds faster).
   let loadDataDir = options.loadDataDir ?? null;
   if (!loadDataDir && options.dataDir === 'memory') loadDataDir = await initdbTemplate();
@@ -54,6 +74,8 @@ async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDir
     if (!(await options.fillEmptyDir?.(options.dataDir))) await unpackInitdbTemplate(options.dataDir);
   }
   const pg = new PGlite(dataDir, {
+    pgliteWasmModule: await wasm,
+    fsBundle,
     parsers,
     startParams: [...PGlite.defaultStartParams, ...Object.entries(EMBEDDED_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
     ...(loadDataDir ? { loadDataDir } : {}),
