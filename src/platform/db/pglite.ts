@@ -35,22 +35,20 @@ export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = {
 };
 
 /**
- * PGlite's WebAssembly and its file-system bundle, read and compiling from the first open on. Left to PGlite,
- * they are read and compiled once the cluster is in place, and the main thread waited idle for them; started
- * here, the compilation runs on V8's worker thread while a first start copies the migrated cluster (about 0.3 s
- * of an embedded start, bench/RESULTS.md). Read synchronously so that the compilation is under way before that
- * copy holds the main thread. Every PGlite of the process shares them.
+ * PGlite's WebAssembly, compiling from the first open on. Left to PGlite, it is read and compiled once the
+ * cluster is in place, and the main thread waited idle for it; started here, the compilation runs on V8's worker
+ * thread while a first start copies the migrated cluster (about 0.3 s of an embedded start, bench/RESULTS.md).
+ * Read synchronously so that the compilation is under way before that copy holds the main thread. Every PGlite
+ * of the process shares the compiled module (tests open many).
  */
-let artifacts: { wasm: Promise<WebAssembly.Module>; fsBundle: Blob } | undefined;
-function pgliteArtifacts(): { wasm: Promise<WebAssembly.Module>; fsBundle: Blob } {
-  if (!artifacts) {
-    const dist = new URL('./', import.meta.resolve('@electric-sql/pglite'));
-    const wasm = WebAssembly.compile(readFileSync(new URL('pglite.wasm', dist)));
+let compiledWasm: Promise<WebAssembly.Module> | undefined;
+function pgliteWasm(): Promise<WebAssembly.Module> {
+  if (!compiledWasm) {
+    compiledWasm = WebAssembly.compile(readFileSync(new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'))));
     // A compilation that fails is PGlite's to report when it opens; no unhandled rejection meanwhile.
-    wasm.catch(() => undefined);
-    artifacts = { wasm, fsBundle: new Blob([readFileSync(new URL('pglite.data', dist))]) };
+    compiledWasm.catch(() => undefined);
   }
-  return artifacts;
+  return compiledWasm;
 }
 
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
@@ -66,7 +64,7 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
 }
 
 async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDirLock | null): Promise<PgliteDatabase> {
-  const { wasm, fsBundle } = pgliteArtifacts();
+  const wasm = pgliteWasm();
   // A new cluster starts from the committed initdb output when there is one for this PGlite (seconds faster).
   let loadDataDir = options.loadDataDir ?? null;
   if (!loadDataDir && options.dataDir === 'memory') loadDataDir = await initdbTemplate();
@@ -75,7 +73,6 @@ async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDir
   }
   const pg = new PGlite(dataDir, {
     pgliteWasmModule: await wasm,
-    fsBundle,
     parsers,
     startParams: [...PGlite.defaultStartParams, ...Object.entries(EMBEDDED_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
     ...(loadDataDir ? { loadDataDir } : {}),
