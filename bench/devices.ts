@@ -131,7 +131,8 @@ export async function deviceRuns(pgUrl: string, client: pg.Client, schema: strin
     const seen = (watcher = await watchAccessLog(client, schema)).seenAt;
     // Burst: every gateway publishes its share keeping up to 64 unacknowledged at a time, sending the next as
     // soon as one is acknowledged (an MQTT client's window; before 2026-11-23 the bench waited for all 64).
-    const burst = 12_000;
+    // BENCH_BURST_EVENTS: a longer burst for a profile or a process's CPU to be read over several seconds.
+    const burst = Number(process.env.BENCH_BURST_EVENTS ?? 12_000);
     const window = process.env.BENCH_BURST_LOCKSTEP === '1' ? 'lockstep' : 'sliding';
     const burstStarted = performance.now();
     await Promise.all(

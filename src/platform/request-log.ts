@@ -68,17 +68,25 @@ export class RequestLog {
       const batch = this.buffer;
       this.buffer = [];
       try {
+        // One JSON array rather than seven arrays: node-postgres escapes every element of an array parameter,
+        // which cost about three times the CPU of JSON.stringify for a batch of 2,500 rows (bench/RESULTS.md).
         await this.db.query(
           `INSERT INTO request_log (at, method, path, status, duration_ms, ip, api_key_id)
-           SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int[], $5::real[], $6::text[], $7::bigint[])`,
+           SELECT r.at, r.method, r.path, r.status, r.duration_ms, r.ip, r.api_key_id
+             FROM json_to_recordset($1::json)
+                  AS r (at timestamptz, method text, path text, status integer, duration_ms real, ip text, api_key_id bigint)`,
           [
-            batch.map((e) => new Date(e.atMs).toISOString()),
-            batch.map((e) => e.method),
-            batch.map((e) => e.path),
-            batch.map((e) => e.status),
-            batch.map((e) => e.durationMs),
-            batch.map((e) => e.ip),
-            batch.map((e) => e.apiKeyId),
+            JSON.stringify(
+              batch.map((e) => ({
+                at: new Date(e.atMs).toISOString(),
+                method: e.method,
+                path: e.path,
+                status: e.status,
+                duration_ms: e.durationMs,
+                ip: e.ip,
+                api_key_id: e.apiKeyId,
+              })),
+            ),
           ],
         );
         this.databaseAway = false;

@@ -1,10 +1,11 @@
 // The request log: method, path, status, duration and IP of each public request; no bodies, query
 // strings or tokens; purged after 90 days on the service clock.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { advanceClock, createAccount, createApiKey } from '../helpers/fixtures.ts';
-import { useTestService } from '../helpers/service.ts';
+import { startService, useTestService } from '../helpers/service.ts';
 
 interface LogRow {
   method: string;
@@ -48,6 +49,31 @@ test('each public request is logged with method, path, status, duration and IP, 
     assert.ok(row.duration_ms >= 0);
     assert.ok(!JSON.stringify(row).includes('secret'));
     assert.ok(!JSON.stringify(row).includes(key.token));
+  }
+});
+
+test('a row keeps the service clock\'s time and the path exactly as it came, quotes and backslashes included', async () => {
+  // Over a socket, not inject (which would percent-encode the path): the HTTP parser lets `"` and `\\` through.
+  const service = await startService(ctx.database.db, {}, undefined, undefined, 'socket');
+  try {
+    const ip = '10.9.8.6';
+    const path = '/v1/locks/a"b\\c';
+    const before = Date.parse((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString('latin1')));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: ${ip}\r\nConnection: close\r\n\r\n`);
+    });
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+    const [row] = await logRows(ip, 1);
+    assert.ok(row);
+    assert.deepEqual([row.path, row.status], [path, status]);
+    assert.ok(row.at.getTime() >= before && row.at.getTime() <= before + 60_000, `at ${row.at.toISOString()} is the service clock's`);
+  } finally {
+    await service.close();
   }
 });
 
