@@ -5,8 +5,9 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the PostgreSQL server,
 // BENCH_MQTT_URL the external broker of the second gateway run (by default a Mosquitto started here
 // with the shipped deploy/mosquitto/mosquitto.conf, through test/helpers/mosquitto.ts);
-// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, access, console, holder or controllers runs
-// only that section (bench/reads.ts, webhooks.ts, devices.ts, access.ts, console.ts, holder.ts, controllers.ts) and prints its figures.
+// BENCH_SECONDS (default 10) the length of each run; BENCH_ONLY=reads, webhooks, devices, event-writes, access, console, holder or
+// controllers runs only that section (bench/reads.ts, webhooks.ts, devices.ts, event-writes.ts, access.ts, console.ts, holder.ts,
+// controllers.ts) and prints its figures.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +19,7 @@ import { consoleRuns } from './console.ts';
 import { controllerRuns, formatControllers } from './controllers.ts';
 import { startupRuns, startupSummary } from './startup.ts';
 import { deviceRuns, externalBroker } from './devices.ts';
+import { eventWriteRuns, formatEventWrites } from './event-writes.ts';
 import { formatHolder, holderRuns } from './holder.ts';
 import { formatLiveSite, liveSiteMachine, liveSiteRuns, type LiveSiteFigures } from './live-site.ts';
 import { serviceRuns } from './reads.ts';
@@ -124,6 +126,11 @@ async function main(): Promise<void> {
       console.log(await deviceRuns(pgUrl.toString(), client, schema));
       const broker = await externalBroker();
       console.log(await deviceRuns(pgUrl.toString(), client, schema, broker.url).finally(() => broker.stop()));
+      return;
+    }
+    if (process.env.BENCH_ONLY === 'event-writes') {
+      // The write of a batch of door events, timed from its caller; BENCH_EVENT_WRITES=postgres or embedded measures one only.
+      console.log(formatEventWrites(await eventWriteRuns(pgUrl.toString(), schema, path.join(dataDir, 'event-writes'), process.env.BENCH_EVENT_WRITES)));
       return;
     }
     if (process.env.BENCH_ONLY === 'holder') {

@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients } from '../helpers/gateways.ts';
 import { AccessLogWriter, type AccessEvent, type AccessLogLock, type GatewayEvent, type WriteGuard } from '../../src/modules/events/index.ts';
+import { BATCH_CONTEXT } from '../../src/modules/events/store.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import type { Database } from '../../src/platform/db/database.ts';
 import { withFaults } from '../helpers/database.ts';
@@ -129,6 +130,35 @@ describe('a batch of door events (what arrived while the previous batch was writ
     assert.deepEqual(stored.slice(1), batch.filter((e) => e !== null), 'what GET /events shows is what was stored');
     const outbox = await ctx.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM domain_events WHERE account_id = $1 AND type LIKE ANY('{access.%,door.%}')`, [s.account.id]);
     assert.equal(outbox[0]?.n, 6, 'one webhook event per stored entry');
+  });
+});
+
+describe('the repeats of a batch', () => {
+  test('are found by one index probe per event, never a scan of the log, whatever the planner knows of it', async () => {
+    const s = await site();
+    const log = new AccessLogWriter(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+    const at = '2026-11-20T08:00:00Z';
+    // A log grown since its last statistics, as a new site's is: 20 batches of 300 door events.
+    for (let b = 0; b < 20; b++) {
+      await log.ingestBatch(s.gateway.id, Array.from({ length: 300 }, (_, i): GatewayEvent => ({ id: `r${b}-${i}`, lock_id: s.front, type: 'door.closed', occurred_at: at, key_id: null, reason: null })));
+    }
+    const again = Array.from({ length: 300 }, (_, i) => (i % 2 === 0 ? `r7-${i}` : `new-${i}`));
+    const params = [[s.front], again.map(() => s.gateway.id), again, [], []];
+    const [explained] = await ctx.database.db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${BATCH_CONTEXT.text}`, params);
+    const scans: string[] = [];
+    const walk = (node: Record<string, unknown>): void => {
+      if (node['Relation Name'] === 'access_events' && node['Node Type'] === 'Seq Scan') scans.push(JSON.stringify(node).slice(0, 200));
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+    };
+    const plan = explained?.['QUERY PLAN'];
+    walk(((typeof plan === 'string' ? JSON.parse(plan) : plan) as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
+    assert.deepEqual(scans, [], 'no sequential scan of access_events');
+    const [context] = await ctx.database.db.query<{ seen: Array<[number, string]> }>(BATCH_CONTEXT.text, params);
+    assert.deepEqual(
+      (context?.seen ?? []).map(([, id]) => id).sort(),
+      again.filter((id) => id.startsWith('r7-')).sort(),
+      'exactly the stored ones are repeats',
+    );
   });
 });
 
