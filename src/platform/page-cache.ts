@@ -23,6 +23,12 @@ export interface PageCacheOptions<Q extends TObject = TObject> {
   ttlMs: number;
   /** False: every page is produced afresh (PAGE_CACHE_ENABLED=false). */
   enabled?: boolean;
+  /**
+   * Whether any write request of an account may change its pages (PageCaches.install drops them before the answer
+   * leaves; true by default). False for a list that only a writer telling the cache itself (appendingHere) changes,
+   * and otherwise only notifications: the access log, which nothing but AccessLogWriter writes.
+   */
+  changedByWriteRequests?: boolean;
 }
 
 /** The channels migration 014's triggers notify with the accounts whose rows changed. */
@@ -142,10 +148,13 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
   private readonly filling = new Map<string, Fill>();
   private readonly enabled: boolean;
   private readonly query: Q;
+  /** See PageCacheOptions. */
+  readonly changedByWriteRequests: boolean;
 
   constructor(options: PageCacheOptions<Q>) {
     this.enabled = options.enabled ?? true;
     this.query = options.query;
+    this.changedByWriteRequests = options.changedByWriteRequests ?? true;
     this.pages = new LRUCache<string, Kept<T>>({
       maxSize: options.maxBytes,
       // A page that can grow holds its rows' text once more (about its body's size).
@@ -339,10 +348,12 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * client that reads right after its own write must not get a page from before it. So every write request
  * this instance answers drops the pages of its account (a public API key's) before the answer leaves, or
  * every page (an operator's, or an open route's such as a setup link's): then whatever the request
- * committed is read again. A request refused before authentication drops nothing.
+ * committed is read again. A request refused before authentication drops nothing. A cache whose list no
+ * request writes by itself (`changedByWriteRequests: false`) is left alone: on a busy site people and keys
+ * change every few seconds, and each change dropped every door's end of the access log with them.
  */
 export class PageCaches {
-  private readonly caches: Array<Pick<PageCache, 'changed'>> = [];
+  private readonly caches: Array<Pick<PageCache, 'changed' | 'changedByWriteRequests'>> = [];
 
   constructor(private readonly enabled = true) {}
 
@@ -356,13 +367,17 @@ export class PageCaches {
     for (const cache of this.caches) cache.changed(what);
   }
 
+  private requestWrote(what: Changed): void {
+    for (const cache of this.caches) if (cache.changedByWriteRequests) cache.changed(what);
+  }
+
   install(app: FastifyInstance): void {
     app.addHook('onSend', (request, reply, payload, done) => {
       if (!READS.has(request.method)) {
         const access = request.routeOptions.config.access;
-        if (request.caller) this.changed({ accounts: [request.caller.accountId] });
-        else if (access?.kind === 'admin' && reply.statusCode !== 401) this.changed('all');
-        else if (access?.kind === 'open' && reply.statusCode < 400) this.changed('all');
+        if (request.caller) this.requestWrote({ accounts: [request.caller.accountId] });
+        else if (access?.kind === 'admin' && reply.statusCode !== 401) this.requestWrote('all');
+        else if (access?.kind === 'open' && reply.statusCode < 400) this.requestWrote('all');
       }
       done(null, payload);
     });

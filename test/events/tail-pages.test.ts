@@ -137,6 +137,39 @@ describe('pages at the end of the access log', () => {
     assert.equal(pageReads, moved);
   });
 
+  test("are left alone by the account's other writes, and an entry a request of this instance records is in its next read", async () => {
+    const s = await site();
+    const writer = await createApiKey(service, s.account.rootLocationId, ['people:write', 'keys:write', 'locks:control'], { lock_allowlist: [s.annex] });
+    const pollers: Array<[Reader, EventQuery]> = [
+      [s.root, {}],
+      [s.root, { lock_id: s.front }],
+      [s.department, { limit: 2 }],
+    ];
+    await s.send({ lock_id: s.front, type: 'access.granted', key_id: s.cardId });
+    for (const [who, query] of pollers) await matches(who, query);
+    const before = pageReads;
+    // A person and a key of the account change: no Event of the log can (each holds what was true when it happened).
+    const renamed = await service.request('PUT', `/v1/people/${s.personId}`, { token: writer.token, body: { name: 'Zoë Renamed' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    const relabelled = await service.request('PATCH', `/v1/keys/${s.cardId}`, { token: writer.token, body: { name: 'Badge 2' } });
+    assert.equal(relabelled.status, 200, relabelled.text);
+    for (const [who, query] of pollers) await matches(who, query);
+    assert.equal(pageReads, before, 'no page read again after writes that cannot change the log');
+    // A write that does add to the log: an unlock of a lock off the key's allowlist is refused and recorded.
+    const refused = await service.request('POST', `/v1/locks/${s.front}/unlock`, { token: writer.token });
+    assert.equal(refused.status, 403, refused.text);
+    const page = await matches(s.root, { lock_id: s.front });
+    assert.deepEqual(
+      page.data.map((e) => [e.type, e.source]),
+      [
+        ['access.granted', 'gateway'],
+        ['access.denied', 'api'],
+      ],
+      'the refusal is in the next read of the instance that recorded it',
+    );
+    for (const [who, query] of pollers) await matches(who, query);
+  });
+
   test("another instance's entries and a deletion drop the pages they may change: read again, they match the database", async () => {
     const s = await site();
     await s.send({ lock_id: s.front, type: 'access.granted', key_id: s.cardId });

@@ -26,7 +26,9 @@ export class AccessLogReader {
     private readonly db: Database,
     caches: PageCaches,
   ) {
-    this.pages = caches.create<typeof EventQuery, TailPage>({ query: EventQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS });
+    // Only AccessLogWriter writes the log, and it tells these pages itself (appending) before its caller
+    // answers; other instances' writes and deletions come as notifications. Other write requests leave them.
+    this.pages = caches.create<typeof EventQuery, TailPage>({ query: EventQuery, maxBytes: PAGE_CACHE_BYTES, ttlMs: PAGE_CACHE_TTL_MS, changedByWriteRequests: false });
   }
 
   async start(): Promise<void> {
