@@ -146,15 +146,16 @@ test('PostgreSQL restarts under traffic: 503 in the envelope at once, door event
   await sql(`SELECT pg_notify('latchkey_public_catalog_changed', '')`);
   await waitFor(async () => (await call<{ name: string }>('GET', `/v1/locks/${lock.body.id}`, token)).body.name === 'Renamed', 'the cached lock dropped', 10_000);
 
-  // A hung server (connections open, nothing answers): 503 within DATABASE_TIMEOUT_SECONDS, then 200 again.
+  // A hung server (connections open, nothing answers): 503 within DATABASE_TIMEOUT_SECONDS, then 200 again. Asked
+  // for a page not answered before: one it has answered may still come from memory (README: 503 during an outage).
   db.freeze();
   try {
-    const hung = await call<ErrorBody>('GET', '/v1/events', token);
+    const hung = await call<ErrorBody>('GET', '/v1/events?limit=7', token);
     assert.equal(hung.status, 503);
     assert.equal(hung.body.error.code, 'not_available');
     assert.ok(hung.ms < 5000, `answered within seconds (${hung.ms} ms)`);
   } finally {
     db.thaw();
   }
-  await waitFor(async () => (await call('GET', '/v1/events', token)).status === 200, 'the service answers 200 again after the hang', 20_000);
+  await waitFor(async () => (await call('GET', '/v1/events?limit=7', token)).status === 200, 'the service answers 200 again after the hang', 20_000);
 });
