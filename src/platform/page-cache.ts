@@ -363,10 +363,7 @@ export class PageCaches {
     return cache;
   }
 
-  changed(what: Changed): void {
-    for (const cache of this.caches) cache.changed(what);
-  }
-
+  /** A write request answered: the pages it may have changed go (see the class comment). */
   private requestWrote(what: Changed): void {
     for (const cache of this.caches) if (cache.changedByWriteRequests) cache.changed(what);
   }

@@ -8,7 +8,7 @@ import type { AccessEntry, AccessEvent, AccessLogLock, DoorEventType, WriteGuard
  * Everything a batch of door events needs to know, in one round trip whatever the gateways: the locks named
  * (with the gateway each is on), which (gateway, event id) pairs are already stored, the holders of the keys
  * named, and the last opening of each lock that has a door.* event in the batch. The repeats are found by one
- * probe of the (gateway, event id) index per event (a correlated EXISTS the planner cannot turn into a join):
+ * probe of the (gateway, event id) index per event (a correlated EXISTS, kept a subplan by its OFFSET 0):
  * as a join, a batch of hundreds of events on a log the planner takes for small (tens of thousands of rows, or
  * grown since its last statistics) was answered by a hash join over the whole log, 4 ms a batch and growing
  * with the log (bench/RESULTS.md). Exported for its plan's test.
