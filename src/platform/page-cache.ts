@@ -21,7 +21,7 @@ export interface PageCacheOptions<Q extends TObject = TObject> {
   /** The most bytes of pages kept. */
   maxBytes: number;
   ttlMs: number;
-  /** False: every page is produced afresh (PAGE_CACHE_ENABLED=false). */
+  /** False (PAGE_CACHE_ENABLED=false): no page is kept, and a request shares only a read that begins after it (freshPage). */
   enabled?: boolean;
   /**
    * Whether any write request of an account may change its pages (PageCaches.install drops them before the answer
@@ -120,6 +120,12 @@ interface Fill {
   body: Promise<Buffer>;
 }
 
+/** A page's read running now, and the read after it once a request asked for the page meanwhile. */
+interface FreshReads {
+  running: Promise<Buffer>;
+  next?: Promise<Buffer>;
+}
+
 /** Appends remembered per account, for fills that span them (a fill takes milliseconds; this is plenty). */
 const APPENDS_REMEMBERED = 64;
 /** This instance's appends whose notification has not come back yet (it comes a moment after the commit). */
@@ -146,6 +152,8 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
    * removes its fills from here, so a request after a change never joins a read that may predate it.
    */
   private readonly filling = new Map<string, Fill>();
+  /** Switched off: the read of each page running now, and the one after it that requests meanwhile share (freshPage). */
+  private readonly freshReads = new Map<string, FreshReads>();
   private readonly enabled: boolean;
   private readonly query: Q;
   /** See PageCacheOptions. */
@@ -288,7 +296,7 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
    * an append, only if the append may have joined it).
    */
   async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
-    if (!this.enabled) return Buffer.from(jsonOf(await produce()));
+    if (!this.enabled) return this.freshPage(pageKey(this.query, scope, query), produce);
     const account = scope.accountId;
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
     const key = `${version}:${pageKey(this.query, scope, query)}`;
@@ -317,6 +325,32 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
     };
     body.then(done, done);
     return body;
+  }
+
+  /**
+   * Switched off (PAGE_CACHE_ENABLED=false), a page is never answered from a read begun before the request: one
+   * that finds no read of its page running begins one; one that finds a read running (begun perhaps before a
+   * write it must see) waits for the next read of that page, which begins once the running one ends and which
+   * every request meanwhile shares. So each answer holds everything committed before its request, as its own
+   * read would, and 50 clients polling one page cost at most one read at a time, not 50.
+   */
+  private freshPage(key: string, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
+    const reads = this.freshReads.get(key);
+    if (reads === undefined) return this.beginFresh(key, produce);
+    const begin = () => this.beginFresh(key, produce);
+    reads.next ??= reads.running.then(begin, begin);
+    return reads.next;
+  }
+
+  private beginFresh(key: string, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
+    const reads: FreshReads = { running: produce().then((produced) => Buffer.from(jsonOf(produced))) };
+    this.freshReads.set(key, reads);
+    // With a next read waiting, the entry stays until that read replaces it.
+    const done = () => {
+      if (this.freshReads.get(key) === reads && reads.next === undefined) this.freshReads.delete(key);
+    };
+    reads.running.then(done, done);
+    return reads.running;
   }
 
   get size(): number {

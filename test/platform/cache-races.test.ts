@@ -108,3 +108,26 @@ test('a lock renamed while its read is in flight is shown by its new name at the
   const next = await service.request<{ name: string }>('GET', `/v1/locks/${lockId}`, { token: key.token });
   assert.equal(next.body.name, 'New name');
 });
+
+test('with PAGE_CACHE_ENABLED=false, a person created while a read of the people page is in flight is in the next read: it waits for a read of its own', async () => {
+  const fresh = await startService(holding.db, { PAGE_CACHE_ENABLED: 'false' }, undefined, undefined, 'inject');
+  try {
+    const account = await createAccount(fresh);
+    const { token } = await createApiKey(fresh, account.rootLocationId, ['people:write']);
+    assert.equal((await fresh.request('GET', '/v1/people', { token })).status, 200, 'the key looked up once, before the hold');
+
+    // The first read has run (no one in the account yet) and is held; meanwhile a person is created.
+    const held = holding.hold((sql) => typeof sql === 'string' && sql.includes('FROM people p'));
+    const first = fresh.request<{ data: Array<{ name: string }> }>('GET', '/v1/people', { token });
+    await held;
+    assert.equal((await fresh.request('POST', '/v1/people', { token, body: { name: 'Ada Door' } })).status, 201);
+    const next = fresh.request<{ data: Array<{ name: string }> }>('GET', '/v1/people', { token });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the request is at its page by now, the first read still held
+    holding.release();
+
+    assert.deepEqual((await first).body.data.map((p) => p.name), [], 'the read that began before the person');
+    assert.deepEqual((await next).body.data.map((p) => p.name), ['Ada Door'], 'the request after the write did not share the read begun before it');
+  } finally {
+    await fresh.close();
+  }
+});

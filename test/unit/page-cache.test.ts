@@ -45,6 +45,49 @@ describe('PageCache', () => {
     assert.equal(String(await pages.page(of(1), q, async () => `page ${++reads}`)), 'page 2');
   });
 
+  test('switched off, a request never gets a read begun before it; the requests made while a read runs share the next one', async () => {
+    const pages = new PageCaches(false).create({ query: Query, maxBytes: 1_000_000, ttlMs: 60_000 });
+    const releases: Array<() => void> = [];
+    const produce = () => new Promise<string>((resolve) => {
+      const n = releases.length + 1;
+      releases.push(() => resolve(`read ${n}`));
+    });
+    const settled = () => new Promise((resolve) => setImmediate(resolve));
+    const first = pages.page(of(1), q, produce);
+    const meanwhile = [pages.page(of(1), q, produce), pages.page(of(1), q, produce)];
+    const otherAccount = pages.page(of(2), q, produce);
+    const otherPage = pages.page(of(1), { cursor: 'c2' }, produce);
+    assert.equal(releases.length, 3, 'the requests made while read 1 runs do not join it; another account\'s page and another page are read at once');
+    await settled();
+    assert.equal(releases.length, 3, 'the next read waits for the running one');
+    releases[0]?.();
+    assert.equal(String(await first), 'read 1');
+    await settled();
+    assert.equal(releases.length, 4, 'two requests, one read, begun once read 1 ended');
+    const later = pages.page(of(1), q, produce);
+    releases[3]?.();
+    assert.deepEqual((await Promise.all(meanwhile)).map(String), ['read 4', 'read 4']);
+    await settled();
+    assert.equal(releases.length, 5, 'a request made while read 4 ran got a read of its own after it');
+    releases[4]?.();
+    assert.equal(String(await later), 'read 5');
+    releases[1]?.();
+    releases[2]?.();
+    assert.equal(String(await otherAccount), 'read 2');
+    assert.equal(String(await otherPage), 'read 3');
+    assert.equal(String(await pages.page(of(1), q, async () => 'read 6')), 'read 6', 'nothing running: read at once, nothing kept');
+  });
+
+  test('switched off, a read that fails fails only the requests that shared it; the next read is made', async () => {
+    const pages = new PageCaches(false).create({ query: Query, maxBytes: 1_000_000, ttlMs: 60_000 });
+    let fail!: (error: Error) => void;
+    const failing = pages.page(of(1), q, () => new Promise<string>((_, reject) => (fail = reject)));
+    const next = pages.page(of(1), q, async () => 'read 2');
+    fail(new Error('database away'));
+    await assert.rejects(failing, /database away/);
+    assert.equal(String(await next), 'read 2');
+  });
+
   test('holds no more bytes than allowed', async () => {
     const pages = new PageCache({ query: Query, maxBytes: 10_000, ttlMs: 60_000 });
     for (let i = 0; i < 100; i++) await pages.page(of(1), { cursor: `q${i}` }, async () => 'x'.repeat(1_000));
