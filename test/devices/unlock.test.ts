@@ -94,6 +94,19 @@ describe('POST /locks/{id}/unlock', () => {
     assert.equal((await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${res.body.id}`, { token: s.token })).body.status, 'confirmed');
   });
 
+  test("a result sent by another gateway of the account for a command is ignored; the command's own gateway confirms it", async () => {
+    const s = await site();
+    const intruder = await createGateway(ctx.service, s.account.rootLocationId);
+    const intruderClient = await connect(intruder);
+    const res = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
+    await intruderClient.publishAsync(`latchkey/v1/gateways/${intruder.id}/commands/result`, JSON.stringify({ id: res.body.id, ok: false, error: 'device_error' }), { qos: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const command = async () => (await ctx.service.request<Command>('GET', `/v1/locks/${s.remote}/commands/${res.body.id}`, { token: s.token })).body.status;
+    assert.equal(await command(), 'published', "another gateway's answer");
+    await s.answer({ id: res.body.id, ok: true });
+    await waitFor(async () => (await command()) === 'confirmed', 'confirmed by its own gateway');
+  });
+
   test('GET a command answers it only under its own lock, in scope and on the allowlist', async () => {
     const s = await site();
     const res = await ctx.service.request<Command>('POST', `/v1/locks/${s.remote}/unlock`, { token: s.token });
