@@ -17,6 +17,8 @@ import { SecretBox } from '../src/platform/secret-box.ts';
 import type { ServiceProcess } from '../test/helpers/process.ts';
 import { freePort } from '../test/helpers/mosquitto.ts';
 import { admin, percentile, pin, PINNED, startBenchService, stop, until } from './common.ts';
+import { DOOR_EVENTS_PER_SECOND, LOG_ROWS, liveTraffic, seedLog, WRITES_PER_SECOND } from './live-site.ts';
+import { seed } from './reads.ts';
 
 /** The server key of the bench's services (base64 of 32 bytes): the bench seals and digests credentials under it. */
 const SECRET_KEY = Buffer.alloc(32, 0x5a).toString('base64');
@@ -36,6 +38,8 @@ export interface AccessFigures {
   /** The list rebuilt after the keys were written (PATCH of the group's windows: HTTP call, one transaction). */
   rebuild: { keys: number; answerMs: number; ms: number }[];
   full: { keys: number; ms: number; parts: number; bytes: number; entries: number } | null;
+  /** The live site's load beside the measures (options.liveLoad), as it went; null without. */
+  live: { doorEventsPerSecond: number; changesPerSecond: number; failedChanges: number } | null;
 }
 
 interface GatewayCreds {
@@ -173,7 +177,17 @@ async function rebuild(url: string, groupId: number, gatewayId: number, round: n
  * One run of the three measures. `target` says where the data is; `mqttUrl` an external broker (PostgreSQL
  * only). `fullList`: whether (c) runs (its 100,000 keys are written either way only when it does).
  */
-export async function accessRuns(label: string, target: Target, mqttUrl?: string, options: { fullList?: boolean; log?: (line: string) => void } = {}): Promise<AccessFigures> {
+/**
+ * Decisions, revocations and the full list, optionally under a live site's load (`liveLoad`, issue 25): another
+ * account of the same service whose gateway reports 200 door events a second while its people and keys change 4
+ * times a second, its log holding 20,000 events before, from the first decision to the last list.
+ */
+export async function accessRuns(
+  label: string,
+  target: Target,
+  mqttUrl?: string,
+  options: { fullList?: boolean; liveLoad?: boolean; log?: (line: string) => void } = {},
+): Promise<AccessFigures> {
   const log = options.log ?? (() => undefined);
   const fullList = options.fullList ?? true;
   const box = new SecretBox(Buffer.from(SECRET_KEY, 'base64'));
@@ -210,6 +224,13 @@ export async function accessRuns(label: string, target: Target, mqttUrl?: string
     }));
     if (!server) server = await startBenchService(env);
     const pid = server.child.pid as number;
+    let traffic: Awaited<ReturnType<typeof liveTraffic>> | null = null;
+    if (options.liveLoad) {
+      log(`  a live site beside: ${LOG_ROWS} door events first, then ${DOOR_EVENTS_PER_SECOND} a second and ${WRITES_PER_SECOND} changes of people and keys a second …`);
+      const liveSite = await seed(server.url);
+      await seedLog(liveSite, LOG_ROWS);
+      traffic = await liveTraffic(server.url, liveSite);
+    }
     if (PINNED) {
       pin(pid, 0);
       pin(process.pid, 1);
@@ -339,6 +360,7 @@ export async function accessRuns(label: string, target: Target, mqttUrl?: string
       full = { keys: FULL_KEYS, ms: Math.round(lastAt - started), parts, bytes, entries };
     }
     if (PINNED) pin(process.pid, '0-1');
+    const background = await traffic?.stop();
 
     // Every decision of the measured run in the access log once (the warm-up's are there too).
     const liveServer = server;
@@ -378,6 +400,7 @@ export async function accessRuns(label: string, target: Target, mqttUrl?: string
       },
       rebuild: rebuilds,
       full,
+      live: background ? { doorEventsPerSecond: Math.round(background.events / background.seconds), changesPerSecond: Math.round((background.writes / background.seconds) * 10) / 10, failedChanges: background.failedWrites } : null,
     };
   } finally {
     if (PINNED) pin(process.pid, '0-1');
@@ -393,6 +416,9 @@ export function formatAccess(runs: AccessFigures[]): string {
   return [
     `| measure | ${runs.map((r) => r.label).join(' | ')} | target |`,
     `|---|${runs.map(() => '---:').join('|')}|---|`,
+    ...(runs.some((r) => r.live)
+      ? [`| live load meanwhile (another account): door events published a second / changes of people and keys a second / changes refused | ${cell((r) => (r.live ? `${r.live.doorEventsPerSecond} / ${r.live.changesPerSecond} / ${r.live.failedChanges}` : 'none'))} | – |`]
+      : []),
     `| online decisions at ${first.decisions.rate}/s from ${DECISION_GATEWAYS} gateways for ${first.decisions.seconds} s: answered / sent | ${cell((r) => `${r.decisions.answered} / ${r.decisions.sent}`)} | all |`,
     `| decision round trip (publish → \`access/answer\`), p50 | ${cell((r) => `${r.decisions.p50} ms`)} | – |`,
     `| decision round trip, p99 | ${cell((r) => `${r.decisions.p99} ms`)} | < 25 ms |`,

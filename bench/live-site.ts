@@ -33,7 +33,7 @@ export interface LiveSiteFigures {
 export const LOG_ROWS = 20_000;
 
 /** Publishes `n` door events from the site's gateway as fast as the broker takes them, and waits until all are stored. */
-async function seedLog(site: Seeded, n: number): Promise<void> {
+export async function seedLog(site: Seeded, n: number): Promise<void> {
   const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
     clientId: site.gateway.mqtt.client_id,
     username: site.gateway.mqtt.username,
@@ -57,7 +57,7 @@ async function seedLog(site: Seeded, n: number): Promise<void> {
 }
 
 /** The background of a live site: door events from the gateway and changes of people and keys, until stopped. */
-async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): Promise<{ events: number; writes: number; failedWrites: number; seconds: number }> }> {
+export async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): Promise<{ events: number; writes: number; failedWrites: number; seconds: number }> }> {
   const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
     clientId: site.gateway.mqtt.client_id,
     username: site.gateway.mqtt.username,

@@ -37,14 +37,17 @@ async function accessSection(pgUrl: string, dataDir: string, only?: string): Pro
     console.log(formatAccess([run])); // each run's figures as soon as it ends
     runs.push(run);
   };
-  if (!only || only === 'postgres') done(await accessRuns('PostgreSQL, embedded broker', { kind: 'postgres', url: pgUrl }, undefined, { log }));
+  // BENCH_ACCESS_LIVE=1: every measure under a live site's load (issue 25: the decision paths keep their floors).
+  const liveLoad = process.env.BENCH_ACCESS_LIVE === '1';
+  const under = liveLoad ? ', under the live load' : '';
+  if (!only || only === 'postgres') done(await accessRuns(`PostgreSQL, embedded broker${under}`, { kind: 'postgres', url: pgUrl }, undefined, { log, liveLoad }));
   if (!only || only === 'mosquitto') {
     const broker = await externalBroker();
-    done(await accessRuns('PostgreSQL, Mosquitto', { kind: 'postgres', url: pgUrl }, broker.url, { log }).finally(() => broker.stop()));
+    done(await accessRuns(`PostgreSQL, Mosquitto${under}`, { kind: 'postgres', url: pgUrl }, broker.url, { log, liveLoad }).finally(() => broker.stop()));
   }
   if (!only || only === 'embedded') {
     const dir = path.join(dataDir, 'access');
-    done(await accessRuns('embedded PGlite', { kind: 'embedded', dataDir: dir }, undefined, { log, fullList: process.env.BENCH_ACCESS_EMBEDDED_FULL !== '0' }));
+    done(await accessRuns(`embedded PGlite${under}`, { kind: 'embedded', dataDir: dir }, undefined, { log, liveLoad, fullList: process.env.BENCH_ACCESS_EMBEDDED_FULL !== '0' }));
   }
   return runs;
 }
