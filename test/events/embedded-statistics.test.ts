@@ -77,3 +77,27 @@ test('the Event payloads of the log and the outbox get no statistics (never filt
   );
   assert.deepEqual(stats.map((s) => `${s.table}.${s.column}`), ['access_events.type', 'domain_events.type']);
 });
+
+test('after the first, a run analyzes only the tables whose size moved by more than a tenth', embeddedOnly, async () => {
+  const ran: string[] = [];
+  const db = overriding(ctx.database.db, {
+    query: <T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> => {
+      ran.push(sqlText(sql));
+      return ctx.database.db.query<T>(sql, params);
+    },
+  });
+  const analyzed = () => ran.splice(0).filter((text) => text.startsWith('ANALYZE'));
+  const account = await createAccount(ctx.service);
+  const lock = await createLock(ctx.service, account.rootLocationId);
+  await writeEvents(lock, 500);
+  const job = accessLogStatisticsJob(db);
+  assert.equal(await job.run(), 1);
+  const first = analyzed();
+  assert.ok(first.includes('ANALYZE locks') && first.includes('ANALYZE access_events'), `every table at first: ${first.join(', ')}`);
+  const [logged] = await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM access_events');
+  await writeEvents(lock, Math.max(600, Math.ceil((logged?.n ?? 0) * 0.3)));
+  assert.equal(await job.run(), 1);
+  const later = analyzed();
+  assert.ok(later.includes('ANALYZE access_events') && later.includes('ANALYZE domain_events'), `the log and the outbox grew: ${later.join(', ')}`);
+  assert.ok(!later.includes('ANALYZE locks') && !later.includes('ANALYZE locations'), `unchanged tables are left alone: ${later.join(', ')}`);
+});

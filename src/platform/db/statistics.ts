@@ -11,14 +11,21 @@ import type { Database } from './database.ts';
 const GROWTH_SHARE = 0.1;
 const GROWTH_ROWS = 500;
 
-/** The service's tables (the schema's, not the catalogs), each analyzed in a statement of its own. */
+/**
+ * The service's tables (the schema's, not the catalogs), each analyzed in a statement of its own: all of them ($1),
+ * or those whose size moved by more than a tenth since their last ANALYZE (its page count, relpages, against the
+ * file's), never analyzed ones included. PGlite counts no changes per table, and analyzing the 100,000 keys of a
+ * site that added none took 210–270 ms each time the log grew (bench/RESULTS.md, 2026-11-28).
+ */
 const TABLES = `SELECT quote_ident(relname) AS name FROM pg_class
-                 WHERE relkind IN ('r', 'p') AND relnamespace = current_schema()::regnamespace ORDER BY relname`;
+                 WHERE relkind IN ('r', 'p') AND relnamespace = current_schema()::regnamespace
+                   AND ($1 OR relpages = 0 OR abs(pg_relation_size(oid) / current_setting('block_size')::int - relpages) > relpages * ${GROWTH_SHARE})
+                 ORDER BY relname`;
 
 /**
- * ANALYZE of the embedded database's tables once after start, then whenever the table that grows has grown by
+ * ANALYZE of the embedded database's tables once after start, then, whenever the table that grows has grown by
  * a tenth (`rows`: its size, or a measure of it such as its highest id), like autovacuum's default
- * threshold. PGlite answers nothing else meanwhile, so it is rare (never on a timer alone) and made table by
+ * threshold, of the tables whose size moved (TABLES). PGlite answers nothing else meanwhile, so it is rare (never on a timer alone) and made table by
  * table with a turn of the event loop between them: one ANALYZE of the whole database held the service's thread
  * for about a second on a site of 100,000 keys, and every access decision waited behind it (a p99 of 986 ms,
  * bench/RESULTS.md, 2026-11-28); a table's takes at most a few hundred milliseconds (a sample of 30,000 rows).
@@ -31,7 +38,7 @@ export function embeddedStatisticsJob(db: Database, measure: () => Promise<numbe
     async run() {
       const rows = await measure();
       if (analyzedAt !== null && rows - analyzedAt < Math.max(GROWTH_ROWS, analyzedAt * GROWTH_SHARE)) return 0;
-      for (const { name } of await db.query<{ name: string }>(TABLES)) {
+      for (const { name } of await db.query<{ name: string }>(TABLES, [analyzedAt === null])) {
         await db.query(`ANALYZE ${name}`);
         await new Promise((resolve) => setImmediate(resolve)); // what waited for PGlite goes first
       }
