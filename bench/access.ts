@@ -175,12 +175,10 @@ async function rebuild(url: string, groupId: number, gatewayId: number, round: n
 
 /**
  * One run of the three measures. `target` says where the data is; `mqttUrl` an external broker (PostgreSQL
- * only). `fullList`: whether (c) runs (its 100,000 keys are written either way only when it does).
- */
-/**
- * Decisions, revocations and the full list, optionally under a live site's load (`liveLoad`, issue 25): another
- * account of the same service whose gateway reports 200 door events a second while its people and keys change 4
- * times a second, its log holding 20,000 events before, from the first decision to the last list.
+ * only). `fullList`: whether (c) runs (its 100,000 keys are written either way only when it does). `liveLoad`
+ * (issue 25): from the first decision to the last list, another account of the same service carries a live
+ * site's load, its gateway reporting 200 door events a second and its people and keys changing 4 times a second,
+ * its log holding 20,000 events first.
  */
 export async function accessRuns(
   label: string,

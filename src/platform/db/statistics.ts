@@ -23,12 +23,13 @@ const TABLES = `SELECT quote_ident(relname) AS name FROM pg_class
                  ORDER BY relname`;
 
 /**
- * ANALYZE of the embedded database's tables once after start, then, whenever the table that grows has grown by
- * a tenth (`rows`: its size, or a measure of it such as its highest id), like autovacuum's default
- * threshold, of the tables whose size moved (TABLES). PGlite answers nothing else meanwhile, so it is rare (never on a timer alone) and made table by
- * table with a turn of the event loop between them: one ANALYZE of the whole database held the service's thread
- * for about a second on a site of 100,000 keys, and every access decision waited behind it (a p99 of 986 ms,
- * bench/RESULTS.md, 2026-11-28); a table's takes at most a few hundred milliseconds (a sample of 30,000 rows).
+ * ANALYZE of the embedded database's tables once after start; then, whenever the table that grows has grown by a
+ * tenth (`rows`: its size, or a measure of it such as its highest id; autovacuum's default threshold), of the
+ * tables whose size moved (TABLES). PGlite answers nothing else meanwhile, so it is rare (never on a timer alone)
+ * and made table by table with a turn of the event loop between them: one ANALYZE of the whole database held the
+ * service's thread for about a second on a site of 100,000 keys, and every access decision waited behind it (a
+ * p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's takes at most a few hundred milliseconds (a sample of
+ * 30,000 rows).
  */
 export function embeddedStatisticsJob(db: Database, measure: () => Promise<number>): Job {
   let analyzedAt: number | null = null;
