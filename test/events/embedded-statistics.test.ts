@@ -101,3 +101,14 @@ test('after the first, a run analyzes only the tables whose size moved by more t
   assert.ok(later.includes('ANALYZE access_events') && later.includes('ANALYZE domain_events'), `the log and the outbox grew: ${later.join(', ')}`);
   assert.ok(!later.includes('ANALYZE locks') && !later.includes('ANALYZE locations'), `unchanged tables are left alone: ${later.join(', ')}`);
 });
+
+test('the embedded database samples for statistics as PostgreSQL did until 8.4 (default_statistics_target 10): a histogram of 10 buckets', embeddedOnly, async () => {
+  const account = await createAccount(ctx.service);
+  await writeEvents(await createLock(ctx.service, account.rootLocationId), 300);
+  await ctx.database.db.query('ANALYZE access_events');
+  const [row] = await ctx.database.db.query<{ bounds: number }>(
+    `SELECT array_length(histogram_bounds::text::text[], 1) AS bounds FROM pg_stats
+      WHERE schemaname = current_schema() AND tablename = 'access_events' AND attname = 'id'`,
+  );
+  assert.equal(row?.bounds, 11, 'ten buckets (a hundred at the default of 100)');
+});
