@@ -28,8 +28,8 @@ const TABLES = `SELECT quote_ident(relname) AS name FROM pg_class
  * tables whose size moved (TABLES). PGlite answers nothing else meanwhile, so it is rare (never on a timer alone)
  * and made table by table with a turn of the event loop between them: one ANALYZE of the whole database held the
  * service's thread for about a second on a site of 100,000 keys, and every access decision waited behind it (a
- * p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's takes at most a few hundred milliseconds (a sample of
- * 30,000 rows).
+ * p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's takes tens of milliseconds (a sample of 3,000 rows:
+ * EMBEDDED_SETTINGS in pglite.ts).
  */
 export function embeddedStatisticsJob(db: Database, measure: () => Promise<number>): Job {
   let analyzedAt: number | null = null;
