@@ -343,7 +343,9 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
   }
 
   private beginFresh(key: string, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
-    const reads: FreshReads = { running: produce().then((produced) => Buffer.from(jsonOf(produced))) };
+    // An async wrapper: a produce that throws at once rejects this read alone, and the entry is still replaced and
+    // cleared (as the cached path's fill does), never left holding a failed next read for every later request.
+    const reads: FreshReads = { running: (async () => Buffer.from(jsonOf(await produce())))() };
     this.freshReads.set(key, reads);
     // With a next read waiting, the entry stays until that read replaces it.
     const done = () => {

@@ -88,6 +88,19 @@ describe('PageCache', () => {
     assert.equal(String(await next), 'read 2');
   });
 
+  test('switched off, a read whose produce throws at once fails its requests only; the page is read again after', async () => {
+    const pages = new PageCaches(false).create({ query: Query, maxBytes: 1_000_000, ttlMs: 60_000 });
+    let release = (): void => undefined;
+    const running = pages.page(of(1), q, () => new Promise<string>((resolve) => (release = () => resolve('read 1'))));
+    const next = pages.page(of(1), q, () => {
+      throw new Error('no connection');
+    });
+    release();
+    assert.equal(String(await running), 'read 1');
+    await assert.rejects(next, /no connection/);
+    assert.equal(String(await pages.page(of(1), q, async () => 'read 3')), 'read 3');
+  });
+
   test('holds no more bytes than allowed', async () => {
     const pages = new PageCache({ query: Query, maxBytes: 10_000, ttlMs: 60_000 });
     for (let i = 0; i < 100; i++) await pages.page(of(1), { cursor: `q${i}` }, async () => 'x'.repeat(1_000));
