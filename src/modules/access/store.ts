@@ -78,37 +78,49 @@ export interface AccessKeyRow {
   person_path: number[];
 }
 
-const KEY_BY_CREDENTIAL_SELECT = `SELECT k.id, k.state, k.starts_at, k.expires_at, k.security_groups, l.path AS person_path
+/** What a lookup by credential reads, and from where: follows SELECT or SELECT DISTINCT ON. */
+const KEY_BY_CREDENTIAL = `k.credential_hash, k.id, k.state, k.starts_at, k.expires_at, k.security_groups, l.path AS person_path
                FROM keys k JOIN people p ON p.id = k.person_id JOIN locations l ON l.id = p.location_id`;
 
 /**
- * The live key presenting a credential in an account, or null. A returned key keeps its credential until it
- * is given out again: it is found (and refused as `no_access`) unless a key in use has the credential now.
- * Two statements: the key in use is found through the unique index keys_credential (whose predicate the first
- * repeats, so the planner can use it: one statement ordering returned keys last cannot, and read every live
- * key of the account, about 20 ms at 30,000 keys); only when there is none, the newest returned key.
+ * The live keys presenting the credentials whose lookup hashes are `hashes`, in one account, by hash; a hash
+ * that matches none is absent. A returned key keeps its credential until it is given out again: it is found
+ * (and refused as `no_access`) unless a key in use has the credential now. Two statements whatever the number
+ * of hashes (the swipes of a busy moment are looked up together: credential-cache.ts): the keys in use, found
+ * through the unique index keys_credential (whose predicate the first repeats, so the planner can use it: one
+ * statement ordering returned keys last cannot, and read every live key of the account, about 20 ms at 30,000
+ * keys); then, only for the hashes still unmatched, the newest returned key of each.
  */
-export async function keyByCredential(db: Queryable, accountId: number, credentialHash: string): Promise<AccessKeyRow | null> {
-  const [inUse] = await db.query<AccessKeyRow>(
-    {
-      name: 'access.keyByCredential',
-      text: `${KEY_BY_CREDENTIAL_SELECT}
-              WHERE k.account_id = $1 AND k.credential_hash = $2 AND k.credential_hash IS NOT NULL AND k.revoked_at IS NULL
-                AND k.state <> 'returned'`,
-    },
-    [accountId, credentialHash],
+export async function keysByCredential(db: Queryable, accountId: number, hashes: readonly string[]): Promise<Map<string, AccessKeyRow>> {
+  const found = new Map<string, AccessKeyRow>();
+  const keep = (rows: Array<AccessKeyRow & { credential_hash: string }>) => {
+    for (const { credential_hash: hash, ...row } of rows) found.set(hash, row);
+  };
+  keep(
+    await db.query<AccessKeyRow & { credential_hash: string }>(
+      {
+        name: 'access.keysByCredential',
+        text: `SELECT ${KEY_BY_CREDENTIAL}
+                WHERE k.account_id = $1 AND k.credential_hash = ANY($2::text[]) AND k.credential_hash IS NOT NULL
+                  AND k.revoked_at IS NULL AND k.state <> 'returned'`,
+      },
+      [accountId, hashes],
+    ),
   );
-  if (inUse) return inUse;
-  const [returned] = await db.query<AccessKeyRow>(
-    {
-      name: 'access.returnedKeyByCredential',
-      text: `${KEY_BY_CREDENTIAL_SELECT}
-              WHERE k.account_id = $1 AND k.credential_hash = $2 AND k.revoked_at IS NULL AND k.state = 'returned'
-              ORDER BY k.id DESC LIMIT 1`,
-    },
-    [accountId, credentialHash],
+  const unmatched = hashes.filter((hash) => !found.has(hash));
+  if (unmatched.length === 0) return found;
+  keep(
+    await db.query<AccessKeyRow & { credential_hash: string }>(
+      {
+        name: 'access.returnedKeysByCredential',
+        text: `SELECT DISTINCT ON (k.credential_hash) ${KEY_BY_CREDENTIAL}
+                WHERE k.account_id = $1 AND k.credential_hash = ANY($2::text[]) AND k.revoked_at IS NULL AND k.state = 'returned'
+                ORDER BY k.credential_hash, k.id DESC`,
+      },
+      [accountId, unmatched],
+    ),
   );
-  return returned ?? null;
+  return found;
 }
 
 export type ListKeyRow = AccessKeyRow & { credential_box: string };
