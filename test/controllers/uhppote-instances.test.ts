@@ -63,7 +63,7 @@ test('two instances: writes through either reach the board, pushed and polled ev
   await advanceClock(b, 1.1);
   const entries = await log();
   assert.equal(entries.length, 9, 'each swipe once');
-  assert.ok(entries.every((e) => e.type === 'access.granted' && e.key?.id === key.body.id));
+  assert.ok(entries.every((e) => e.type === "access.granted" && e.key?.id === key.body.id), JSON.stringify(entries));
 
   const revoked = await a.request('DELETE', `/v1/keys/${key.body.id}`, { token });
   assert.equal(revoked.status, 204);

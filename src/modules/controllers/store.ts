@@ -269,14 +269,17 @@ export async function recordReconciliation(db: Queryable, gatewayId: number, rep
   await db.query('UPDATE uhppote_controllers SET reconciled_at = $2, last_reconciliation = $3 WHERE gateway_id = $1', [gatewayId, now, JSON.stringify(report)]);
 }
 
+/** Read through the indexes keys_starts_at and keys_expires_at (migration 022), whose predicates it repeats. */
+export const VALIDITY_EDGE_KEYS = {
+  name: 'controllers.keysWithValidityEdge',
+  text: `SELECT k.account_id, k.id AS key_id FROM keys k JOIN accounts a ON a.id = k.account_id
+          WHERE a.locking_system = 'uhppote' AND k.credential_box IS NOT NULL
+            AND ((k.starts_at > $1 AND k.starts_at <= $2) OR (k.expires_at > $1 AND k.expires_at <= $2))`,
+};
+
 /** Keys of UHPPOTE accounts whose validity began or ended in (from, to]: their cards go on or come off now. */
 export async function keysWithValidityEdge(db: Queryable, from: Date, to: Date): Promise<Array<{ account_id: number; key_id: number }>> {
-  const rows = await db.query<{ account_id: number; key_id: number }>(
-    `SELECT k.account_id, k.id AS key_id FROM keys k JOIN accounts a ON a.id = k.account_id
-      WHERE a.locking_system = 'uhppote' AND k.credential_box IS NOT NULL
-        AND ((k.starts_at > $1 AND k.starts_at <= $2) OR (k.expires_at > $1 AND k.expires_at <= $2))`,
-    [from, to],
-  );
+  const rows = await db.query<{ account_id: number; key_id: number }>(VALIDITY_EDGE_KEYS, [from, to]);
   return rows.map((r) => ({ account_id: Number(r.account_id), key_id: Number(r.key_id) }));
 }
 
