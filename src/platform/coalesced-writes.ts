@@ -27,8 +27,17 @@ export class CoalescedWrites<T, R> {
       maxWrites?: number;
       /** At most this many items in one write; a caller's items are never split. */
       maxItems?: number;
+      /**
+       * A write starts no sooner than this after the one before it started (0: as soon as one ends). A write has a
+       * fixed cost whatever its size, and on PGlite the service's thread pays it: under load, writes this far apart
+       * gather more each and leave the thread to everything else. After a quiet moment a write starts at once.
+       */
+      gatherMs?: number;
     } = {},
   ) {}
+
+  /** When the last write started (performance.now()), for gatherMs. */
+  private lastStartedAt = -Infinity;
 
   /** Writes `items`, with whatever else is waiting; resolves with their results once written. */
   write(items: readonly T[]): Promise<R[]> {
@@ -40,12 +49,14 @@ export class CoalescedWrites<T, R> {
 
   /**
    * Starts a write after the I/O of this turn of the event loop, so that what the other connections brought
-   * joins it (PGlite runs its statements synchronously on this thread: started at once, a write would be alone).
+   * joins it (PGlite runs its statements synchronously on this thread: started at once, a write would be alone);
+   * with gatherMs, no sooner than that after the last write started.
    */
   private schedule(): void {
     if (this.scheduled || this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const wait = this.lastStartedAt + (this.options.gatherMs ?? 0) - performance.now();
+    const start = () => {
       this.scheduled = false;
       if (this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;
       const maxItems = this.options.maxItems ?? 5000;
@@ -56,12 +67,15 @@ export class CoalescedWrites<T, R> {
         take++;
       }
       this.active++;
+      this.lastStartedAt = performance.now();
       void this.run(this.waiting.splice(0, take)).finally(() => {
         this.active--;
         this.schedule();
       });
       this.schedule(); // more than one write's worth waiting, and a write free
-    });
+    };
+    if (wait > 0) setTimeout(start, wait);
+    else setImmediate(start);
   }
 
   private async run(group: Array<Waiting<T, R>>): Promise<void> {

@@ -86,4 +86,25 @@ describe('coalesced writes', () => {
     await Promise.all([writes.write(['a', 'b']), writes.write(['c', 'd']), writes.write(['e']), writes.write(['f', 'g', 'h', 'i'])]);
     assert.deepEqual(calls, [['a', 'b'], ['c', 'd', 'e'], ['f', 'g', 'h', 'i']]);
   });
+
+  test('with gatherMs, a write starts no sooner than that after the one before it started, gathering what came meanwhile; after a quiet moment at once', async () => {
+    const gatherMs = 400;
+    const started: Array<{ items: string[]; at: number }> = [];
+    const writes = new CoalescedWrites<string, string>(async (items) => (started.push({ items, at: performance.now() }), items), isRefused, { gatherMs });
+    const asked = performance.now();
+    await writes.write(['a']);
+    assert.ok((started[0]?.at ?? Infinity) - asked < gatherMs / 2, 'the first write starts at once');
+    // Asked for one at a time after the first write ended: each waits for the interval, and they go together.
+    const next = [writes.write(['b'])];
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    next.push(writes.write(['c']));
+    assert.deepEqual(await Promise.all(next), [['b'], ['c']]);
+    assert.deepEqual(started.map((write) => write.items), [['a'], ['b', 'c']]);
+    assert.ok((started[1]?.at ?? 0) - (started[0]?.at ?? 0) >= gatherMs - 1, 'the second write waited for the interval');
+    // A quiet moment longer than the interval: the next write starts at once again.
+    await new Promise((resolve) => setTimeout(resolve, gatherMs));
+    const quietAsked = performance.now();
+    await writes.write(['d']);
+    assert.ok((started[2]?.at ?? Infinity) - quietAsked < gatherMs / 2, 'after a quiet moment, at once');
+  });
 });

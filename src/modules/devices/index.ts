@@ -25,6 +25,14 @@ export type { KeyHolder, UnlockHandOff, UnlockService } from './unlock.ts';
 
 /** Writes of door events at once on PostgreSQL (a few of the pool's connections; the cores commit them in parallel). */
 const EVENT_WRITES_AT_ONCE = 3;
+/**
+ * On the embedded database, a write of door events starts no sooner than this after the one before it. A write
+ * costs PGlite about 3.6 ms whatever its size, plus 0.09 ms an event (bench/RESULTS.md), on the thread that also
+ * answers the doors: at 1,200 events a second, writes as soon as each ended took 8 events each and 70% of the
+ * thread. An event waits at most this long more for its acknowledgement; decisions are answered before they are
+ * logged, and after a quiet moment a write starts at once.
+ */
+const EMBEDDED_EVENT_GATHER_MS = 20;
 
 export interface Devices extends Module {
   /** Where gateways dial (POST /admin/v1/gateways answers it). */
@@ -78,6 +86,7 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
   // a few writes in parallel on its cores; PGlite runs one statement at a time, so one write gathers the most.
   const eventWrites = new CoalescedWrites((items: Array<{ gatewayId: number; event: GatewayEvent }>) => accessLog.ingestAcross(items), refusedAsData, {
     maxWrites: db.engine === 'postgres' ? EVENT_WRITES_AT_ONCE : 1,
+    gatherMs: db.engine === 'postgres' ? 0 : EMBEDDED_EVENT_GATHER_MS,
   });
   const pipeline = new GatewayMessagePipeline(
     {
