@@ -149,3 +149,16 @@ export function overriding<T extends object>(target: T, replaced: Partial<T>): T
 export function withFailingTransactions(db: Database, failing: () => boolean): Database {
   return withFaults(db, ({ text }) => (text === 'BEGIN' && failing() ? new Error('the database went away') : undefined));
 }
+
+/** The sequential scans of `table` in the plan of `sql` (EXPLAIN, both backends), each as the start of its plan node. */
+export async function sequentialScans(db: Queryable, table: string, sql: string, params: readonly unknown[]): Promise<string[]> {
+  const [explained] = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+  const scans: string[] = [];
+  const walk = (node: Record<string, unknown>): void => {
+    if (node['Relation Name'] === table && node['Node Type'] === 'Seq Scan') scans.push(JSON.stringify(node).slice(0, 200));
+    for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+  };
+  const plan = explained?.['QUERY PLAN'];
+  walk(((typeof plan === 'string' ? JSON.parse(plan) : plan) as Array<{ Plan: Record<string, unknown> }>)[0]?.Plan ?? {});
+  return scans;
+}
