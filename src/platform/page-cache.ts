@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { ACCESS_LOG_CHANGED_CHANNEL, KEYS_CHANGED_CHANNEL, PEOPLE_CHANGED_CHANNEL, type Channel } from './channels.ts';
 import type { Database } from './db/index.ts';
+import { ReadsAfterRequest } from './reads-after-request.ts';
 
 export interface PageCacheOptions<Q extends TObject = TObject> {
   /** The querystring schema of the route whose pages these are (the one its `schema.querystring` declares). */
@@ -21,7 +22,7 @@ export interface PageCacheOptions<Q extends TObject = TObject> {
   /** The most bytes of pages kept. */
   maxBytes: number;
   ttlMs: number;
-  /** False (PAGE_CACHE_ENABLED=false): no page is kept, and a request shares only a read that begins after it (freshPage). */
+  /** False (PAGE_CACHE_ENABLED=false): no page is kept, and a request shares only a read that begins after it (freshReads). */
   enabled?: boolean;
   /**
    * Whether any write request of an account may change its pages (PageCaches.install drops them before the answer
@@ -120,12 +121,6 @@ interface Fill {
   body: Promise<Buffer>;
 }
 
-/** A page's read running now, and the read after it once a request asked for the page meanwhile. */
-interface FreshReads {
-  running: Promise<Buffer>;
-  next?: Promise<Buffer>;
-}
-
 /** Appends remembered per account, for fills that span them (a fill takes milliseconds; this is plenty). */
 const APPENDS_REMEMBERED = 64;
 /** This instance's appends whose notification has not come back yet (it comes a moment after the commit). */
@@ -152,8 +147,14 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
    * removes its fills from here, so a request after a change never joins a read that may predate it.
    */
   private readonly filling = new Map<string, Fill>();
-  /** Switched off: the read of each page running now, and the one after it that requests meanwhile share (freshPage). */
-  private readonly freshReads = new Map<string, FreshReads>();
+  /**
+   * Switched off (PAGE_CACHE_ENABLED=false), a page is never answered from a read begun before its request, and 50
+   * clients polling one page cost at most one read at a time, not 50 (reads-after-request.ts). The requests sharing
+   * a read ask for the same page: the first one's produce reads it.
+   */
+  private readonly freshReads = new ReadsAfterRequest<string, () => Promise<string | ProducedPage<T>>, Buffer>(async (_key, produces) =>
+    Buffer.from(jsonOf(await (produces[0] as () => Promise<string | ProducedPage<T>>)())),
+  );
   private readonly enabled: boolean;
   private readonly query: Q;
   /** See PageCacheOptions. */
@@ -296,7 +297,7 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
    * an append, only if the append may have joined it).
    */
   async page(scope: PageScope, query: Static<Q>, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
-    if (!this.enabled) return this.freshPage(pageKey(this.query, scope, query), produce);
+    if (!this.enabled) return this.freshReads.get(pageKey(this.query, scope, query), produce);
     const account = scope.accountId;
     const version = `${this.epoch}.${this.generations.get(account) ?? 0}`;
     const key = `${version}:${pageKey(this.query, scope, query)}`;
@@ -325,34 +326,6 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
     };
     body.then(done, done);
     return body;
-  }
-
-  /**
-   * Switched off (PAGE_CACHE_ENABLED=false), a page is never answered from a read begun before the request: one
-   * that finds no read of its page running begins one; one that finds a read running (begun perhaps before a
-   * write it must see) waits for the next read of that page, which begins once the running one ends and which
-   * every request meanwhile shares. So each answer holds everything committed before its request, as its own
-   * read would, and 50 clients polling one page cost at most one read at a time, not 50.
-   */
-  private freshPage(key: string, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
-    const reads = this.freshReads.get(key);
-    if (reads === undefined) return this.beginFresh(key, produce);
-    const begin = () => this.beginFresh(key, produce);
-    reads.next ??= reads.running.then(begin, begin);
-    return reads.next;
-  }
-
-  private beginFresh(key: string, produce: () => Promise<string | ProducedPage<T>>): Promise<Buffer> {
-    // An async wrapper: a produce that throws at once rejects this read alone, and the entry is still replaced and
-    // cleared (as the cached path's fill does), never left holding a failed next read for every later request.
-    const reads: FreshReads = { running: (async () => Buffer.from(jsonOf(await produce())))() };
-    this.freshReads.set(key, reads);
-    // With a next read waiting, the entry stays until that read replaces it.
-    const done = () => {
-      if (this.freshReads.get(key) === reads && reads.next === undefined) this.freshReads.delete(key);
-    };
-    reads.running.then(done, done);
-    return reads.running;
   }
 
   get size(): number {

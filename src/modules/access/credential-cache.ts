@@ -6,12 +6,13 @@
 //
 // Swipes of keys not remembered are read together: while an account's read runs, the credentials asked
 // meanwhile wait for the next read, which begins as the running one ends and looks them all up in two
-// statements. On the embedded database a read holds the service's only thread, and a thousand keys read one by
-// one after a start or a change held it for over a second (bench/RESULTS.md, 2026-11-28). No swipe shares a
-// read begun before it, so each answer holds every change committed before the swipe.
+// statements (platform/reads-after-request.ts). On the embedded database a read holds the service's only thread,
+// and a thousand keys read one by one after a start or a change held it for over a second (bench/RESULTS.md,
+// 2026-11-28). No swipe shares a read begun before it, so each answer holds every change committed before it.
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../../platform/db/index.ts';
 import { ACCESS_KEYS_CHANNEL } from '../../platform/channels.ts';
+import { ReadsAfterRequest } from '../../platform/reads-after-request.ts';
 import { keysByCredential, type AccessKeyRow } from './store.ts';
 
 const KEY_TTL_MS = 30_000;
@@ -25,19 +26,16 @@ interface Remembered {
   epoch: number;
 }
 
-/** An account's read of keys by credential hash, and the credentials gathered for the read after it. */
-interface Reads {
-  running: Promise<Map<string, AccessKeyRow>>;
-  next?: { hashes: Set<string>; rows: Promise<Map<string, AccessKeyRow>> };
-}
-
 export class CredentialCache {
   private readonly rows = new LRUCache<string, Remembered>({ max: MAX_KEYS, ttl: KEY_TTL_MS });
   private readonly generations = new Map<number, number>();
-  private readonly reads = new Map<number, Reads>();
+  /** Keys by credential hash, per account, read together (see above). */
+  private readonly reads: ReadsAfterRequest<number, string, Map<string, AccessKeyRow>>;
   private epoch = 0;
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Database) {
+    this.reads = new ReadsAfterRequest((accountId, hashes) => keysByCredential(db, accountId, [...new Set(hashes)]));
+  }
 
   async start(): Promise<void> {
     await this.db.listen(ACCESS_KEYS_CHANNEL, (payload) => {
@@ -56,7 +54,7 @@ export class CredentialCache {
     const name = `${accountId}:${hash}`;
     const remembered = this.rows.get(name);
     if (remembered && remembered.generation === generation && remembered.epoch === epoch) return remembered.row;
-    const row = this.read(accountId, hash);
+    const row = this.reads.get(accountId, hash).then((found) => found.get(hash) ?? null);
     const entry = { row, generation, epoch };
     this.rows.set(name, entry);
     // A failed read is not remembered: the next swipe asks the database again.
@@ -67,30 +65,5 @@ export class CredentialCache {
   forgetAll(): void {
     this.epoch++;
     this.rows.clear();
-  }
-
-  /** Reads at once when no read of the account runs; otherwise joins the read that begins after it. */
-  private async read(accountId: number, hash: string): Promise<AccessKeyRow | null> {
-    const reads = this.reads.get(accountId);
-    if (reads === undefined) return (await this.begin(accountId, new Set([hash]))).get(hash) ?? null;
-    if (reads.next === undefined) {
-      const hashes = new Set<string>();
-      const begin = () => this.begin(accountId, hashes);
-      reads.next = { hashes, rows: reads.running.then(begin, begin) };
-    }
-    reads.next.hashes.add(hash);
-    return (await reads.next.rows).get(hash) ?? null;
-  }
-
-  private begin(accountId: number, hashes: Set<string>): Promise<Map<string, AccessKeyRow>> {
-    // An async wrapper: a read that throws at once fails its swipes alone and the entry is still cleared.
-    const reads: Reads = { running: (async () => keysByCredential(this.db, accountId, [...hashes]))() };
-    this.reads.set(accountId, reads);
-    // With a next read waiting, the entry stays until that read replaces it.
-    const done = () => {
-      if (this.reads.get(accountId) === reads && reads.next === undefined) this.reads.delete(accountId);
-    };
-    reads.running.then(done, done);
-    return reads.running;
   }
 }
