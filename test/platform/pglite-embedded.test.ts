@@ -2,7 +2,7 @@
 // the PostgreSQL settings that bound its memory are the ones in force.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -64,6 +64,22 @@ test('the embedded PostgreSQL runs with the memory settings of EMBEDDED_SETTINGS
       assert.equal(row?.[name], value, name);
     }
     assert.equal(EMBEDDED_SETTINGS.shared_buffers, '16MB');
+  } finally {
+    await db.close();
+  }
+});
+
+test('a new WAL segment is made without writing its 16 MB of zeros (wal_init_zero off: the commit that crossed into one waited 100–130 ms)', async () => {
+  const dir = await dataDir();
+  const db = await openPglite({ dataDir: dir });
+  try {
+    await db.query('CREATE TABLE wal_probe (n int)');
+    await db.query('SELECT pg_switch_wal()');
+    await db.query('INSERT INTO wal_probe VALUES (1)'); // the first record of the next segment makes its file
+    const [current] = await db.query<{ file: string }>('SELECT pg_walfile_name(pg_current_wal_lsn()) AS file');
+    const segment = await stat(`${dir}/pg_wal/${current?.file}`);
+    assert.equal(segment.size, 16 * 1024 * 1024, 'the segment has its full size');
+    assert.ok(segment.blocks * 512 < segment.size / 4, `${segment.blocks * 512} bytes written of ${segment.size}`);
   } finally {
     await db.close();
   }

@@ -30,11 +30,16 @@ export interface PgliteOptions {
  * migration leaves behind. default_statistics_target 10 (PostgreSQL's default until 8.4) makes ANALYZE sample
  * 3,000 rows instead of 30,000: PGlite answers nothing else while it runs, and the access log's took 120–165 ms,
  * the one wait left in the access decisions' p99 under a live site's load (22 ms at 10; bench/RESULTS.md, 2026-11-28).
+ * wal_init_zero off: each new 16 MB WAL segment is made by writing its last byte instead of 16 MB of zeros, which
+ * held the commit that crossed into it, and the service's thread, for 100–130 ms every 16 MB of WAL (every few
+ * seconds while doors are busy). The zeros allocate the space before the WAL is fsynced, and PGlite runs with
+ * fsync off.
  */
 export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = {
   shared_buffers: '16MB',
   maintenance_work_mem: '16MB',
   default_statistics_target: '10',
+  wal_init_zero: 'off',
 };
 
 /**
