@@ -24,6 +24,7 @@ import { ApiKeyAuthenticator } from './platform/auth.ts';
 import { SandboxClock, systemClock, type Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/index.ts';
 import { reportingFailures } from './platform/db/observed.ts';
+import { embeddedStatisticsJob } from './platform/db/statistics.ts';
 import { databaseProbe, healthRoutes } from './platform/health.ts';
 import { installHttpPlumbing } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
@@ -87,6 +88,8 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
 
   // The core: what every module may use.
   const jobs = new JobRunner(app.log);
+  // PGlite has no autovacuum: its planner learns how the tables grew from this job (server PostgreSQL analyzes by itself).
+  if (db.engine === 'pglite') jobs.register(embeddedStatisticsJob(db));
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, app.log) : null;
   if (redis) await readyWithin(redis, REDIS_START_WAIT_MS);
   const admin = await loadAdminToken(db, config.adminToken);

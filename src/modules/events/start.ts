@@ -3,7 +3,6 @@
 import type { Core, Module } from '../../platform/module.ts';
 import { AccessLogReader } from './reader.ts';
 import { eventsRoutes } from './routes.ts';
-import { accessLogStatisticsJob } from './statistics.ts';
 import { AccessLogWriter } from './writer.ts';
 
 export interface Events extends Module {
@@ -16,7 +15,5 @@ export async function startEvents(core: Core): Promise<Events> {
   await reader.start();
   // What this instance appends reaches the reader's pages at once; other instances' appends arrive by NOTIFY.
   const writer = new AccessLogWriter(core.db, core.clock, core.log, reader);
-  // PGlite has no autovacuum: the planner learns of the log's growth from this job (server PostgreSQL analyzes by itself).
-  if (core.db.engine === 'pglite') core.jobs.register(accessLogStatisticsJob(core.db));
   return { reader, writer, routes: (app) => eventsRoutes(app, reader) };
 }
