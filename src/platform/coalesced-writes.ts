@@ -29,8 +29,8 @@ export class CoalescedWrites<T, R> {
       maxItems?: number;
       /**
        * A write starts no sooner than this after the one before it started (0: as soon as one ends). A write has a
-       * fixed cost whatever its size, and on PGlite the service's thread pays it: under load, writes this far apart
-       * gather more each and leave the thread to everything else. After a quiet moment a write starts at once.
+       * fixed cost whatever its size, and PGlite's thread pays it on the service's core: under load, writes this far
+       * apart gather more each and leave the core to everything else. After a quiet moment a write starts at once.
        */
       gatherMs?: number;
     } = {},
@@ -49,7 +49,7 @@ export class CoalescedWrites<T, R> {
 
   /**
    * Starts a write after the I/O of this turn of the event loop, so that what the other connections brought
-   * joins it (PGlite runs its statements synchronously on this thread: started at once, a write would be alone);
+   * joins it (started at once, a write would be alone);
    * with gatherMs, no sooner than that after the last write started.
    */
   private schedule(): void {

@@ -6,7 +6,7 @@
 //
 // Swipes of keys not remembered are read together: while an account's read runs, the credentials asked
 // meanwhile wait for the next read, which begins as the running one ends and looks them all up in two
-// statements (platform/reads-after-request.ts). On the embedded database a read holds the service's only thread,
+// statements (platform/reads-after-request.ts). On the embedded database PGlite runs one statement at a time,
 // and a thousand keys read one by one after a start or a change held it for over a second (bench/RESULTS.md,
 // 2026-11-28). No swipe shares a read begun before it, so each answer holds every change committed before it.
 import { LRUCache } from 'lru-cache';

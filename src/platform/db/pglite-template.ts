@@ -10,7 +10,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
-import { PGlite } from '@electric-sql/pglite';
 
 export const templateDir = fileURLToPath(new URL('../../db/pglite/', import.meta.url));
 
@@ -74,6 +73,8 @@ export async function unpackInitdbTemplate(dir: string): Promise<boolean> {
 export async function writeInitdbTemplate(): Promise<string> {
   const version = pgliteVersion();
   // initdb's output as PGlite leaves it, before any statement of ours: the state every first start begins in.
+  // PGlite itself is loaded here only: the service runs it on the database's thread (pglite-worker.mjs).
+  const { PGlite } = await import('@electric-sql/pglite');
   const pg = new PGlite('memory://');
   await pg.waitReady;
   const tar = Buffer.from(await (await pg.dumpDataDir('none')).arrayBuffer());

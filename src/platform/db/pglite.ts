@@ -1,14 +1,13 @@
 // Embedded PostgreSQL through PGlite: one process, no server. Same SQL and migrations as server PostgreSQL.
+// PGlite runs on a thread of its own (pglite-worker.mjs), so that a long statement holds that thread, not the
+// service's: requests, answers and notifications cross between the two as messages.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { PGlite, types } from '@electric-sql/pglite';
+import { Worker } from 'node:worker_threads';
 import { sqlText, type Database, type Row, type Sql, type Transaction } from './database.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { databaseError } from './errors.ts';
 import { initdbTemplate, unpackInitdbTemplate } from './pglite-template.ts';
-
-// Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
-const parsers = { [types.INT8]: (value: string) => Number(value) };
 
 export interface PgliteOptions {
   /** A directory path, or 'memory' for a throw-away store. */
@@ -31,7 +30,7 @@ export interface PgliteOptions {
  * 3,000 rows instead of 30,000: PGlite answers nothing else while it runs, and the access log's took 120–165 ms,
  * the one wait left in the access decisions' p99 under a live site's load (22 ms at 10; bench/RESULTS.md, 2026-11-28).
  * wal_init_zero off: each new 16 MB WAL segment is made by writing its last byte instead of 16 MB of zeros, which
- * held the commit that crossed into it, and the service's thread, for 100–130 ms every 16 MB of WAL (every few
+ * held the commit that crossed into it, and PGlite, for 100–130 ms every 16 MB of WAL (every few
  * seconds while doors are busy). The zeros allocate the space before the WAL is fsynced, and PGlite runs with
  * fsync off.
  */
@@ -79,14 +78,25 @@ async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDir
   else if (!loadDataDir && !existsSync(`${options.dataDir}/PG_VERSION`) && isEmptyDir(options.dataDir)) {
     if (!(await options.fillEmptyDir?.(options.dataDir))) await unpackInitdbTemplate(options.dataDir);
   }
-  const pg = new PGlite(dataDir, {
-    pgliteWasmModule: await wasm,
-    parsers,
-    startParams: [...PGlite.defaultStartParams, ...Object.entries(EMBEDDED_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
-    ...(loadDataDir ? { loadDataDir } : {}),
+  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
+    workerData: {
+      dataDir,
+      wasmModule: await wasm,
+      settings: EMBEDDED_SETTINGS,
+      loadDataDir,
+    },
+    // Plain JavaScript: no TypeScript loader (tests, `npm run dev`) nor the service's V8 flags on this thread.
+    execArgv: [],
   });
-  await pg.waitReady;
-  return new PgliteDatabase(pg, lock);
+  const ready = await new Promise<WorkerMessage>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  if (!ready.ready) {
+    await worker.terminate();
+    throw databaseError(ready.error, 'open');
+  }
+  return new PgliteDatabase(worker, lock);
 }
 
 function isEmptyDir(dir: string): boolean {
@@ -97,72 +107,135 @@ function isEmptyDir(dir: string): boolean {
   }
 }
 
+/** What the database's thread posts (pglite-worker.mjs has the protocol). */
+interface WorkerMessage {
+  id?: number;
+  ready?: boolean;
+  rows?: Row[];
+  tx?: number;
+  dump?: Blob;
+  /** The fields of a failure (errors.ts keeps what names it). */
+  error?: Record<string, string>;
+  notification?: string;
+  payload?: string;
+}
+
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
   // PGlite runs one transaction at a time: a query made on the database (not on `tx`) from inside a
   // transaction would wait for that transaction forever. This marks the code running inside one, so
   // such a query fails at once with a message instead of hanging.
   private readonly insideTransaction = new AsyncLocalStorage<boolean>();
+  private readonly waiting = new Map<number, { resolve: (answer: WorkerMessage) => void; reject: (error: unknown) => void }>();
+  private readonly listeners = new Map<string, Array<(payload: string) => void>>();
+  private nextId = 1;
+  /** Why no request can be made any more: closed, or the thread ended. */
+  private ended: Error | null = null;
+  private readonly exited: Promise<void>;
 
   constructor(
-    readonly pg: PGlite,
+    private readonly worker: Worker,
     private readonly lock: DataDirLock | null = null,
-  ) {}
+  ) {
+    worker.on('message', (message: WorkerMessage) => this.heard(message));
+    this.exited = new Promise((resolve) => worker.once('exit', () => resolve()));
+    const stop = (error: Error) => {
+      this.ended ??= error;
+      for (const { reject } of this.waiting.values()) reject(error);
+      this.waiting.clear();
+    };
+    worker.once('error', stop);
+    worker.once('exit', () => stop(new Error('the embedded database has stopped')));
+    // Only a request waiting for its answer keeps the process alive (request() refs it), not an idle database.
+    worker.unref();
+  }
+
+  private request(message: Record<string, unknown>): Promise<WorkerMessage> {
+    if (this.ended) return Promise.reject(this.ended);
+    const id = this.nextId++;
+    if (this.waiting.size === 0) this.worker.ref();
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  private heard(message: WorkerMessage): void {
+    if (message.notification !== undefined) {
+      for (const listener of this.listeners.get(message.notification) ?? []) listener(message.payload ?? '');
+      return;
+    }
+    const waiter = message.id === undefined ? undefined : this.waiting.get(message.id);
+    if (!waiter) return;
+    this.waiting.delete(message.id as number);
+    if (this.waiting.size === 0) this.worker.unref();
+    if (message.error) waiter.reject(message.error);
+    else waiter.resolve(message);
+  }
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
     if (this.insideTransaction.getStore()) {
       throw new Error(`query on the database inside a transaction (use tx): ${sqlText(sql).slice(0, 80)}`);
     }
+    return this.run<T>(sql, params, undefined);
+  }
+
+  private async run<T>(sql: Sql, params: readonly unknown[], tx: number | undefined): Promise<T[]> {
     const text = sqlText(sql);
     try {
-      return (await this.pg.query(text, params as unknown[])).rows as T[];
+      return (await this.request({ op: 'query', text, params, tx })).rows as T[];
     } catch (error) {
       throw databaseError(error, text); // PGlite's errors carry the parameters
     }
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    let callerError: unknown = undefined;
+    let tx: number;
     try {
-      return await this.pg.transaction(async (tx) =>
-        this.insideTransaction.run(true, async () => {
-          try {
-            return await fn({
-              query: async <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => {
-                const text = sqlText(sql);
-                try {
-                  return (await tx.query(text, params as unknown[])).rows as R[];
-                } catch (error) {
-                  throw databaseError(error, text);
-                }
-              },
-              script: async (sql: string) => {
-                try {
-                  await tx.exec(sql);
-                } catch (error) {
-                  throw databaseError(error, sql.slice(0, 80));
-                }
-              },
-              // PGlite runs in this process: its listeners hear the notification as the commit returns.
-              notify: async (channel: string, payload = '') => {
-                await tx.query('SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
-              },
-            });
-          } catch (error) {
-            callerError = error;
-            throw error;
-          }
+      tx = (await this.request({ op: 'begin' })).tx as number;
+    } catch (error) {
+      throw databaseError(error, 'BEGIN');
+    }
+    let result: T;
+    try {
+      result = await this.insideTransaction.run(true, () =>
+        fn({
+          query: <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => this.run<R>(sql, params, tx),
+          script: async (sql: string) => {
+            try {
+              await this.request({ op: 'script', sql, tx });
+            } catch (error) {
+              throw databaseError(error, sql.slice(0, 80));
+            }
+          },
+          // Listeners hear the notification before the commit's answer: both cross the one port, in order.
+          notify: async (channel: string, payload = '') => {
+            await this.run('SELECT pg_notify($1, $2)', [this.channel(channel), payload], tx);
+          },
         }),
       );
     } catch (error) {
-      // The caller's own errors pass unchanged; those of BEGIN, COMMIT or ROLLBACK come from the driver.
-      if (error === callerError) throw error;
+      // The caller's own error passes unchanged, after the rollback.
+      await this.request({ op: 'end', tx, commit: false }).catch(() => undefined);
+      throw error;
+    }
+    try {
+      await this.request({ op: 'end', tx, commit: true });
+    } catch (error) {
       throw databaseError(error, 'COMMIT');
     }
+    return result;
   }
 
   async listen(channel: string, onMessage: (payload: string) => void): Promise<void> {
-    await this.pg.listen(this.channel(channel), onMessage);
+    const name = this.channel(channel);
+    const listeners = this.listeners.get(name);
+    if (listeners) {
+      listeners.push(onMessage);
+      return;
+    }
+    this.listeners.set(name, [onMessage]);
+    await this.request({ op: 'listen', channel: name });
   }
 
   channel(name: string): string {
@@ -170,12 +243,17 @@ export class PgliteDatabase implements Database {
   }
 
   async dump(): Promise<Blob> {
-    return this.pg.dumpDataDir('none');
+    return (await this.request({ op: 'dump' })).dump as Blob;
   }
 
   async close(): Promise<void> {
     try {
-      if (!this.pg.closed) await this.pg.close();
+      if (!this.ended) {
+        await this.request({ op: 'close' });
+        this.ended = new Error('the embedded database is closed');
+      }
+      this.worker.ref(); // its end is awaited
+      await this.exited;
     } finally {
       this.lock?.release();
     }

@@ -13,7 +13,7 @@ const MOVED_SHARE = 0.1;
  * The schema's append-only logs, analyzed again only when their size doubled, and from a sample of 900 rows
  * (LOG_STATISTICS_TARGET). The door events of a busy site grow them by a tenth every few seconds, and ANALYZE reads
  * a page for each row it samples: 30–90 ms for the access log's 3,000 pages at the embedded default of 3,000 rows,
- * 10–13 ms at 900 (bench/RESULTS.md, 2026-11-28), which PGlite runs on the service's only thread. What the planner
+ * 10–13 ms at 900 (bench/RESULTS.md, 2026-11-28), during which PGlite answers no other statement. What the planner
  * needs of a log hardly changes: its newest ids and times beyond the last histogram are read from their index
  * (PostgreSQL's get_actual_variable_range), and the share of each location or lock in it moves slowly. Doubling
  * gives a log a few dozen ANALYZEs in its life.
@@ -37,8 +37,8 @@ const MOVED_TABLES = `SELECT quote_ident(relname) AS name, relname = ANY($1::tex
 /**
  * ANALYZE of the embedded database's tables whose size moved (MOVED_TABLES), checked every 15 s. PGlite answers
  * nothing else meanwhile, so it is rare and made table by table with a turn of the event loop between them: one
- * ANALYZE of the whole database held the service's thread for about a second on a site of 100,000 keys, and every
- * access decision waited behind it (a p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's takes tens of
+ * ANALYZE of the whole database held PGlite (then on the service's thread) for about a second on a site of 100,000
+ * keys, and every access decision waited behind it (a p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's takes tens of
  * milliseconds (a sample of 3,000 rows: EMBEDDED_SETTINGS in pglite.ts). Returns how many tables it analyzed.
  */
 export function embeddedStatisticsJob(db: Database, logs: readonly string[] = APPEND_ONLY_LOGS): Job {
