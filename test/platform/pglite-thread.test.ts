@@ -92,3 +92,12 @@ test('a closed database refuses statements', async () => {
   await closing.close();
   await assert.rejects(closing.query('SELECT 1'), /closed/);
 });
+
+test("if the database's thread ends, the statement waiting on it and every later one fail (GET /readyz says so)", async () => {
+  const dying = await openPglite({ dataDir: 'memory' });
+  const waiting = dying.query('SELECT count(*) FROM generate_series(1, 4000000)');
+  await (Reflect.get(dying, 'worker') as { terminate(): Promise<number> }).terminate();
+  await assert.rejects(waiting, /stopped/);
+  await assert.rejects(dying.query('SELECT 1'), /stopped/);
+  await dying.close();
+});

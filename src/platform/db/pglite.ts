@@ -144,7 +144,7 @@ export class PgliteDatabase implements Database {
       for (const { reject } of this.waiting.values()) reject(error);
       this.waiting.clear();
     };
-    worker.once('error', stop);
+    worker.on('error', stop); // every time: an 'error' with no listener would end the service
     worker.once('exit', () => stop(new Error('the embedded database has stopped')));
     // Only a request waiting for its answer keeps the process alive (request() refs it), not an idle database.
     worker.unref();
