@@ -30,9 +30,8 @@ export interface PgliteOptions {
  * 3,000 rows instead of 30,000: PGlite answers nothing else while it runs, and the access log's took 120–165 ms,
  * the one wait left in the access decisions' p99 under a live site's load (22 ms at 10; bench/RESULTS.md, 2026-11-28).
  * wal_init_zero off: each new 16 MB WAL segment is made by writing its last byte instead of 16 MB of zeros, which
- * held the commit that crossed into it, and PGlite, for 100–130 ms every 16 MB of WAL (every few
- * seconds while doors are busy). The zeros allocate the space before the WAL is fsynced, and PGlite runs with
- * fsync off.
+ * held the commit that crossed into it, and PGlite, for 100–130 ms every 16 MB of WAL (every few seconds while doors
+ * are busy). The zeros allocate the space before the WAL is fsynced, and PGlite runs with fsync off.
  */
 export const EMBEDDED_SETTINGS: Readonly<Record<string, string>> = {
   shared_buffers: '16MB',
@@ -91,6 +90,7 @@ async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDir
   const ready = await new Promise<WorkerMessage>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the embedded database's thread ended as it opened (exit code ${code})`)));
   });
   if (!ready.ready) {
     await worker.terminate();
