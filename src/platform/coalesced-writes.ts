@@ -49,8 +49,8 @@ export class CoalescedWrites<T, R> {
 
   /**
    * Starts a write after the I/O of this turn of the event loop, so that what the other connections brought
-   * joins it (started at once, a write would be alone);
-   * with gatherMs, no sooner than that after the last write started.
+   * joins it (started at once, a write would be alone); with gatherMs, no sooner than that after the last write
+   * started.
    */
   private schedule(): void {
     if (this.scheduled || this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;

@@ -212,9 +212,3 @@ export async function listEventsJson(db: Queryable, f: EventFilter): Promise<Eve
   );
   return { json: row?.json ?? '', read: row?.read ?? 0, lastId: row?.last_id === null || row?.last_id === undefined ? null : Number(row.last_id) };
 }
-
-/** How far the access log has grown: its highest id (ids are drawn in order; a gap or a deletion barely matters to a tenth). */
-export async function highestEventId(db: Queryable): Promise<number> {
-  const [row] = await db.query<{ id: string | number | null }>('SELECT max(id) AS id FROM access_events');
-  return Number(row?.id ?? 0);
-}

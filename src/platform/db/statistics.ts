@@ -18,7 +18,7 @@ const MOVED_SHARE = 0.1;
  * (PostgreSQL's get_actual_variable_range), and the share of each location or lock in it moves slowly. Doubling
  * gives a log a few dozen ANALYZEs in its life.
  */
-export const APPEND_ONLY_LOGS: readonly string[] = ['access_events', 'domain_events', 'webhook_deliveries', 'request_log'];
+const APPEND_ONLY_LOGS: readonly string[] = ['access_events', 'domain_events', 'webhook_deliveries', 'request_log'];
 /** default_statistics_target while a log is analyzed: 300 rows sampled per unit, three MCVs and histogram buckets. */
 const LOG_STATISTICS_TARGET = 3;
 
@@ -38,15 +38,16 @@ const MOVED_TABLES = `SELECT quote_ident(relname) AS name, relname = ANY($1::tex
  * ANALYZE of the embedded database's tables whose size moved (MOVED_TABLES), checked every 15 s. PGlite answers
  * nothing else meanwhile, so it is rare and made table by table with a turn of the event loop between them: one
  * ANALYZE of the whole database held PGlite (then on the service's thread) for about a second on a site of 100,000
- * keys, and every access decision waited behind it (a p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's takes tens of
- * milliseconds (a sample of 3,000 rows: EMBEDDED_SETTINGS in pglite.ts). Returns how many tables it analyzed.
+ * keys, and every access decision waited behind it (a p99 of 986 ms, bench/RESULTS.md, 2026-11-28); a table's
+ * takes tens of milliseconds (a sample of 3,000 rows: EMBEDDED_SETTINGS in pglite.ts). Returns how many tables it
+ * analyzed.
  */
-export function embeddedStatisticsJob(db: Database, logs: readonly string[] = APPEND_ONLY_LOGS): Job {
+export function embeddedStatisticsJob(db: Database): Job {
   return {
     name: 'embedded-statistics',
     everySeconds: 15,
     async run() {
-      const moved = await db.query<{ name: string; log: boolean }>(MOVED_TABLES, [logs]);
+      const moved = await db.query<{ name: string; log: boolean }>(MOVED_TABLES, [APPEND_ONLY_LOGS]);
       for (const { name, log } of moved) {
         if (!log) await db.query(`ANALYZE ${name}`);
         else {
