@@ -29,7 +29,6 @@ import { databaseProbe, healthRoutes } from './platform/health.ts';
 import { installHttpPlumbing } from './platform/http.ts';
 import { Idempotency } from './platform/idempotency.ts';
 import { JobRunner } from './platform/jobs.ts';
-import { installRequestContext } from './platform/logger.ts';
 import { Metrics, listenForScrapes } from './platform/metrics.ts';
 import type { Core, Module } from './platform/module.ts';
 import { registerOpenApiDocuments } from './platform/openapi.ts';
@@ -83,8 +82,6 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   const sandboxClock = config.sandbox ? new SandboxClock() : null;
   const clock = deps.clock ?? sandboxClock ?? systemClock;
   const app = createServer(config, deps.logger);
-  // First, so that every later hook's lines carry the request id; nothing to tag when nothing is logged.
-  if (deps.logger !== false) installRequestContext(app);
 
   // The core: what every module may use.
   const jobs = new JobRunner(app.log);

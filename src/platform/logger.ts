@@ -1,8 +1,6 @@
 // The one log of a running service: pino JSON lines on stdout, or the same lines made readable by
 // pino-pretty when stdout is a terminal (LOG_FORMAT). Start-up, requests, jobs and a failed start all
 // write through it; nothing else prints.
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
-import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { safePath } from './http.ts';
 import { loggableError } from './logging.ts';
@@ -23,11 +21,6 @@ export const logSerializers = {
   err: (error: unknown) => loggableError(error),
 };
 
-// The id of the request whose code is running, for lines logged through a logger that is not the
-// request's own (a service given app.log): the request id is on every line of a request.
-const currentRequest = new AsyncLocalStorage<string>();
-const chindings = pino.symbols.chindingsSym;
-
 export interface LoggerSettings {
   level: string;
   format: LogFormat;
@@ -40,12 +33,6 @@ export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     serializers: logSerializers,
-    mixin(_merge, _level, logger) {
-      const id = currentRequest.getStore();
-      // A request's own logger (Fastify's request.log) already has it among its bindings.
-      if (id === undefined || (logger as unknown as Record<symbol, string>)[chindings]?.includes('"reqId":')) return {};
-      return { reqId: id };
-    },
     hooks: {
       logMethod(args, method) {
         if (args[0] === FASTIFY_LISTEN_TEXT) return;
@@ -72,25 +59,4 @@ export async function createLogger(settings: LoggerSettings): Promise<Logger> {
  */
 export function startupLogger(log: Logger): Logger {
   return log.isLevelEnabled('info') ? log : log.child({}, { level: 'info' });
-}
-
-/**
- * Keeps the request id for the code a request runs, so that services logging through app.log tag their
- * lines with it. Fastify runs preValidation and the handler from the request stream's 'end' event, in
- * another async context: they are bound back to the request's (as @fastify/request-context does).
- */
-export function installRequestContext(app: FastifyInstance): void {
-  const resources = new WeakMap<object, AsyncResource>();
-  app.addHook('onRequest', (request, _reply, done) => {
-    currentRequest.run(request.id, () => {
-      const resource = new AsyncResource('latchkey-request');
-      resources.set(request, resource);
-      resource.runInAsyncScope(done, request.raw);
-    });
-  });
-  app.addHook('preValidation', (request, _reply, done) => {
-    const resource = resources.get(request);
-    if (resource) resource.runInAsyncScope(done, request.raw);
-    else done();
-  });
 }

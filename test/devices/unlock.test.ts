@@ -38,7 +38,7 @@ async function site() {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const answer = (body: Record<string, unknown>) => client.publishAsync(`${base}/commands/result`, JSON.stringify(body), { qos: 1 });
-  return { account, remote, other, local, token: key.token, keyId: key.id, commands, answer, client, base };
+  return { account, gateway, remote, other, local, token: key.token, keyId: key.id, commands, answer, client, base };
 }
 
 const catalogTokens = new Map<number, string>();
@@ -179,6 +179,34 @@ describe('POST /locks/{id}/unlock', () => {
     const failures = await outboxOf(s.account.id, 'unlock.failed');
     assert.deepEqual(failures.map((f) => f.data.reason), ['publish_failed']);
     assert.equal(s.commands.length, 0);
+  });
+
+  test("the refused publish is logged under the request's id, which the answer names", async () => {
+    const s = await site();
+    const lines: Array<{ level: number; msg: string; reqId?: string; commandId?: string }> = [];
+    // A second service on the same store whose log the test reads.
+    const watched = await buildApp({
+      config: loadConfig({ ADMIN_TOKEN, SANDBOX: 'true', HOST: '127.0.0.1', MQTT_PORT: '0', LOG_LEVEL: 'warn' }),
+      db: ctx.database.db,
+      logger: { stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    });
+    try {
+      // The gateway online for that service too (presence is what each instance hears).
+      const client = await connect({ ...s.gateway, mqtt: { ...s.gateway.mqtt, url: watched.mqttUrl as string } });
+      await client.publishAsync(`${s.base}/presence`, '{"online":true}', { qos: 1, retain: true });
+      const lockOnline = async () => JSON.parse((await watched.app.inject({ url: `/v1/locks/${s.remote}`, headers: { authorization: `Bearer ${await catalogToken(s.account.rootLocationId)}` } })).body).online === true;
+      await waitFor(lockOnline, 'the lock online for the second service');
+      await ctx.service.admin('PUT', '/admin/v1/sandbox/mqtt', { publish: 'fail' });
+      const res = await watched.app.inject({ method: 'POST', url: `/v1/locks/${s.remote}/unlock`, headers: { authorization: `Bearer ${s.token}` } });
+      assert.equal(res.statusCode, 502, res.body);
+      const line = lines.find((l) => l.msg === 'unlock command not published');
+      assert.ok(line, JSON.stringify(lines));
+      assert.deepEqual([line.level, line.reqId], [40, res.headers['x-request-id']]);
+      assert.match(line.commandId ?? '', /^[0-9a-f-]{36}$/);
+    } finally {
+      await ctx.service.admin('PUT', '/admin/v1/sandbox/mqtt', { publish: 'accept' });
+      await watched.close();
+    }
   });
 
   test('10 calls a minute per API key per lock', async () => {

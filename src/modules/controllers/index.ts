@@ -119,9 +119,9 @@ export async function startControllers(core: Core, deps: ControllersDeps): Promi
         await deps.unlock.result(gatewayId, { id: command.id, ok: opened, ...(opened ? {} : { error: 'device_error' }) });
       } catch (error) {
         // No answer: the command times out as one a gateway never answered.
-        if (!(error instanceof ControllerUnreachable)) log.warn({ err: error, gatewayId }, 'open-door failed');
+        if (!(error instanceof ControllerUnreachable)) log.warn({ err: error, gatewayId, commandId: command.id }, 'open-door failed');
       }
-    })().catch((error: unknown) => log.warn({ err: error, gatewayId }, 'open-door hand-off failed'));
+    })().catch((error: unknown) => log.warn({ err: error, gatewayId, commandId: command.id }, 'open-door hand-off failed'));
   });
 
   const service = new ControllersService({

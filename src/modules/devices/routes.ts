@@ -28,7 +28,7 @@ export function unlockRoutes(app: ApiInstance, unlock: UnlockService): void {
         },
       },
     },
-    async (request, reply) => reply.code(202).send(await unlock.unlock(callerOf(request), request.params.id)),
+    async (request, reply) => reply.code(202).send(await unlock.unlock(callerOf(request), request.params.id, request.log)),
   );
 
   app.get(

@@ -79,7 +79,8 @@ export class UnlockService {
     return this.deps.db;
   }
 
-  async unlock(caller: Caller, lockId: number, tries = 0): Promise<LockCommand> {
+  /** `log`: the request's logger, so that a line about this unlock carries its request id. */
+  async unlock(caller: Caller, lockId: number, log: FastifyBaseLogger, tries = 0): Promise<LockCommand> {
     const now = this.deps.clock.now();
     const id = uuidv7(now);
     const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
@@ -102,7 +103,7 @@ export class UnlockService {
       // It finished in between: try again, a bounded number of times. A lock whose commands keep
       // finishing under us is in heavy use: the caller is told to retry in a second.
       if (tries >= MAX_UNLOCK_ATTEMPTS - 1) throw errors.rateLimited(1);
-      return this.unlock(caller, lockId, tries + 1);
+      return this.unlock(caller, lockId, log, tries + 1);
     }
     const created = attempt as CommandRow;
     if (attempt.gateway_kind === 'uhppote' && this.handOff) {
@@ -118,7 +119,7 @@ export class UnlockService {
         expires_at: expiresAt.toISOString(),
       });
     } catch (error) {
-      this.deps.log.warn({ err: error, commandId: id }, 'unlock command not published');
+      log.warn({ err: error, commandId: id }, 'unlock command not published');
       await this.finish(id, gatewayId, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
       throw errors.publishFailed();
     }
@@ -229,9 +230,9 @@ export class UnlockService {
   /**
    * A key holder's Open (README "The key holder's page"): the decision was made by `decide`; a denial is
    * recorded as access.denied with the person and key, a grant becomes one command for the lock (a command
-   * in flight is answered, as for API unlocks) whose outcome names them.
+   * in flight is answered, as for API unlocks) whose outcome names them. `log`: the request's logger.
    */
-  async unlockForKey(holder: KeyHolder, lockId: number, denial: string | null, tries = 0): Promise<LockCommand | null> {
+  async unlockForKey(holder: KeyHolder, lockId: number, denial: string | null, log: FastifyBaseLogger, tries = 0): Promise<LockCommand | null> {
     const now = this.deps.clock.now();
     if (denial !== null) {
       const lock = await findUnlockLock(this.db, lockId);
@@ -251,7 +252,7 @@ export class UnlockService {
       const inFlight = await findInFlightCommand(this.db, lockId);
       if (inFlight) return toCommand(inFlight);
       if (tries >= MAX_UNLOCK_ATTEMPTS - 1) throw errors.rateLimited(1);
-      return this.unlockForKey(holder, lockId, null, tries + 1);
+      return this.unlockForKey(holder, lockId, null, log, tries + 1);
     }
     if (attempt.gateway_kind === 'uhppote' && this.handOff) {
       this.handOff(gatewayId, { id, lockId });
@@ -261,7 +262,7 @@ export class UnlockService {
       if (this.deps.sandbox && (await sandboxPublishMode(this.db)) === 'fail') throw new Error('the broker refused the publish (sandbox)');
       await this.deps.publish(commandsTopic(gatewayId), { id, lock_id: lockId, action: 'unlock', expires_at: expiresAt.toISOString() });
     } catch (error) {
-      this.deps.log.warn({ err: error, commandId: id }, 'unlock command not published');
+      log.warn({ err: error, commandId: id }, 'unlock command not published');
       await this.finish(id, gatewayId, 'failed', { code: 'publish_failed', message: 'The command could not be handed to the device.' }, 'publish_failed');
       throw errors.publishFailed();
     }

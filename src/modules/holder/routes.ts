@@ -130,7 +130,7 @@ export function holderRoutes(app: ApiInstance, holder: HolderService, brand: str
     holderHeaders(reply).send(await holder.doors(request.body.response as unknown as AuthenticationResponseJSON, request.ip)),
   );
   app.post('/my-key/open', { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true, body: OpenBody } }, async (request, reply) =>
-    holderHeaders(reply).send(await holder.open(request.body.response as unknown as AuthenticationResponseJSON, request.body.lock_id, request.ip)),
+    holderHeaders(reply).send(await holder.open(request.body.response as unknown as AuthenticationResponseJSON, request.body.lock_id, request.ip, request.log)),
   );
   app.get(
     '/my-key/commands/:id',

@@ -245,7 +245,8 @@ export class HolderService {
   }
 
   /** "Open": the one decision, then one command for the lock; a refusal says why and is logged as access.denied. */
-  async open(response: AuthenticationResponseJSON, lockId: number, ip: string) {
+  /** `log`: the request's logger (a line about the command carries its request id). */
+  async open(response: AuthenticationResponseJSON, lockId: number, ip: string, log: FastifyBaseLogger) {
     const key = await this.verify(response, ip);
     const now = this.now();
     const holder: KeyHolder = {
@@ -256,10 +257,10 @@ export class HolderService {
     const decision = await decideForKey(this.deps.db, this.accessKey(key), lockId, now);
     if (!decision.granted) {
       const refusal: Refusal = this.keyRefusal(key, now) ?? (decision.reason === 'unknown_key' ? 'revoked' : decision.reason);
-      await this.deps.unlock.unlockForKey(holder, lockId, decision.reason);
+      await this.deps.unlock.unlockForKey(holder, lockId, decision.reason, log);
       return { refused: refusal, command: null };
     }
-    const command = await this.deps.unlock.unlockForKey(holder, lockId, null);
+    const command = await this.deps.unlock.unlockForKey(holder, lockId, null, log);
     return { refused: null, command };
   }
 

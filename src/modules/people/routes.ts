@@ -68,7 +68,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
       },
     },
     async (request, reply) => {
-      const { person, created } = await people.create(callerOf(request), request.body);
+      const { person, created } = await people.create(callerOf(request), request.body, request.log);
       return reply.code(created ? 201 : 200).send(person);
     },
   );
@@ -157,6 +157,6 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         response: { 201: ref(Person), ...failures({ 409: ['lockingsystem_rejected'], 422: ['validation_failed'] }) },
       },
     },
-    async (request, reply) => reply.code(201).send(await people.createByOperator(request.body)),
+    async (request, reply) => reply.code(201).send(await people.createByOperator(request.body, request.log)),
   );
 }

@@ -54,12 +54,15 @@ export const peopleStore: PeopleStore = { ...storeModule, emitDomainEvent, forge
 
 const VISIBLE_FIELDS = ['name', 'email', 'phone', 'company_name', 'title', 'language'] as const;
 
+/** Where the service's lines go: the service's logger, or a request's (whose lines carry its request id). */
+export type PeopleServiceLog = Pick<FastifyBaseLogger, 'error'>;
+
 export interface PeopleDeps {
   db: Database;
   clock: Clock;
   lockingSystems: Pick<LockingSystems, 'forAccount'>;
   brandName: string;
-  log: Pick<FastifyBaseLogger, 'error'>;
+  log: PeopleServiceLog;
   /** The person's keys inside a scope (from the keys area). */
   keysOfPerson: (scopeLocationId: number, personId: string) => Promise<EmbeddedKey[]>;
   /** Revokes the person's keys and cancels their invitations inside the deletion's transaction. */
@@ -136,20 +139,23 @@ export class PeopleService {
 
   // ---- writes ---------------------------------------------------------------------------------
 
-  /** POST /people: idempotent on data inside the key's scope (same phone or e-mail: 200, unchanged). */
-  async create(caller: Caller, body: PersonCreate): Promise<{ person: Person; created: boolean }> {
+  /**
+   * POST /people: idempotent on data inside the key's scope (same phone or e-mail: 200, unchanged). `log`: the
+   * request's logger, so that a failed compensation is logged under its request id.
+   */
+  async create(caller: Caller, body: PersonCreate, log: PeopleServiceLog = this.deps.log): Promise<{ person: Person; created: boolean }> {
     const location = await this.targetLocation(caller, body.location_id ?? caller.locationId);
     const values = this.validated(body, location.id, null);
     const existing = await this.store.findDuplicate(this.db, caller.locationId, location.accountId, values.phone, values.email);
     if (existing) return { person: toPerson(existing), created: false };
-    return this.insert(location, values, false, caller.locationId);
+    return this.insert(location, values, false, caller.locationId, log);
   }
 
   /** POST /admin/v1/people: no scope and no de-duplication; `managed` people refuse public PUT and DELETE. */
-  async createByOperator(body: OperatorPersonCreate): Promise<Person> {
+  async createByOperator(body: OperatorPersonCreate, log: PeopleServiceLog = this.deps.log): Promise<Person> {
     const location = await this.targetLocation(null, body.location_id);
     const values = this.validated(body, location.id, null);
-    return (await this.insert(location, values, body.managed ?? false, null)).person;
+    return (await this.insert(location, values, body.managed ?? false, null, log)).person;
   }
 
   private async insert(
@@ -157,6 +163,7 @@ export class PeopleService {
     values: PersonValues,
     managed: boolean,
     dedupeScope: number | null,
+    log: PeopleServiceLog,
   ): Promise<{ person: Person; created: boolean }> {
     const now = this.deps.clock.now();
     const id = uuidv7(now);
@@ -185,11 +192,11 @@ export class PeopleService {
         return { person, created: true };
       });
     } catch (error) {
-      await this.compensate(lockingSystem, id);
+      await this.compensate(lockingSystem, id, log);
       throw error;
     }
     // Lost a race to a concurrent create: the locking system holds a person that was never saved here.
-    if (!result.created) await this.compensate(lockingSystem, id);
+    if (!result.created) await this.compensate(lockingSystem, id, log);
     return result;
   }
 
@@ -272,11 +279,11 @@ export class PeopleService {
   }
 
   /** Undoes a locking-system create whose local commit did not happen. */
-  private async compensate(lockingSystem: LockingSystem, id: string): Promise<void> {
+  private async compensate(lockingSystem: LockingSystem, id: string, log: PeopleServiceLog): Promise<void> {
     try {
       await lockingSystem.write('person.delete', id);
     } catch (error) {
-      this.deps.log.error({ err: error, personId: id }, 'locking system compensation failed; reconcile this person by hand');
+      log.error({ err: error, personId: id }, 'locking system compensation failed; reconcile this person by hand');
     }
   }
 
