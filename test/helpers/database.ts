@@ -32,7 +32,7 @@ async function migratedPglite(): Promise<{ db: PgliteDatabase; dir: string }> {
     await writeMigratedTemplate();
     if (!(await copyMigratedTemplate(dir))) throw new Error('the migrated template is missing right after it was written');
   }
-  return { db: await openPglite({ dataDir: dir }), dir };
+  return { db: await openPglite({ dataDir: dir, checkNestedQueries: true }), dir };
 }
 
 export function testDatabaseUrl(): string {
@@ -79,7 +79,7 @@ export async function createTestDatabase(options: { migrateBefore?: string } = {
     };
   }
   if (options.migrateBefore !== undefined) {
-    const db = await openPglite({ dataDir: 'memory' });
+    const db = await openPglite({ dataDir: 'memory', checkNestedQueries: true });
     await migrate(db, migrateOptions);
     return { db, openAnother: async () => db, close: () => db.close() };
   }

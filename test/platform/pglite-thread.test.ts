@@ -67,13 +67,19 @@ test('a statement asked for while a transaction is open runs after it, and sees 
   assert.deepEqual(await reading, [{ n: 1 }]);
 });
 
-test('a query on the database from inside a transaction fails at once instead of waiting for it forever', async () => {
-  await assert.rejects(
-    db.transaction(async () => {
-      await db.query('SELECT 1');
-    }),
-    /query on the database inside a transaction/,
-  );
+test('checkNestedQueries (the tests): a query on the database from inside a transaction fails at once instead of waiting for it forever', async () => {
+  const checked = await openPglite({ dataDir: 'memory', checkNestedQueries: true });
+  try {
+    await assert.rejects(
+      checked.transaction(async () => {
+        await checked.query('SELECT 1');
+      }),
+      /query on the database inside a transaction/,
+    );
+    assert.deepEqual(await checked.query('SELECT 1 AS n'), [{ n: 1 }], 'and the database goes on');
+  } finally {
+    await checked.close();
+  }
 });
 
 test("this instance's listeners hear a transaction's notification before its commit answers", async () => {

@@ -19,6 +19,13 @@ export interface PgliteOptions {
    * false leaves it empty (the service's first start copies the migrated template: migrated-template.ts).
    */
   fillEmptyDir?: (dir: string) => Promise<boolean>;
+  /**
+   * Fail a query made on the database (not on `tx`) from inside a transaction at once, instead of letting it wait
+   * for that transaction forever (PGlite runs one at a time). The tests turn it on: it marks the code inside
+   * each transaction with an AsyncLocalStorage, whose promise hooks, on Node 20, slow every promise of the
+   * process (a cached read lost a fifth of its rate, bench/RESULTS.md). The service runs without.
+   */
+  checkNestedQueries?: boolean;
 }
 
 /**
@@ -96,7 +103,7 @@ async function openLocked(options: PgliteOptions, dataDir: string, lock: DataDir
     await worker.terminate();
     throw databaseError(ready.error, 'open');
   }
-  return new PgliteDatabase(worker, lock);
+  return new PgliteDatabase(worker, lock, options.checkNestedQueries ? new AsyncLocalStorage<boolean>() : null);
 }
 
 function isEmptyDir(dir: string): boolean {
@@ -122,10 +129,6 @@ interface WorkerMessage {
 
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
-  // PGlite runs one transaction at a time: a query made on the database (not on `tx`) from inside a
-  // transaction would wait for that transaction forever. This marks the code running inside one, so
-  // such a query fails at once with a message instead of hanging.
-  private readonly insideTransaction = new AsyncLocalStorage<boolean>();
   private readonly waiting = new Map<number, { resolve: (answer: WorkerMessage) => void; reject: (error: unknown) => void }>();
   private readonly listeners = new Map<string, Array<(payload: string) => void>>();
   private nextId = 1;
@@ -136,6 +139,8 @@ export class PgliteDatabase implements Database {
   constructor(
     private readonly worker: Worker,
     private readonly lock: DataDirLock | null = null,
+    /** Marks the code running inside a transaction (PgliteOptions.checkNestedQueries), or null. */
+    private readonly insideTransaction: AsyncLocalStorage<boolean> | null = null,
   ) {
     worker.on('message', (message: WorkerMessage) => this.heard(message));
     this.exited = new Promise((resolve) => worker.once('exit', () => resolve()));
@@ -174,7 +179,7 @@ export class PgliteDatabase implements Database {
   }
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
-    if (this.insideTransaction.getStore()) {
+    if (this.insideTransaction?.getStore()) {
       throw new Error(`query on the database inside a transaction (use tx): ${sqlText(sql).slice(0, 80)}`);
     }
     return this.run<T>(sql, params, undefined);
@@ -198,7 +203,7 @@ export class PgliteDatabase implements Database {
     }
     let result: T;
     try {
-      result = await this.insideTransaction.run(true, () =>
+      const body = () =>
         fn({
           query: <R extends object = Row>(sql: Sql, params: readonly unknown[] = []) => this.run<R>(sql, params, tx),
           script: async (sql: string) => {
@@ -212,8 +217,8 @@ export class PgliteDatabase implements Database {
           notify: async (channel: string, payload = '') => {
             await this.run('SELECT pg_notify($1, $2)', [this.channel(channel), payload], tx);
           },
-        }),
-      );
+        });
+      result = await (this.insideTransaction ? this.insideTransaction.run(true, body) : body());
     } catch (error) {
       // The caller's own error passes unchanged, after the rollback.
       await this.request({ op: 'end', tx, commit: false }).catch(() => undefined);
