@@ -244,8 +244,10 @@ export class HolderService {
     };
   }
 
-  /** "Open": the one decision, then one command for the lock; a refusal says why and is logged as access.denied. */
-  /** `log`: the request's logger (a line about the command carries its request id). */
+  /**
+   * "Open": the one decision, then one command for the lock; a refusal says why and is logged as access.denied.
+   * `log`: the request's logger (a line about the command carries its request id).
+   */
   async open(response: AuthenticationResponseJSON, lockId: number, ip: string, log: FastifyBaseLogger) {
     const key = await this.verify(response, ip);
     const now = this.now();
