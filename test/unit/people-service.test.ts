@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Caller } from '../../src/platform/auth.ts';
 import { PageCaches } from '../../src/platform/page-cache.ts';
-import { PeopleService, type PeopleStore } from '../../src/modules/people/service.ts';
+import { PeopleService, type PeopleServiceLog, type PeopleStore } from '../../src/modules/people/service.ts';
 import type { PersonRow } from '../../src/modules/people/store.ts';
 import { FakeDatabase, FakeLockingSystems, fixedClock, refusal, where } from '../helpers/fake-database.ts';
 
@@ -144,7 +144,6 @@ function fixture(people: PersonRow[] = []) {
   const writes = () => log.filter((line) => !/ (find|list|search)\w* /.test(`${line} `) && !line.includes(' lockKey '));
   return { service, db, lockingSystems, rows, log, writes, events, hooks, logged };
 }
-type PeopleServiceLog = ConstructorParameters<typeof PeopleService>[0]['log'];
 
 describe('PeopleService: create', () => {
   test('the locking system refuses: 409 lockingsystem_rejected, nothing saved, no transaction, no event', async () => {
@@ -227,6 +226,16 @@ describe('PeopleService: create', () => {
     lockingSystems.answer = (operation) => (operation === 'person.delete' ? 'reject' : 'applied');
     await assert.rejects(service.create(caller(), { name: 'Grace Hopper', phone: '+12025550123' }), /connection lost/);
     assert.deepEqual(logged, ['locking system compensation failed; reconcile this person by hand']);
+  });
+
+  test("given the request's logger, the failed undo is logged there (under the request id), not on the service's", async () => {
+    const { service, db, lockingSystems, logged } = fixture();
+    db.failNextCommit = new Error('connection lost');
+    lockingSystems.answer = (operation) => (operation === 'person.delete' ? 'reject' : 'applied');
+    const requestLines: string[] = [];
+    const requestLog: PeopleServiceLog = { error: (_fields: unknown, msg?: string) => void requestLines.push(String(msg)) } as PeopleServiceLog;
+    await assert.rejects(service.create(caller(), { name: 'Grace Hopper', phone: '+12025550123' }, requestLog), /connection lost/);
+    assert.deepEqual([requestLines, logged], [['locking system compensation failed; reconcile this person by hand'], []]);
   });
 
   test('every problem of the body at once (422), before the locking system is asked', async () => {

@@ -48,7 +48,6 @@ export interface HolderDeps {
   brandName: string;
   limits: RateLimits;
   unlock: UnlockService;
-  log: FastifyBaseLogger;
   /** The keys module's setup links: whether one is usable, and its activation. */
   linkUsable(token: string): Promise<{ personName: string } | null>;
   activate(token: string): Promise<{ key_id: number; invitation_id: number }>;

@@ -22,7 +22,6 @@ export function startHolder(core: Core, deps: HolderModuleDeps): Holder {
     brandName: config.brandName,
     limits: core.limits,
     unlock: deps.unlock,
-    log: core.log,
     linkUsable: (token) => deps.links.linkUsable(token),
     activate: (token) => deps.links.activate(token),
   });
