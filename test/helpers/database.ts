@@ -127,7 +127,11 @@ export function withFaults(db: Database, fault: Fault): Database {
     check('BEGIN');
     return db.transaction((tx) => fn(overriding(tx, { query: query(tx) })));
   };
-  return overriding(db, { query: query(db), transaction });
+  const copyIn: Database['copyIn'] = async (table, columns, rows) => {
+    check(`COPY ${table}`);
+    return db.copyIn(table, columns, rows);
+  };
+  return overriding(db, { query: query(db), copyIn, transaction });
 }
 
 /**

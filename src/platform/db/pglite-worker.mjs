@@ -7,6 +7,7 @@
 // The protocol, one message each way per request, in order on one port:
 //   → { id, op: 'query', text, params, tx? }   ← { id, rows }         a statement, in a transaction when tx is given
 //   → { id, op: 'script', sql, tx }            ← { id }               statements separated by `;`, in a transaction
+//   → { id, op: 'copy', text, data }           ← { id }               COPY … FROM '/dev/blob', reading `data`
 //   → { id, op: 'begin' }                      ← { id, tx }           once PGlite's transaction has begun
 //   → { id, op: 'end', tx, commit }            ← { id }               once it committed or rolled back
 //   → { id, op: 'listen', channel }            ← { id }               then { notification: channel, payload } as they come
@@ -72,6 +73,10 @@ async function handle(message) {
       const result = await on.query(message.text, message.params);
       return { id, rows: result.rows };
     }
+    case 'copy':
+      // PGlite's COPY FROM reads a file; '/dev/blob' is the Blob given with the statement.
+      await pg.query(message.text, [], { blob: new Blob([message.data]) });
+      return { id };
     case 'script': {
       const on = transactions.get(message.tx)?.handle;
       if (!on) throw new Error('the transaction has ended');

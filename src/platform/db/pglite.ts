@@ -178,6 +178,16 @@ export class PgliteDatabase implements Database {
     else waiter.resolve(message);
   }
 
+  async copyIn(table: string, columns: readonly string[], rows: string): Promise<void> {
+    const text = `COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`;
+    if (this.insideTransaction?.getStore()) throw new Error(`query on the database inside a transaction (use tx): ${text}`);
+    try {
+      await this.request({ op: 'copy', text, data: rows });
+    } catch (error) {
+      throw databaseError(error, text);
+    }
+  }
+
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
     if (this.insideTransaction?.getStore()) {
       throw new Error(`query on the database inside a transaction (use tx): ${sqlText(sql).slice(0, 80)}`);

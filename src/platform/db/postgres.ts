@@ -1,4 +1,5 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
+import { finished } from 'node:stream/promises';
 import type pg from 'pg';
 import { backoffMs } from '../backoff.ts';
 import type { Database, PoolStats, Row, Sql, Transaction } from './database.ts';
@@ -9,6 +10,8 @@ import { databaseError, isDatabaseUnavailable } from './errors.ts';
  * about 50 ms of one (bench/RESULTS.md, start-up).
  */
 let driver: typeof pg | undefined;
+/** pg-copy-streams's COPY FROM STDIN, loaded with the driver. */
+let copyFrom: typeof import('pg-copy-streams').from | undefined;
 
 /** The driver, for a database openPostgres made. */
 function loadedDriver(): typeof pg {
@@ -93,6 +96,7 @@ function clientConfig(options: PostgresOptions): pg.ClientConfig {
 
 export async function openPostgres(options: PostgresOptions): Promise<PostgresDatabase> {
   const pg = (driver ??= (await import('pg')).default);
+  copyFrom ??= (await import('pg-copy-streams')).from;
   const searchPath = options.schema ? { options: `-c search_path=${options.schema}` } : {};
   const pool = new pg.Pool({
     ...clientConfig(options),
@@ -125,11 +129,34 @@ export class PostgresDatabase implements Database {
     return run<T>(this.pool, sql, params);
   }
 
-  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect().catch((error: unknown) => {
-      // No connection to be had: refused, not made in time, or refused by a server starting or stopping.
+  async copyIn(table: string, columns: readonly string[], rows: string): Promise<void> {
+    const text = `COPY ${table} (${columns.join(', ')}) FROM STDIN`;
+    const client = await this.connect();
+    let broken: unknown = undefined;
+    try {
+      // The pool's query_timeout reaches the stream too (pg-copy-streams lets node-postgres time it).
+      const stream = client.query((copyFrom as NonNullable<typeof copyFrom>)(text));
+      stream.end(rows);
+      await finished(stream);
+    } catch (error) {
+      const failure = databaseError(error, text, meansUnavailable(error));
+      // A COPY that failed on the server ends with the connection ready again; one that failed on the way is dropped.
+      if (failure.unavailable) broken = error;
+      throw failure;
+    } finally {
+      client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
+    }
+  }
+
+  /** A connection of the pool, or an `unavailable` error: refused, not made in time, or refused by a server starting or stopping. */
+  private connect(): Promise<pg.PoolClient> {
+    return this.pool.connect().catch((error: unknown) => {
       throw databaseError(error, '', true);
     });
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    const client = await this.connect();
     // A connection that failed or did not answer is closed rather than reused (the server rolls back what
     // it held); ROLLBACK on it would only wait for the timeout once more.
     let broken: unknown = undefined;
