@@ -1,8 +1,8 @@
-// Database.copyIn, the request log's bulk write (COPY on both engines): every value arrives as it was, whatever
-// characters it holds, and a batch is written whole or not at all.
+// Database.copyIn, the request log's bulk write (COPY in its binary format, both engines): every value arrives as it
+// was, whatever characters or numbers it holds, and a batch is written whole or not at all.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { copyValue } from '../../src/platform/db/database.ts';
+import { encodeCopyRows, type CopyColumn, type CopyValue } from '../../src/platform/db/copy-binary.ts';
 import { isDatabaseUnavailable } from '../../src/platform/db/errors.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 
@@ -14,13 +14,19 @@ after(async () => {
   await database?.close();
 });
 
-const COLUMNS = ['at', 'method', 'path', 'status', 'duration_ms', 'ip', 'api_key_id'];
-
-function line(values: Array<string | number | null>): string {
-  return `${values.map(copyValue).join('\t')}\n`;
-}
+/** The request log's columns, which hold every type copyIn sends. */
+const COLUMNS: readonly CopyColumn[] = [
+  { name: 'at', type: 'timestamptz' },
+  { name: 'method', type: 'text' },
+  { name: 'path', type: 'text' },
+  { name: 'status', type: 'int4' },
+  { name: 'duration_ms', type: 'float4' },
+  { name: 'ip', type: 'text' },
+  { name: 'api_key_id', type: 'int8' },
+];
 
 interface Row {
+  at: Date;
   method: string;
   path: string;
   status: number;
@@ -29,15 +35,15 @@ interface Row {
 }
 
 const rowsOf = (ip: string) =>
-  database.db.query<Row>('SELECT method, path, status, duration_ms, api_key_id FROM request_log WHERE ip = $1 ORDER BY status', [ip]);
+  database.db.query<Row>('SELECT at, method, path, status, duration_ms, api_key_id FROM request_log WHERE ip = $1 ORDER BY status', [ip]);
 
-test('values with tabs, newlines, carriage returns, backslashes and a literal \\N arrive as they were', async () => {
+test('text with tabs, newlines, backslashes, \\N, quotes and any Unicode arrives as it was', async () => {
   const ip = '10.77.0.1';
-  const awkward = ['/v1/a\tb', '/v1/a\nb', '/v1/a\rb', '/v1/a\\b', '\\N', '/v1/\\\\t', '/v1/ünïcödé ✓', ''];
+  const awkward = ['/v1/a\tb', '/v1/a\nb\r', '/v1/a\\b', '\\N', '\\.', '/v1/"quoted"', '/v1/ünïcödé ✓ 𝄞', ''];
   await database.db.copyIn(
     'request_log',
     COLUMNS,
-    awkward.map((path, i) => line(['2026-11-28T12:00:00.000Z', 'GET', path, 200 + i, 0.25, ip, i % 2 === 0 ? null : i])).join(''),
+    awkward.map((path, i) => [Date.UTC(2026, 10, 28), 'GET', path, i, 0.25, ip, i % 2 === 0 ? null : i]),
   );
   const rows = await rowsOf(ip);
   assert.deepEqual(
@@ -48,18 +54,52 @@ test('values with tabs, newlines, carriage returns, backslashes and a literal \\
     rows.map((r) => r.api_key_id),
     awkward.map((_, i) => (i % 2 === 0 ? null : i)),
   );
-  assert.equal(rows[0]?.duration_ms, 0.25);
 });
 
-test('a batch with one value the column refuses is written not at all, and the error is not an outage', async () => {
+test('numbers and times arrive exact: int4 and int8 at their ends, float4, times before 2000 and after, to the millisecond', async () => {
+  const ip = '10.77.0.3';
+  const times = ['1970-01-01T00:00:00.000Z', '1999-12-31T23:59:59.999Z', '2000-01-01T00:00:00.000Z', '2026-11-28T12:34:56.789Z', '2199-06-30T01:02:03.004Z'];
+  const int8s = [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 32, -1, 0];
+  const statuses = [-(2 ** 31), -1, 0, 2 ** 31 - 1, 2 ** 16];
+  await database.db.copyIn(
+    'request_log',
+    COLUMNS,
+    times.map((at, i) => [Date.parse(at), 'GET', '/v1/n', statuses[i] as number, 1.5 + i, ip, int8s[i] as number]),
+  );
+  const rows = await rowsOf(ip);
+  const byStatus = new Map(statuses.map((status, i) => [status, i]));
+  assert.equal(rows.length, times.length);
+  for (const row of rows) {
+    const i = byStatus.get(row.status) as number;
+    assert.equal(row.at.toISOString(), times[i]);
+    assert.equal(row.api_key_id, int8s[i]);
+    assert.equal(row.duration_ms, 1.5 + i);
+  }
+});
+
+test('a batch the database refuses for one value is written not at all, the error is not an outage, and the next is written', async () => {
   const ip = '10.77.0.2';
-  const batch = line(['2026-11-28T12:00:00.000Z', 'GET', '/v1/ok', 200, 1, ip, null]) + line(['2026-11-28T12:00:00.000Z', 'GET', '/v1/bad', 'two hundred', 1, ip, null]);
-  await assert.rejects(database.db.copyIn('request_log', COLUMNS, batch), (error) => !isDatabaseUnavailable(error));
+  const at = Date.UTC(2026, 10, 28);
+  // PostgreSQL's text holds no NUL character: the server refuses the second row.
+  const refused: CopyValue[][] = [
+    [at, 'GET', '/v1/ok', 200, 1, ip, null],
+    [at, 'GET', '/v1/nul\u0000', 201, 1, ip, null],
+  ];
+  await assert.rejects(database.db.copyIn('request_log', COLUMNS, refused), (error) => !isDatabaseUnavailable(error));
   assert.deepEqual(await rowsOf(ip), []);
   // The database (on PostgreSQL, the pool's connection) serves the next batch.
-  await database.db.copyIn('request_log', COLUMNS, line(['2026-11-28T12:00:00.000Z', 'GET', '/v1/next', 201, 1, ip, 7]));
+  await database.db.copyIn('request_log', COLUMNS, [[at, 'GET', '/v1/next', 202, 1, ip, 7]]);
   assert.deepEqual(
     (await rowsOf(ip)).map((r) => [r.path, r.api_key_id]),
     [['/v1/next', 7]],
   );
+});
+
+test('a value of the wrong kind for its column is refused before anything is sent', () => {
+  const row = (status: CopyValue, at: CopyValue = 0, key: CopyValue = null): CopyValue[] => [at, 'GET', '/', status, 1, '::1', key];
+  for (const wrong of [row('200'), row(2 ** 31), row(1.5), row(200, Number.NaN), row(200, 'today'), row(200, 0, 2 ** 53), row(200, 0, 'seven')]) {
+    assert.throws(() => encodeCopyRows(COLUMNS, [wrong]), /COPY value for/);
+  }
+  assert.throws(() => encodeCopyRows(COLUMNS, [[0, 'GET']]), /2 values for 7 columns/);
+  assert.ok(encodeCopyRows(COLUMNS, [row(200)]).length > 0);
 });

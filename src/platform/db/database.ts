@@ -1,6 +1,9 @@
 // The database port: one SQL dialect (PostgreSQL) over two engines, embedded PGlite and server PostgreSQL.
 
 import type { Channel } from '../channels.ts';
+import type { CopyColumn, CopyValue } from './copy-binary.ts';
+
+export type { CopyColumn, CopyValue } from './copy-binary.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -37,26 +40,14 @@ export interface Transaction extends Queryable {
   notify(channel: Channel, payload?: string): Promise<void>;
 }
 
-/**
- * One value of a row for Database.copyIn, in COPY's text format: `\N` for null, and the backslash, tab, newline and
- * carriage return escaped, so that no value can end its field or its row.
- */
-export function copyValue(value: string | number | null): string {
-  if (value === null) return '\\N';
-  if (typeof value === 'number') return String(value);
-  return value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c] as string);
-}
-
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
-
 export interface Database extends Queryable {
   readonly engine: 'pglite' | 'postgres';
   /**
-   * Appends rows to `table` with COPY, the cheapest bulk write of both engines (for the append-only request log,
-   * written on every request): `rows` holds one line per row, each the values of `columns` in order made with
-   * copyValue() and separated by tabs, and ends with a newline. All or none of the rows are written.
+   * Appends rows to `table` with COPY in its binary format, the cheapest bulk write of both engines (for the
+   * append-only request log, written on every request): each row holds the values of `columns` in order. All or
+   * none of the rows are written.
    */
-  copyIn(table: string, columns: readonly string[], rows: string): Promise<void>;
+  copyIn(table: string, columns: readonly CopyColumn[], rows: ReadonlyArray<readonly CopyValue[]>): Promise<void>;
   /** Runs fn inside one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /**

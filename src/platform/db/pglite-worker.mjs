@@ -7,7 +7,7 @@
 // The protocol, one message each way per request, in order on one port:
 //   → { id, op: 'query', text, params, tx? }   ← { id, rows }         a statement, in a transaction when tx is given
 //   → { id, op: 'script', sql, tx }            ← { id }               statements separated by `;`, in a transaction
-//   → { id, op: 'copy', text, data }           ← { id }               COPY … FROM '/dev/blob', reading `data`
+//   → { id, op: 'copy', text, data }           ← { id }               COPY … FROM '/dev/blob', reading `data` (bytes)
 //   → { id, op: 'begin' }                      ← { id, tx }           once PGlite's transaction has begun
 //   → { id, op: 'end', tx, commit }            ← { id }               once it committed or rolled back
 //   → { id, op: 'listen', channel }            ← { id }               then { notification: channel, payload } as they come
@@ -74,7 +74,7 @@ async function handle(message) {
       return { id, rows: result.rows };
     }
     case 'copy':
-      // PGlite's COPY FROM reads a file; '/dev/blob' is the Blob given with the statement.
+      // '/dev/blob' in the statement reads the Blob given with it.
       await pg.query(message.text, [], { blob: new Blob([message.data]) });
       return { id };
     case 'script': {

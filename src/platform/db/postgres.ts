@@ -2,6 +2,7 @@
 import { finished } from 'node:stream/promises';
 import type pg from 'pg';
 import { backoffMs } from '../backoff.ts';
+import { copyStatement, encodeCopyRows, type CopyColumn, type CopyValue } from './copy-binary.ts';
 import type { Database, PoolStats, Row, Sql, Transaction } from './database.ts';
 import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
@@ -129,14 +130,15 @@ export class PostgresDatabase implements Database {
     return run<T>(this.pool, sql, params);
   }
 
-  async copyIn(table: string, columns: readonly string[], rows: string): Promise<void> {
-    const text = `COPY ${table} (${columns.join(', ')}) FROM STDIN`;
+  async copyIn(table: string, columns: readonly CopyColumn[], rows: ReadonlyArray<readonly CopyValue[]>): Promise<void> {
+    const text = copyStatement(table, columns, 'STDIN');
+    const data = encodeCopyRows(columns, rows);
     const client = await this.connect();
     let broken: unknown = undefined;
     try {
       // The pool's query_timeout reaches the stream too (pg-copy-streams lets node-postgres time it).
       const stream = client.query((copyFrom as NonNullable<typeof copyFrom>)(text));
-      stream.end(rows);
+      stream.end(data);
       await finished(stream);
     } catch (error) {
       const failure = databaseError(error, text, meansUnavailable(error));
