@@ -2,7 +2,7 @@
 // Rows are buffered and written in batches so that logging adds no query to a request's own path.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Clock } from './clock.ts';
-import type { CopyColumn, Database } from './db/database.ts';
+import type { AppendColumn, Database } from './db/database.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import type { Job } from './jobs.ts';
 import { safePath } from './http.ts';
@@ -17,7 +17,7 @@ const MAX_BUFFER = 2000;
  */
 export const MAX_WAITING = 100_000;
 
-const COLUMNS: readonly CopyColumn[] = [
+const COLUMNS: readonly AppendColumn[] = [
   { name: 'at', type: 'timestamptz' },
   { name: 'method', type: 'text' },
   { name: 'path', type: 'text' },
@@ -78,9 +78,9 @@ export class RequestLog {
       const batch = this.buffer;
       this.buffer = [];
       try {
-        // COPY rather than an INSERT of a JSON array: on the embedded database, whose thread shares the service's
-        // core, that INSERT was the largest cost of a cached read on a busy site (bench/RESULTS.md, 2026-11-28).
-        await this.db.copyIn('request_log', COLUMNS, batch.map((e) => [e.atMs, e.method, e.path, e.status, e.durationMs, e.ip, e.apiKeyId]));
+        // A binary COPY on the embedded database, whose thread shares the service's core: an INSERT of a JSON array
+        // there was the largest cost of a cached read on a busy site (append-rows.ts, bench/RESULTS.md, 2026-11-28).
+        await this.db.appendRows('request_log', COLUMNS, batch.map((e) => [e.atMs, e.method, e.path, e.status, e.durationMs, e.ip, e.apiKeyId]));
         this.databaseAway = false;
       } catch (error) {
         if (!isDatabaseUnavailable(error)) {

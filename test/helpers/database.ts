@@ -127,11 +127,11 @@ export function withFaults(db: Database, fault: Fault): Database {
     check('BEGIN');
     return db.transaction((tx) => fn(overriding(tx, { query: query(tx) })));
   };
-  const copyIn: Database['copyIn'] = async (table, columns, rows) => {
-    check(`COPY ${table}`);
-    return db.copyIn(table, columns, rows);
+  const appendRows: Database['appendRows'] = async (table, columns, rows) => {
+    check(`appendRows ${table}`);
+    return db.appendRows(table, columns, rows);
   };
-  return overriding(db, { query: query(db), copyIn, transaction });
+  return overriding(db, { query: query(db), appendRows, transaction });
 }
 
 /**

@@ -39,8 +39,8 @@ export class FakeDatabase implements Database {
     throw new Error(`a fake database runs no SQL (the service must call its store): ${typeof sql === 'string' ? sql : sql.name}`);
   }
 
-  async copyIn(table: string): Promise<never> {
-    throw new Error(`a fake database runs no COPY (the service must call its store): ${table}`);
+  async appendRows(table: string): Promise<never> {
+    throw new Error(`a fake database appends no rows (the service must call its store): ${table}`);
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {

@@ -94,9 +94,9 @@ test('the bundled service applies its migrations and serves the console bundle a
 test('packages only some configurations use are loaded when used, not by every start', async () => {
   // Each took 50 to 130 ms of a start (bench/RESULTS.md, start-up): ioredis (REDIS_URL), undici (the first
   // webhook attempt), mqtt.js (an external broker), @simplewebauthn/server (the first passkey ceremony),
-  // node-postgres and its COPY streams (DATABASE_URL).
+  // node-postgres (DATABASE_URL).
   const text = await readFile(await ensureServerBundle(), 'utf8');
-  for (const name of ['ioredis', 'undici', 'mqtt', '@simplewebauthn/server', 'pg', 'pg-copy-streams']) {
+  for (const name of ['ioredis', 'undici', 'mqtt', '@simplewebauthn/server', 'pg']) {
     const quoted = name.replace(/[/@]/g, (c) => `\\${c}`);
     assert.doesNotMatch(text, new RegExp(`^import\\b[^;]*from "${quoted}";`, 'm'), `${name} imported statically`);
     assert.match(text, new RegExp(`import\\("${quoted}"\\)`), `${name} loaded where it is used`);

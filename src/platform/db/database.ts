@@ -1,9 +1,9 @@
 // The database port: one SQL dialect (PostgreSQL) over two engines, embedded PGlite and server PostgreSQL.
 
 import type { Channel } from '../channels.ts';
-import type { CopyColumn, CopyValue } from './copy-binary.ts';
+import type { AppendColumn, AppendValue } from './append-rows.ts';
 
-export type { CopyColumn, CopyValue } from './copy-binary.ts';
+export type { AppendColumn, AppendValue } from './append-rows.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -43,11 +43,11 @@ export interface Transaction extends Queryable {
 export interface Database extends Queryable {
   readonly engine: 'pglite' | 'postgres';
   /**
-   * Appends rows to `table` with COPY in its binary format, the cheapest bulk write of both engines (for the
+   * Appends rows to `table` in one statement, the cheapest bulk write of the engine (append-rows.ts; for the
    * append-only request log, written on every request): each row holds the values of `columns` in order. All or
    * none of the rows are written.
    */
-  copyIn(table: string, columns: readonly CopyColumn[], rows: ReadonlyArray<readonly CopyValue[]>): Promise<void>;
+  appendRows(table: string, columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): Promise<void>;
   /** Runs fn inside one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /**

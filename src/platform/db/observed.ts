@@ -23,7 +23,7 @@ export function reportingFailures(db: Database, failed: (unavailable: boolean) =
       return db.engine;
     },
     query: <T extends object = Row>(sql: Sql, params?: readonly unknown[]) => db.query<T>(sql, params).catch(report),
-    copyIn: (table, columns, rows) => db.copyIn(table, columns, rows).catch(report),
+    appendRows: (table, columns, rows) => db.appendRows(table, columns, rows).catch(report),
     transaction: <T>(fn: (tx: Transaction) => Promise<T>) => db.transaction((tx) => fn(observedTx(tx))).catch(report),
     listen: (channel, onMessage) => db.listen(channel, onMessage),
     channel: (name) => db.channel(name),

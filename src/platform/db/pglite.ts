@@ -4,7 +4,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { copyStatement, encodeCopyRows, type CopyColumn, type CopyValue } from './copy-binary.ts';
+import { copyStatement, encodeCopyRows, type AppendColumn, type AppendValue } from './append-rows.ts';
 import { sqlText, type Database, type Row, type Sql, type Transaction } from './database.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { databaseError } from './errors.ts';
@@ -179,9 +179,8 @@ export class PgliteDatabase implements Database {
     else waiter.resolve(message);
   }
 
-  async copyIn(table: string, columns: readonly CopyColumn[], rows: ReadonlyArray<readonly CopyValue[]>): Promise<void> {
-    // PGlite's COPY FROM reads a file: '/dev/blob' is the data given with the statement.
-    const text = copyStatement(table, columns, `'/dev/blob'`);
+  async appendRows(table: string, columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): Promise<void> {
+    const text = copyStatement(table, columns, '/dev/blob');
     if (this.insideTransaction?.getStore()) throw new Error(`query on the database inside a transaction (use tx): ${text}`);
     const data = encodeCopyRows(columns, rows);
     try {

@@ -1,8 +1,7 @@
 // Server PostgreSQL through node-postgres: a pool for queries, one dedicated client for LISTEN.
-import { finished } from 'node:stream/promises';
 import type pg from 'pg';
 import { backoffMs } from '../backoff.ts';
-import { copyStatement, encodeCopyRows, type CopyColumn, type CopyValue } from './copy-binary.ts';
+import { insertFromJson, type AppendColumn, type AppendValue } from './append-rows.ts';
 import type { Database, PoolStats, Row, Sql, Transaction } from './database.ts';
 import { databaseError, isDatabaseUnavailable } from './errors.ts';
 
@@ -11,8 +10,6 @@ import { databaseError, isDatabaseUnavailable } from './errors.ts';
  * about 50 ms of one (bench/RESULTS.md, start-up).
  */
 let driver: typeof pg | undefined;
-/** pg-copy-streams's COPY FROM STDIN, loaded with the driver. */
-let copyFrom: typeof import('pg-copy-streams').from | undefined;
 
 /** The driver, for a database openPostgres made. */
 function loadedDriver(): typeof pg {
@@ -97,7 +94,6 @@ function clientConfig(options: PostgresOptions): pg.ClientConfig {
 
 export async function openPostgres(options: PostgresOptions): Promise<PostgresDatabase> {
   const pg = (driver ??= (await import('pg')).default);
-  copyFrom ??= (await import('pg-copy-streams')).from;
   const searchPath = options.schema ? { options: `-c search_path=${options.schema}` } : {};
   const pool = new pg.Pool({
     ...clientConfig(options),
@@ -130,35 +126,16 @@ export class PostgresDatabase implements Database {
     return run<T>(this.pool, sql, params);
   }
 
-  async copyIn(table: string, columns: readonly CopyColumn[], rows: ReadonlyArray<readonly CopyValue[]>): Promise<void> {
-    const text = copyStatement(table, columns, 'STDIN');
-    const data = encodeCopyRows(columns, rows);
-    const client = await this.connect();
-    let broken: unknown = undefined;
-    try {
-      // The pool's query_timeout reaches the stream too (pg-copy-streams lets node-postgres time it).
-      const stream = client.query((copyFrom as NonNullable<typeof copyFrom>)(text));
-      stream.end(data);
-      await finished(stream);
-    } catch (error) {
-      const failure = databaseError(error, text, meansUnavailable(error));
-      // A COPY that failed on the server ends with the connection ready again; one that failed on the way is dropped.
-      if (failure.unavailable) broken = error;
-      throw failure;
-    } finally {
-      client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
-    }
-  }
-
-  /** A connection of the pool, or an `unavailable` error: refused, not made in time, or refused by a server starting or stopping. */
-  private connect(): Promise<pg.PoolClient> {
-    return this.pool.connect().catch((error: unknown) => {
-      throw databaseError(error, '', true);
-    });
+  async appendRows(table: string, columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): Promise<void> {
+    const { text, param } = insertFromJson(table, columns, rows);
+    await run(this.pool, text, [param]);
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    const client = await this.connect();
+    const client = await this.pool.connect().catch((error: unknown) => {
+      // No connection to be had: refused, not made in time, or refused by a server starting or stopping.
+      throw databaseError(error, '', true);
+    });
     // A connection that failed or did not answer is closed rather than reused (the server rolls back what
     // it held); ROLLBACK on it would only wait for the timeout once more.
     let broken: unknown = undefined;

@@ -1,8 +1,8 @@
-// Database.copyIn, the request log's bulk write (COPY in its binary format, both engines): every value arrives as it
-// was, whatever characters or numbers it holds, and a batch is written whole or not at all.
+// Database.appendRows, the request log's bulk write (a binary COPY embedded, an INSERT from JSON on PostgreSQL): every
+// value arrives as it was, whatever characters or numbers it holds, and a batch is written whole or not at all.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { encodeCopyRows, type CopyColumn, type CopyValue } from '../../src/platform/db/copy-binary.ts';
+import { encodeCopyRows, insertFromJson, type AppendColumn, type AppendValue } from '../../src/platform/db/append-rows.ts';
 import { isDatabaseUnavailable } from '../../src/platform/db/errors.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 
@@ -14,8 +14,8 @@ after(async () => {
   await database?.close();
 });
 
-/** The request log's columns, which hold every type copyIn sends. */
-const COLUMNS: readonly CopyColumn[] = [
+/** The request log's columns, which hold every type appendRows sends. */
+const COLUMNS: readonly AppendColumn[] = [
   { name: 'at', type: 'timestamptz' },
   { name: 'method', type: 'text' },
   { name: 'path', type: 'text' },
@@ -40,7 +40,7 @@ const rowsOf = (ip: string) =>
 test('text with tabs, newlines, backslashes, \\N, quotes and any Unicode arrives as it was', async () => {
   const ip = '10.77.0.1';
   const awkward = ['/v1/a\tb', '/v1/a\nb\r', '/v1/a\\b', '\\N', '\\.', '/v1/"quoted"', '/v1/ünïcödé ✓ 𝄞', ''];
-  await database.db.copyIn(
+  await database.db.appendRows(
     'request_log',
     COLUMNS,
     awkward.map((path, i) => [Date.UTC(2026, 10, 28), 'GET', path, i, 0.25, ip, i % 2 === 0 ? null : i]),
@@ -61,7 +61,7 @@ test('numbers and times arrive exact: int4 and int8 at their ends, float4, times
   const times = ['1970-01-01T00:00:00.000Z', '1999-12-31T23:59:59.999Z', '2000-01-01T00:00:00.000Z', '2026-11-28T12:34:56.789Z', '2199-06-30T01:02:03.004Z'];
   const int8s = [Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 32, -1, 0];
   const statuses = [-(2 ** 31), -1, 0, 2 ** 31 - 1, 2 ** 16];
-  await database.db.copyIn(
+  await database.db.appendRows(
     'request_log',
     COLUMNS,
     times.map((at, i) => [Date.parse(at), 'GET', '/v1/n', statuses[i] as number, 1.5 + i, ip, int8s[i] as number]),
@@ -81,25 +81,27 @@ test('a batch the database refuses for one value is written not at all, the erro
   const ip = '10.77.0.2';
   const at = Date.UTC(2026, 10, 28);
   // PostgreSQL's text holds no NUL character: the server refuses the second row.
-  const refused: CopyValue[][] = [
+  const refused: AppendValue[][] = [
     [at, 'GET', '/v1/ok', 200, 1, ip, null],
     [at, 'GET', '/v1/nul\u0000', 201, 1, ip, null],
   ];
-  await assert.rejects(database.db.copyIn('request_log', COLUMNS, refused), (error) => !isDatabaseUnavailable(error));
+  await assert.rejects(database.db.appendRows('request_log', COLUMNS, refused), (error) => !isDatabaseUnavailable(error));
   assert.deepEqual(await rowsOf(ip), []);
   // The database (on PostgreSQL, the pool's connection) serves the next batch.
-  await database.db.copyIn('request_log', COLUMNS, [[at, 'GET', '/v1/next', 202, 1, ip, 7]]);
+  await database.db.appendRows('request_log', COLUMNS, [[at, 'GET', '/v1/next', 202, 1, ip, 7]]);
   assert.deepEqual(
     (await rowsOf(ip)).map((r) => [r.path, r.api_key_id]),
     [['/v1/next', 7]],
   );
 });
 
-test('a value of the wrong kind for its column is refused before anything is sent', () => {
-  const row = (status: CopyValue, at: CopyValue = 0, key: CopyValue = null): CopyValue[] => [at, 'GET', '/', status, 1, '::1', key];
+test('a value of the wrong kind for its column is refused before anything is sent, in either encoding', () => {
+  const row = (status: AppendValue, at: AppendValue = 0, key: AppendValue = null): AppendValue[] => [at, 'GET', '/', status, 1, '::1', key];
   for (const wrong of [row('200'), row(2 ** 31), row(1.5), row(200, Number.NaN), row(200, 'today'), row(200, 0, 2 ** 53), row(200, 0, 'seven')]) {
-    assert.throws(() => encodeCopyRows(COLUMNS, [wrong]), /COPY value for/);
+    assert.throws(() => encodeCopyRows(COLUMNS, [wrong]), /appended value for/);
+    assert.throws(() => insertFromJson('request_log', COLUMNS, [wrong]), /appended value for/);
   }
-  assert.throws(() => encodeCopyRows(COLUMNS, [[0, 'GET']]), /2 values for 7 columns/);
+  assert.throws(() => encodeCopyRows(COLUMNS, [[0, 'GET']]), /appended row of 2 values for 7 columns/);
+  assert.throws(() => insertFromJson('request_log', COLUMNS, [[0, 'GET']]), /appended row of 2 values for 7 columns/);
   assert.ok(encodeCopyRows(COLUMNS, [row(200)]).length > 0);
 });
