@@ -17,7 +17,8 @@ const MAX_BUFFER = 2000;
  */
 export const MAX_WAITING = 100_000;
 
-const COLUMNS: readonly AppendColumn[] = [
+/** The request log's columns as appendRows sends them. */
+export const REQUEST_LOG_COLUMNS: readonly AppendColumn[] = [
   { name: 'at', type: 'timestamptz' },
   { name: 'method', type: 'text' },
   { name: 'path', type: 'text' },
@@ -80,7 +81,7 @@ export class RequestLog {
       try {
         // A binary COPY on the embedded database, whose thread shares the service's core: an INSERT of a JSON array
         // there was the largest cost of a cached read on a busy site (append-rows.ts, bench/RESULTS.md, 2026-11-28).
-        await this.db.appendRows('request_log', COLUMNS, batch.map((e) => [e.atMs, e.method, e.path, e.status, e.durationMs, e.ip, e.apiKeyId]));
+        await this.db.appendRows('request_log', REQUEST_LOG_COLUMNS, batch.map((e) => [e.atMs, e.method, e.path, e.status, e.durationMs, e.ip, e.apiKeyId]));
         this.databaseAway = false;
       } catch (error) {
         if (!isDatabaseUnavailable(error)) {

@@ -2,8 +2,9 @@
 // value arrives as it was, whatever characters or numbers it holds, and a batch is written whole or not at all.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { encodeCopyRows, insertFromJson, type AppendColumn, type AppendValue } from '../../src/platform/db/append-rows.ts';
+import { encodeCopyRows, insertFromJson, type AppendValue } from '../../src/platform/db/append-rows.ts';
 import { isDatabaseUnavailable } from '../../src/platform/db/errors.ts';
+import { REQUEST_LOG_COLUMNS } from '../../src/platform/request-log.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 
 let database: TestDatabase;
@@ -14,16 +15,8 @@ after(async () => {
   await database?.close();
 });
 
-/** The request log's columns, which hold every type appendRows sends. */
-const COLUMNS: readonly AppendColumn[] = [
-  { name: 'at', type: 'timestamptz' },
-  { name: 'method', type: 'text' },
-  { name: 'path', type: 'text' },
-  { name: 'status', type: 'int4' },
-  { name: 'duration_ms', type: 'float4' },
-  { name: 'ip', type: 'text' },
-  { name: 'api_key_id', type: 'int8' },
-];
+/** The request log's columns hold every type appendRows sends. */
+const COLUMNS = REQUEST_LOG_COLUMNS;
 
 interface Row {
   at: Date;
