@@ -20,16 +20,15 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const POSTGRES_EPOCH_MS = Date.UTC(2000, 0, 1);
 const TWO_TO_32 = 2 ** 32;
 
-function checkedRow(columns: readonly AppendColumn[], row: readonly AppendValue[]): readonly AppendValue[] {
+function checkRowLength(columns: readonly AppendColumn[], row: readonly AppendValue[]): void {
   if (row.length !== columns.length) throw new Error(`appended row of ${row.length} values for ${columns.length} columns`);
-  return row;
 }
 
 function wrongValue(column: AppendColumn, value: AppendValue): Error {
   return new Error(`appended value for ${column.name} (${column.type}) is not one: ${typeof value}`);
 }
 
-/** Bytes of a value after its length word; -1 for null. */
+/** Bytes of a value after its length word; -1 for null. Throws on a value of the wrong kind for its column. */
 function valueSize(column: AppendColumn, value: AppendValue): number {
   if (value === null) return -1;
   if (column.type === 'text') {
@@ -54,7 +53,7 @@ function writeInt64(buffer: Buffer, value: number, offset: number): number {
 export function encodeCopyRows(columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): Buffer {
   let size = SIGNATURE.length + 8 + 2;
   for (const row of rows) {
-    checkedRow(columns, row);
+    checkRowLength(columns, row);
     size += 2;
     columns.forEach((column, i) => (size += 4 + Math.max(0, valueSize(column, row[i] as AppendValue))));
   }
@@ -108,7 +107,7 @@ export function copyStatement(table: string, columns: readonly AppendColumn[], f
 export function insertFromJson(table: string, columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): { text: string; param: string } {
   const names = columns.map((c) => c.name).join(', ');
   const records = rows.map((row) => {
-    checkedRow(columns, row);
+    checkRowLength(columns, row);
     const record: Record<string, AppendValue> = {};
     columns.forEach((column, i) => {
       const value = row[i] as AppendValue;
