@@ -76,6 +76,13 @@ test('checkNestedQueries (the tests): a query on the database from inside a tran
       }),
       /query on the database inside a transaction/,
     );
+    // appendRows (the request log's COPY) too.
+    await assert.rejects(
+      checked.transaction(async () => {
+        await checked.appendRows('no_such_table', [{ name: 'n', type: 'int4' }], [[1]]);
+      }),
+      /query on the database inside a transaction \(use tx\): COPY no_such_table/,
+    );
     assert.deepEqual(await checked.query('SELECT 1 AS n'), [{ n: 1 }], 'and the database goes on');
   } finally {
     await checked.close();

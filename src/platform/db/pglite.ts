@@ -179,9 +179,14 @@ export class PgliteDatabase implements Database {
     else waiter.resolve(message);
   }
 
+  /** With checkNestedQueries: a statement on the database from inside a transaction fails at once (it would wait forever). */
+  private refuseInsideTransaction(text: string): void {
+    if (this.insideTransaction?.getStore()) throw new Error(`query on the database inside a transaction (use tx): ${text.slice(0, 80)}`);
+  }
+
   async appendRows(table: string, columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): Promise<void> {
     const text = copyStatement(table, columns, '/dev/blob');
-    if (this.insideTransaction?.getStore()) throw new Error(`query on the database inside a transaction (use tx): ${text}`);
+    this.refuseInsideTransaction(text);
     const data = encodeCopyRows(columns, rows);
     try {
       await this.request({ op: 'copy', text, data });
@@ -191,9 +196,7 @@ export class PgliteDatabase implements Database {
   }
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
-    if (this.insideTransaction?.getStore()) {
-      throw new Error(`query on the database inside a transaction (use tx): ${sqlText(sql).slice(0, 80)}`);
-    }
+    this.refuseInsideTransaction(sqlText(sql));
     return this.run<T>(sql, params, undefined);
   }
 
