@@ -203,7 +203,8 @@ export class PgliteDatabase implements Database {
   private async run<T>(sql: Sql, params: readonly unknown[], tx: number | undefined): Promise<T[]> {
     const text = sqlText(sql);
     try {
-      return (await this.request({ op: 'query', text, params, tx })).rows as T[];
+      const name = typeof sql === 'string' ? undefined : sql.name;
+      return (await this.request({ op: 'query', text, params, tx, name })).rows as T[];
     } catch (error) {
       throw databaseError(error, text); // PGlite's errors carry the parameters
     }
