@@ -27,7 +27,7 @@ export type { KeyHolder, UnlockHandOff, UnlockService } from './unlock.ts';
 const EVENT_WRITES_AT_ONCE = 3;
 /**
  * On the embedded database, a write of door events starts no sooner than this after the one before it. A write
- * costs PGlite about 3.6 ms whatever its size, plus 0.09 ms an event (bench/RESULTS.md), and its thread shares the
+ * costs PGlite about 2.6 ms whatever its size, plus 0.07 ms an event (bench/RESULTS.md), and its thread shares the
  * service's core: at 1,200 events a second, writes as soon as each ended took 8 events each and 70% of a core. An
  * event waits at most this long more for its acknowledgement; decisions are answered before they are logged, and
  * after a quiet moment a write starts at once.
