@@ -68,9 +68,11 @@ test('one name with two texts is refused: the first text stays prepared under it
 });
 
 test('in a transaction a named statement sees its writes and is rolled back with it; after the rollback it runs again', async () => {
+  const FIRST_IN_TX = { name: 'test.firstPreparedInATransaction', text: 'SELECT count(*)::int AS n FROM things WHERE name = $1' };
   await assert.rejects(
     db.transaction(async (tx) => {
       await tx.query(INSERT, ['in a transaction', null, null, null, null, null]);
+      assert.deepEqual(await tx.query(FIRST_IN_TX, ['in a transaction']), [{ n: 1 }]);
       assert.equal((await tx.query(BY_NAME, [['in a transaction']])).length, 1);
       await tx.query(BY_ID, ['not a number']).catch(() => undefined); // a failed statement aborts the transaction
       await tx.query(BY_NAME, [['in a transaction']]);
@@ -78,6 +80,8 @@ test('in a transaction a named statement sees its writes and is rolled back with
     (error) => error instanceof DatabaseError && error.code === '25P02',
   );
   assert.deepEqual(await db.query(BY_NAME, [['in a transaction']]), []);
+  // Prepared in the transaction that rolled back: a prepared statement outlives it, as on server PostgreSQL.
+  assert.deepEqual(await db.query(FIRST_IN_TX, ['in a transaction']), [{ n: 0 }]);
 });
 
 test('a named statement asked for while a transaction is open runs after it, never inside it', async () => {

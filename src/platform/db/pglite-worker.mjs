@@ -125,7 +125,10 @@ async function handle(message) {
       if (message.name === undefined) return { id, rows: (await on.query(message.text, message.params)).rows };
       // As PGlite's own query(): one statement at a time, and outside a transaction only when none is open.
       const run = () => pg.runExclusive(() => runPrepared(message.name, message.text, message.params));
-      return { id, rows: message.tx === undefined ? await pg._runExclusiveTransaction(run) : await run() };
+      if (message.tx !== undefined) return { id, rows: await run() };
+      const rows = await pg._runExclusiveTransaction(run);
+      await pg.syncToFs(); // as query() after a statement outside a transaction (nothing to do on Node's file system)
+      return { id, rows };
     }
     case 'copy':
       // '/dev/blob' in the statement reads the Blob given with it.
