@@ -8,8 +8,10 @@ export type { AppendColumn, AppendValue } from './append-rows.ts';
 export type Row = Record<string, unknown>;
 
 /**
- * A statement of a hot path, prepared once per connection on server PostgreSQL (the name must be unique
- * per text). Planning can cost more than running a small query.
+ * A statement of a hot path, prepared once per connection (the name must be unique per text): by node-postgres
+ * on server PostgreSQL, by the embedded database's thread on PGlite. Planning can cost more than running a small
+ * query. After five runs PostgreSQL may keep a plan made for any value: a statement whose best plan depends on
+ * its values stays a plain string.
  */
 export interface PreparedSql {
   name: string;

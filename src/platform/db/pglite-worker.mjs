@@ -123,7 +123,8 @@ async function handle(message) {
       const on = message.tx === undefined ? pg : transactions.get(message.tx)?.handle;
       if (!on) throw new Error('the transaction has ended');
       if (message.name === undefined) return { id, rows: (await on.query(message.text, message.params)).rows };
-      // As PGlite's own query(): one statement at a time, and outside a transaction only when none is open.
+      // As PGlite's own query(): one statement at a time, and outside a transaction only when none is open
+      // (_runExclusiveTransaction is the lock query() takes; pglite-prepared.test holds the order).
       const run = () => pg.runExclusive(() => runPrepared(message.name, message.text, message.params));
       if (message.tx !== undefined) return { id, rows: await run() };
       const rows = await pg._runExclusiveTransaction(run);
