@@ -70,17 +70,7 @@ function begin(id) {
 const prepared = new Map();
 
 /** Runs protocol messages as one exchange; its DatabaseError, if any, is thrown once Sync has been processed. */
-const exchange = (...messages) => pg.execProtocolStream(concat(messages), { syncToFs: false });
-
-function concat(parts) {
-  const bytes = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.length;
-  }
-  return bytes;
-}
+const exchange = (...messages) => pg.execProtocolStream(Buffer.concat(messages), { syncToFs: false });
 
 /**
  * A named statement, as node-postgres runs one on server PostgreSQL: parsed once per connection, then only bound
