@@ -72,22 +72,28 @@ export function pin(pid: number, core: number | string): void {
   execFileSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
 }
 
-/**
- * A warm-up, then RUNS runs of SECONDS at CONNECTIONS; returns the median run's figures and, with `pid`,
- * the service's CPU during that run and its memory after.
- */
-export async function load(name: string, url: string, token: string | null, pid?: number, more: Partial<autocannon.Options> = {}): Promise<Measured> {
+/** One run of SECONDS at CONNECTIONS, with the service's CPU during it (`pid`: the process watched). */
+export interface OneRun {
+  result: autocannon.Result;
+  cpu: number | null;
+}
+
+export function warmUp(url: string, token: string | null, more: Partial<autocannon.Options> = {}): Promise<autocannon.Result> {
+  return autocannon({ url, connections: CONNECTIONS, duration: 2, headers: token ? { authorization: `Bearer ${token}` } : {}, ...more });
+}
+
+export async function oneRun(url: string, token: string | null, pid?: number, more: Partial<autocannon.Options> = {}): Promise<OneRun> {
   const headers = token ? { authorization: `Bearer ${token}` } : {};
-  await autocannon({ url, connections: CONNECTIONS, duration: 2, headers, ...more });
-  const runs: Array<{ result: autocannon.Result; cpu: number | null }> = [];
-  for (let i = 0; i < RUNS; i++) {
-    const cpuBefore = pid ? cpuSeconds(pid) : 0;
-    const started = performance.now();
-    const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers, ...more });
-    const cpu = pid ? (cpuSeconds(pid) - cpuBefore) / ((performance.now() - started) / 1000) : null;
-    runs.push({ result, cpu });
-  }
-  const median = [...runs].sort((a, b) => a.result.requests.average - b.result.requests.average)[Math.floor(runs.length / 2)] as (typeof runs)[number];
+  const cpuBefore = pid ? cpuSeconds(pid) : 0;
+  const started = performance.now();
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers, ...more });
+  const cpu = pid ? (cpuSeconds(pid) - cpuBefore) / ((performance.now() - started) / 1000) : null;
+  return { result, cpu };
+}
+
+/** The median run's figures (by requests/s) of `runs`, and the watched service's memory now. */
+export function summarize(name: string, runs: readonly OneRun[], pid?: number): Measured {
+  const median = [...runs].sort((a, b) => a.result.requests.average - b.result.requests.average)[Math.floor(runs.length / 2)] as OneRun;
   return {
     name,
     rps: Math.round(median.result.requests.average),
@@ -98,6 +104,17 @@ export async function load(name: string, url: string, token: string | null, pid?
     cpu: median.cpu === null ? null : Math.round(median.cpu * 100) / 100,
     rssMiB: pid ? rssMiB(pid) : null,
   };
+}
+
+/**
+ * A warm-up, then RUNS runs of SECONDS at CONNECTIONS; returns the median run's figures and, with `pid`,
+ * the service's CPU during that run and its memory after.
+ */
+export async function load(name: string, url: string, token: string | null, pid?: number, more: Partial<autocannon.Options> = {}): Promise<Measured> {
+  await warmUp(url, token, more);
+  const runs: OneRun[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await oneRun(url, token, pid, more));
+  return summarize(name, runs, pid);
 }
 
 /**

@@ -9,7 +9,8 @@ import os from 'node:os';
 import mqtt from 'mqtt';
 import type autocannon from 'autocannon';
 import { gatewayTopicPrefix } from '../src/modules/devices/topics.ts';
-import { load, pin, PINNED, RUNS, SECONDS, startBenchService, stop, type Measured } from './common.ts';
+import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
+import { oneRun, pin, PINNED, RUNS, SECONDS, startBenchService, stop, summarize, warmUp, type Measured, type OneRun } from './common.ts';
 import { seed, type Seeded } from './reads.ts';
 
 /** Door events a second the gateway reports during the reads. */
@@ -17,9 +18,17 @@ export const DOOR_EVENTS_PER_SECOND = 200;
 /** Changes of people and keys a second (half each) during the reads. */
 export const WRITES_PER_SECOND = 4;
 
+/** A read's runs, each set against a run of bare Fastify made just before it (pairedLoad). */
+export interface PairedMeasure extends Measured {
+  /** Bare Fastify's requests/s in the run before each of the read's runs, in order. */
+  bareRuns: number[];
+  /** Each run's requests/s over the bare run before it, in order. */
+  shares: number[];
+}
+
 export interface LiveSiteFigures {
   label: string;
-  reads: Measured[];
+  reads: PairedMeasure[];
   /** Each read's body as the service sent it before the run (the tail pollers': the first page's), for a bare route to serve. */
   bodies: string[];
   /** Door events stored a second during the reads (counted from the log at the end), and changes made. */
@@ -56,8 +65,17 @@ export async function seedLog(site: Seeded, n: number): Promise<void> {
   }
 }
 
+export interface LiveTraffic {
+  /** Stops the door events and the changes until resume (bare Fastify's runs beside the reads). */
+  pause(): void;
+  resume(): void;
+  /** Seconds the traffic has run so far, pauses left out. */
+  activeSeconds(): number;
+  stop(): Promise<{ events: number; writes: number; failedWrites: number; seconds: number }>;
+}
+
 /** The background of a live site: door events from the gateway and changes of people and keys, until stopped. */
-export async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): Promise<{ events: number; writes: number; failedWrites: number; seconds: number }> }> {
+export async function liveTraffic(url: string, site: Seeded): Promise<LiveTraffic> {
   const gateway = await mqtt.connectAsync(site.gateway.mqtt.url.replace('localhost', '127.0.0.1'), {
     clientId: site.gateway.mqtt.client_id,
     username: site.gateway.mqtt.username,
@@ -67,9 +85,12 @@ export async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): 
   let events = 0;
   let writes = 0;
   let failedWrites = 0;
+  let pausedAt: number | null = null;
+  let pausedMs = 0;
   const tick = 50; // ms: 10 events a tick at 200/s
   const perTick = (DOOR_EVENTS_PER_SECOND * tick) / 1000;
   const doors = setInterval(() => {
+    if (pausedAt !== null) return;
     for (let i = 0; i < perTick; i++) {
       const n = events++;
       const lock = site.locks[n % site.locks.length];
@@ -79,6 +100,7 @@ export async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): 
   }, tick);
   const headers = { authorization: `Bearer ${site.token}`, 'content-type': 'application/json' };
   const changes = setInterval(() => {
+    if (pausedAt !== null) return;
     const n = writes++;
     const change =
       n % 2 === 0
@@ -92,12 +114,21 @@ export async function liveTraffic(url: string, site: Seeded): Promise<{ stop(): 
       () => failedWrites++,
     );
   }, 1000 / WRITES_PER_SECOND);
+  const activeSeconds = () => (performance.now() - started - pausedMs - (pausedAt === null ? 0 : performance.now() - pausedAt)) / 1000;
   return {
+    pause() {
+      pausedAt ??= performance.now();
+    },
+    resume() {
+      if (pausedAt !== null) pausedMs += performance.now() - pausedAt;
+      pausedAt = null;
+    },
+    activeSeconds,
     async stop() {
       clearInterval(doors);
       clearInterval(changes);
       await gateway.endAsync();
-      return { events, writes, failedWrites, seconds: (performance.now() - started) / 1000 };
+      return { events, writes, failedWrites, seconds: activeSeconds() };
     },
   };
 }
@@ -123,6 +154,43 @@ function nextCursor(page: string): string | null {
 /** The id a cursor of GET /v1/events stands for. */
 const cursorId = (cursor: string): number => (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [number])[0];
 
+/** How a read is measured: its name, URL and autocannon's options for it. */
+type Measure = (name: string, url: string, more?: Partial<autocannon.Options>) => Promise<PairedMeasure>;
+
+/** What the live-site section's bare route serves as "one lock's bytes". */
+export const LOCK_BYTES = '{"id":31,"name":"Door 30","place":"Floor 1","location":{"id":1,"name":"Bench"},"online":false,"security_groups":["staff"]}';
+
+/**
+ * Each of a read's RUNS runs right after a run of bare Fastify (one lock's bytes, pinned like the service) made
+ * with the traffic paused, and its share is taken against that run. This machine's speed moves up to twofold
+ * between benches a few minutes apart (bench/RESULTS.md, 2026-11-28), so a ratio to a bare run made once, after
+ * all the reads, carried that noise; pairs made seconds apart do not. The traffic resumes a second before the
+ * read's run (the door events' backlog is none: ticks are skipped while paused, not queued).
+ */
+function pairedLoad(label: string, token: string, pid: number, traffic: LiveTraffic, bare: ServiceProcess): Measure {
+  const bareUrl = `${bare.url}/v1/locks/1`;
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  return async (name, url, more = {}) => {
+    await warmUp(url, token, more);
+    await warmUp(bareUrl, null);
+    const runs: OneRun[] = [];
+    const bareRuns: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      traffic.pause();
+      await pause(500); // the writes in flight end
+      try {
+        bareRuns.push(Math.round((await oneRun(bareUrl, null)).result.requests.average));
+      } finally {
+        traffic.resume();
+      }
+      await pause(1000);
+      runs.push(await oneRun(url, token, pid, more));
+    }
+    const shares = runs.map((run, i) => Math.round((run.result.requests.average / (bareRuns[i] as number)) * 100) / 100);
+    return { ...summarize(`${label}: ${name}`, runs, pid), bareRuns, shares };
+  };
+}
+
 /**
  * Pollers at the tail, CONNECTIONS of them, re-reading GET /v1/events?cursor=… and moving on to next_cursor when
  * the page is full; RUNS runs of SECONDS after a 2 s warm-up, the median run's figures. Driven by autocannon
@@ -131,7 +199,7 @@ const cursorId = (cursor: string): number => (JSON.parse(Buffer.from(cursor, 'ba
  * Until 2026-11-27 this was a loop of undici requests that parsed each page: it took this process's core at
  * about 6,000 polls a second, so the pollers measured themselves rather than the service.
  */
-async function tailPollers(name: string, url: string, token: string, pid: number): Promise<Measured> {
+async function tailPollers(url: string, token: string, measure: Measure): Promise<PairedMeasure> {
   let cursor = await tailCursor(url, token);
   const requests = [
     {
@@ -142,7 +210,7 @@ async function tailPollers(name: string, url: string, token: string, pid: number
       },
     },
   ];
-  return load(name, `${url}/v1/events`, token, pid, { requests });
+  return measure('GET /v1/events at the tail (cursor pollers)', `${url}/v1/events`, { requests });
 }
 
 /** Doors the per-door pollers follow, each with its own filter (and so its own page at the end of its listing). */
@@ -153,7 +221,7 @@ export const POLLED_DOORS = 50;
  * its end and re-reading it there, as a dashboard of doors would: every connection goes round the doors, a
  * cursor kept per door. Each door's end of the log is a page of its own, which every door event changed.
  */
-async function doorPollers(name: string, url: string, token: string, pid: number, locks: readonly number[]): Promise<Measured> {
+async function doorPollers(url: string, locks: readonly number[], measure: Measure): Promise<PairedMeasure> {
   const cursors = new Map<number, string>();
   const requests = locks.slice(0, POLLED_DOORS).map((lock) => ({
     setupRequest: (req: autocannon.Request) => {
@@ -166,7 +234,7 @@ async function doorPollers(name: string, url: string, token: string, pid: number
       if (next !== null && (cursor === undefined || cursorId(next) > cursorId(cursor))) cursors.set(lock, next);
     },
   }));
-  return load(name, `${url}/v1/events`, token, pid, { requests });
+  return measure(`GET /v1/events?lock_id=… at the tail, ${POLLED_DOORS} doors`, `${url}/v1/events`, { requests });
 }
 
 /**
@@ -176,6 +244,7 @@ async function doorPollers(name: string, url: string, token: string, pid: number
 export async function liveSiteRuns(label: string, env: Record<string, string>, settled: () => Promise<void>): Promise<LiveSiteFigures> {
   const server = await startBenchService({ SANDBOX: 'false', ...env });
   const pid = server.child.pid as number;
+  let bare: ServiceProcess | undefined;
   try {
     const site = await seed(server.url);
     const count = async () => {
@@ -195,32 +264,36 @@ export async function liveSiteRuns(label: string, env: Record<string, string>, s
     await settled();
     const traffic = await liveTraffic(server.url, site);
     const storedBefore = await count();
+    bare = await startServiceProcess({ BARE_BODY: LOCK_BYTES }, 'bench/bare-server.ts');
     if (PINNED) {
       pin(pid, 0);
+      pin(bare.child.pid as number, 0);
       pin(process.pid, 1);
     }
+    const measure = pairedLoad(label, site.token, pid, traffic, bare);
     const bodies: string[] = [];
     const run = async (name: string, path: string) => {
       bodies.push(await (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${site.token}` } })).text());
-      return load(`${label}: ${name}`, `${server.url}${path}`, site.token, pid);
+      return measure(name, `${server.url}${path}`);
     };
-    const reads: Measured[] = [];
-    const began = performance.now();
+    const reads: PairedMeasure[] = [];
+    const activeBefore = traffic.activeSeconds();
     try {
       // BENCH_LIVE_READS=first,tail,doors,locks,people,keys (any of them): those reads only, e.g. for a profile.
       const wanted = (name: string) => !process.env.BENCH_LIVE_READS || process.env.BENCH_LIVE_READS.split(',').includes(name);
       if (wanted('first')) reads.push(await run('GET /v1/events?limit=50 (first page)', '/v1/events?limit=50'));
       if (wanted('tail')) bodies.push(await (await fetch(`${server.url}/v1/events?limit=50`, { headers: { authorization: `Bearer ${site.token}` } })).text());
-      if (wanted('tail')) reads.push(await tailPollers(`${label}: GET /v1/events at the tail (cursor pollers)`, server.url, site.token, pid));
+      if (wanted('tail')) reads.push(await tailPollers(server.url, site.token, measure));
       if (wanted('doors')) bodies.push(await (await fetch(`${server.url}/v1/events?limit=50&lock_id=${site.locks[0]}`, { headers: { authorization: `Bearer ${site.token}` } })).text());
-      if (wanted('doors')) reads.push(await doorPollers(`${label}: GET /v1/events?lock_id=… at the tail, ${POLLED_DOORS} doors`, server.url, site.token, pid, site.locks));
+      if (wanted('doors')) reads.push(await doorPollers(server.url, site.locks, measure));
       if (wanted('locks')) reads.push(await run('GET /v1/locks?limit=50', '/v1/locks?limit=50'));
       if (wanted('people')) reads.push(await run('GET /v1/people?limit=50', '/v1/people?limit=50'));
       if (wanted('keys')) reads.push(await run('GET /v1/keys?limit=50', '/v1/keys?limit=50'));
     } finally {
       if (PINNED) pin(process.pid, '0-1');
     }
-    const elapsed = (performance.now() - began) / 1000;
+    // Door events were published only while the traffic ran (not during bare Fastify's runs).
+    const elapsed = traffic.activeSeconds() - activeBefore;
     const stored = (await count()) - storedBefore;
     const background = await traffic.stop();
     return {
@@ -232,6 +305,7 @@ export async function liveSiteRuns(label: string, env: Record<string, string>, s
       failedWrites: background.failedWrites,
     };
   } finally {
+    if (bare) await stop(bare);
     await stop(server);
   }
 }
@@ -239,26 +313,31 @@ export async function liveSiteRuns(label: string, env: Record<string, string>, s
 /** Goals of issue 25 for these reads: a share of bare Fastify and a p99. */
 export const LIVE_SITE_GOAL = { share: 0.3, p99Ms: 25 };
 
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
 /**
- * The section's table: each read against bare Fastify in the same run, twice: serving one lock's bytes (the
- * reads section's reference), and serving the very bytes of that read (a page of 50 is 10 to 25 KB, and on
- * loopback the sending of it costs a bare route more than half its rate). `sameBytes` is in the order of the
- * reads of each run.
+ * The section's table: each read against bare Fastify twice: serving one lock's bytes (the reads section's
+ * reference) in a run just before each of the read's runs (the median of the pairs' shares; pairedLoad), and serving
+ * the very bytes of that read, measured after the site (a page of 50 is 10 to 25 KB, and on loopback the sending of
+ * it costs a bare route more than half its rate). `sameBytes` is in the order of the reads of each run.
  */
-export function formatLiveSite(bare: Measured, sameBytes: Measured[][], runs: LiveSiteFigures[]): string {
+export function formatLiveSite(sameBytes: Measured[][], runs: LiveSiteFigures[]): string {
+  const bare = runs.flatMap((run) => run.reads.flatMap((m) => m.bareRuns));
   const lines = [
-    `Bare Fastify (same run, one lock's bytes from memory, no auth): ${bare.rps} requests/s, p99 ${bare.p99} ms.`,
+    `Bare Fastify (one lock's bytes from memory, no auth), a run before each run of each read with the traffic paused: ${Math.min(...bare)} to ${Math.max(...bare)} requests/s.`,
     '',
-    '| read, while the doors are busy | database | requests/s (runs) | vs bare, one lock\'s bytes | vs bare, the same bytes | p50 ms | p99 ms | service CPU | non-2xx | goal (≥ 0.30, p99 < 25 ms) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    "| read, while the doors are busy | database | requests/s (runs) | bare before each run | vs bare, one lock's bytes (each pair) | vs bare, the same bytes | p50 ms | p99 ms | service CPU | non-2xx | goal (≥ 0.30, p99 < 25 ms) |",
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   runs.forEach((run, r) => {
     run.reads.forEach((m, i) => {
-      const share = m.rps / bare.rps;
+      const share = median(m.shares);
       const same = sameBytes[r]?.[i];
       const met = share >= LIVE_SITE_GOAL.share && m.p99 < LIVE_SITE_GOAL.p99Ms;
       const sameShare = same ? `${(m.rps / same.rps).toFixed(2)} (${same.rps}/s)` : '–';
-      lines.push(`| ${m.name.slice(run.label.length + 2)} | ${run.label} | ${m.rps} (${m.runs.join(', ')}) | ${share.toFixed(2)} | ${sameShare} | ${m.p50} | ${m.p99} | ${m.cpu?.toFixed(2) ?? '–'} | ${m.non2xx} | ${met ? 'met' : 'missed'} |`);
+      lines.push(
+        `| ${m.name.slice(run.label.length + 2)} | ${run.label} | ${m.rps} (${m.runs.join(', ')}) | ${m.bareRuns.join(', ')} | ${share.toFixed(2)} (${m.shares.map((x) => x.toFixed(2)).join(', ')}) | ${sameShare} | ${m.p50} | ${m.p99} | ${m.cpu?.toFixed(2) ?? '–'} | ${m.non2xx} | ${met ? 'met' : 'missed'} |`,
+      );
     });
   });
   lines.push('');
@@ -279,7 +358,8 @@ export const LIVE_SITE_NOTES = [
   `people and keys change ${WRITES_PER_SECOND} times a second through the public API (PUT /v1/people/{id}, PATCH /v1/keys/{id}); the log holds`,
   `${LOG_ROWS.toLocaleString('en')} events before the run, with the planner's statistics taken on them. The tail pollers re-read their cursor until the`,
   'page fills and then follow next_cursor, as the spec tells clients to (autocannon, every connection from the furthest cursor given);',
-  `the per-door pollers do the same for ${POLLED_DOORS} doors (lock_id), a cursor per door. Each read is set against bare Fastify in the same run`,
-  "twice: serving one lock's bytes (the reads section's reference) and serving the read's own bytes (a page of 50 is 10 to",
-  '25 KB; sending it costs even the bare route more than half its rate on loopback).',
+  `the per-door pollers do the same for ${POLLED_DOORS} doors (lock_id), a cursor per door. Each read is set against bare Fastify`,
+  "twice: serving one lock's bytes (the reads section's reference), in a run just before each of the read's runs with the traffic",
+  "paused (the share is the median of the pairs'), and serving the read's own bytes after the site (a page of 50 is 10 to 25 KB;",
+  'sending it costs even the bare route more than half its rate on loopback).',
 ].join('\n');

@@ -34,7 +34,7 @@ export interface Figures {
   /** UHPPOTE controllers (issue 24), on PostgreSQL and embedded. */
   controllers: ControllerFigures[];
   /** A live site (issue 25): the lists read while doors report and people and keys change. */
-  liveSite: { bare: Measured; sameBytes: Measured[][]; runs: LiveSiteFigures[] };
+  liveSite: { sameBytes: Measured[][]; runs: LiveSiteFigures[] };
 }
 
 /** Writes bench/RESULTS.md and returns its text. */
@@ -87,7 +87,7 @@ export async function writeReport({ bare, barePage, embedded, server, databasePa
     '',
     LIVE_SITE_NOTES,
     '',
-    formatLiveSite(liveSite.bare, liveSite.sameBytes, liveSite.runs),
+    formatLiveSite(liveSite.sameBytes, liveSite.runs),
     '',
     '## Start-up and idle memory (issue 15)',
     '',

@@ -52,9 +52,6 @@ async function accessSection(pgUrl: string, dataDir: string, only?: string): Pro
   return runs;
 }
 
-/** What the live-site section's bare route serves as "one lock's bytes". */
-const LOCK_BYTES = '{"id":31,"name":"Door 30","place":"Floor 1","location":{"id":1,"name":"Bench"},"online":false,"security_groups":["staff"]}';
-
 /** Bare Fastify serving each read's own bytes, per live-site run. */
 async function sameBytesRuns(runs: LiveSiteFigures[]): Promise<Measured[][]> {
   const sameBytes: Measured[][] = [];
@@ -102,10 +99,9 @@ async function main(): Promise<void> {
         ...(only === 'database-path' ? [await liveSiteRuns('PostgreSQL, pages not cached', { DATABASE_URL: pgUrl.toString(), PAGE_CACHE_ENABLED: 'false' }, analyze)] : []),
         ...(!only || only === 'embedded' ? [await liveSiteRuns('embedded', { DATA_DIR: path.join(dataDir, 'live') }, statisticsJob)] : []),
       ];
-      const bare = await bareRun('bare Fastify', LOCK_BYTES);
       const sameBytes = await sameBytesRuns(runs);
       console.log(liveSiteMachine());
-      console.log(formatLiveSite(bare, sameBytes, runs));
+      console.log(formatLiveSite(sameBytes, runs));
       return;
     }
     if (process.env.BENCH_ONLY === 'startup') {
@@ -185,7 +181,7 @@ async function main(): Promise<void> {
     const consoleCost = { embedded: await consoleRuns(), postgres: await consoleRuns(pgUrl.toString()) };
     console.log('a live site …');
     const liveRuns = [await liveSiteRuns('PostgreSQL', { DATABASE_URL: pgUrl.toString() }, analyze), await liveSiteRuns('embedded', { DATA_DIR: path.join(dataDir, 'live') }, statisticsJob)];
-    const liveSite = { bare: await bareRun('bare Fastify', LOCK_BYTES), sameBytes: await sameBytesRuns(liveRuns), runs: liveRuns };
+    const liveSite = { sameBytes: await sameBytesRuns(liveRuns), runs: liveRuns };
     console.log('bare Fastify …');
     const bare = await bareRun('bare Fastify, one lock\'s bytes, no auth', server.body);
     const barePage = await bareRun('bare Fastify, a page of 50 locks\' bytes', server.pageBody);
