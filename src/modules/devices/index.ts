@@ -1,6 +1,6 @@
 // The device side of the service: the embedded broker (MQTT_URL unset) or an external one, and what the
 // service does with gateway messages (presence, door events, unlock results), each gateway's in order.
-import { CoalescedWrites } from '../../platform/coalesced-writes.ts';
+import { CoalescedCalls } from '../../platform/coalesced-calls.ts';
 import type { Core, Module } from '../../platform/module.ts';
 import { parts, startPart } from '../../platform/startup.ts';
 import type { GatewaySync } from '../access/index.ts';
@@ -84,14 +84,14 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
   // Each gateway's batches in its own order (the pipeline); the batches of several gateways whose turn comes
   // while writes run go to the database together (many gateways, one door each, stay cheap). PostgreSQL commits
   // a few writes in parallel on its cores; PGlite runs one statement at a time, so one write gathers the most.
-  const eventWrites = new CoalescedWrites((items: Array<{ gatewayId: number; event: GatewayEvent }>) => accessLog.ingestAcross(items), refusedAsData, {
-    maxWrites: db.engine === 'postgres' ? EVENT_WRITES_AT_ONCE : 1,
+  const eventWrites = new CoalescedCalls((items: Array<{ gatewayId: number; event: GatewayEvent }>) => accessLog.ingestAcross(items), refusedAsData, {
+    maxAtOnce: db.engine === 'postgres' ? EVENT_WRITES_AT_ONCE : 1,
     gatherMs: db.engine === 'postgres' ? 0 : EMBEDDED_EVENT_GATHER_MS,
   });
   const pipeline = new GatewayMessagePipeline(
     {
       events: async (gatewayId, events) => {
-        const stored = await eventWrites.write(events.map((event) => ({ gatewayId, event })));
+        const stored = await eventWrites.call(events.map((event) => ({ gatewayId, event })));
         metrics.batchWritten(events.length, stored.filter((event) => event !== null).length);
       },
       result: (gatewayId, payload) => unlock.result(gatewayId, payload),

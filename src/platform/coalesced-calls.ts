@@ -1,7 +1,9 @@
-// Group commit: writes asked for while earlier ones run are made together, in one write, as soon as one ends
-// (at most maxWrites at once). A lone write starts after the current turn of the event loop (no timer); under
-// load the number of statements stays near one per database round trip instead of one per caller. Each caller
-// gets its own part of the result.
+// Group commit, and its twin for reads: calls asked for while earlier ones run are made together, in one call (one
+// statement), as soon as one ends (at most maxAtOnce at once). A lone call starts after the current turn of the event
+// loop (no timer); under load the number of statements stays near one per database round trip instead of one per
+// caller. Each caller gets its own part of the result. A call never holds items asked for after it began, so a read
+// made this way holds everything committed before each of its callers asked. Used for the access log's writes
+// (devices/index.ts) and for the pages of its door pollers (events/reader.ts).
 
 interface Waiting<T, R> {
   items: readonly T[];
@@ -9,22 +11,22 @@ interface Waiting<T, R> {
   reject: (error: unknown) => void;
 }
 
-export class CoalescedWrites<T, R> {
+export class CoalescedCalls<T, R> {
   private waiting: Array<Waiting<T, R>> = [];
   private active = 0;
   private scheduled = false;
 
   /**
-   * `writeAll` writes items in the order given and returns one result per item. `ownFault(error)`: the error
-   * may belong to one caller's items (the database refused them as data): each caller's items are then
+   * `callAll` writes (or reads) items in the order given and returns one result per item. `ownFault(error)`: the
+   * error may belong to one caller's items (the database refused them as data): each caller's items are then
    * written on their own, so one caller's bad row cannot fail the others'.
    */
   constructor(
-    private readonly writeAll: (items: T[]) => Promise<R[]>,
+    private readonly callAll: (items: T[]) => Promise<R[]>,
     private readonly ownFault: (error: unknown) => boolean,
     private readonly options: {
-      /** Writes at once at most: PostgreSQL commits several in parallel on several cores (1: one at a time). */
-      maxWrites?: number;
+      /** Calls at once at most: PostgreSQL runs several in parallel on several cores (1: one at a time). */
+      maxAtOnce?: number;
       /** At most this many items in one write; a caller's items are never split. */
       maxItems?: number;
       /**
@@ -39,8 +41,8 @@ export class CoalescedWrites<T, R> {
   /** When the last write started (performance.now()), for gatherMs. */
   private lastStartedAt = -Infinity;
 
-  /** Writes `items`, with whatever else is waiting; resolves with their results once written. */
-  write(items: readonly T[]): Promise<R[]> {
+  /** Makes the call for `items`, with whatever else is waiting; resolves with their results once made. */
+  call(items: readonly T[]): Promise<R[]> {
     return new Promise<R[]>((resolve, reject) => {
       this.waiting.push({ items, resolve, reject });
       this.schedule();
@@ -53,12 +55,12 @@ export class CoalescedWrites<T, R> {
    * started.
    */
   private schedule(): void {
-    if (this.scheduled || this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;
+    if (this.scheduled || this.waiting.length === 0 || this.active >= (this.options.maxAtOnce ?? 1)) return;
     this.scheduled = true;
     const wait = this.lastStartedAt + (this.options.gatherMs ?? 0) - performance.now();
     const start = () => {
       this.scheduled = false;
-      if (this.waiting.length === 0 || this.active >= (this.options.maxWrites ?? 1)) return;
+      if (this.waiting.length === 0 || this.active >= (this.options.maxAtOnce ?? 1)) return;
       const maxItems = this.options.maxItems ?? 5000;
       let count = 0;
       let take = 0;
@@ -81,7 +83,7 @@ export class CoalescedWrites<T, R> {
   private async run(group: Array<Waiting<T, R>>): Promise<void> {
     let results: R[];
     try {
-      results = await this.writeAll(group.flatMap((caller) => caller.items));
+      results = await this.callAll(group.flatMap((caller) => caller.items));
     } catch (error) {
       if (group.length > 1 && this.ownFault(error)) {
         for (const caller of group) await this.run([caller]);
