@@ -195,6 +195,20 @@ export interface EventRowsJson {
   lastId: number | null;
 }
 
+/** One row from `rows` (id and data, LIMIT `read`): the first `read - 1` rows' Events joined by commas, rows read, the page's last id. */
+const pageAggregate = (rows: string, read: string): string =>
+  `SELECT string_agg(page.data::text, ',' ORDER BY page.id) FILTER (WHERE page.n < ${read}) AS json,
+          count(*)::int AS read,
+          max(page.id) FILTER (WHERE page.n < ${read}) AS last_id
+     FROM (SELECT rows.*, row_number() OVER (ORDER BY rows.id) AS n FROM (${rows}) AS rows) AS page`;
+
+type PageRow = { json: string | null; read: number; last_id: string | number | null };
+const toRowsJson = (row: PageRow | undefined): EventRowsJson => ({
+  json: row?.json ?? '',
+  read: row?.read ?? 0,
+  lastId: row?.last_id === null || row?.last_id === undefined ? null : Number(row.last_id),
+});
+
 /**
  * A page of GET /events with the JSON made by PostgreSQL: the stored Events are sent as the database writes them out,
  * never parsed into objects and serialized again here (the service's CPU goes on rows it only passes on).
@@ -203,12 +217,45 @@ export interface EventRowsJson {
 export async function listEventsJson(db: Queryable, f: EventFilter): Promise<EventRowsJson> {
   const start = await walkStart(db, f);
   if (start === null) return { json: '', read: 0, lastId: null };
-  const [row] = await db.query<{ json: string | null; read: number; last_id: string | number | null }>(
-    `SELECT string_agg(page.data::text, ',' ORDER BY page.id) FILTER (WHERE page.n < $7) AS json,
-            count(*)::int AS read,
-            max(page.id) FILTER (WHERE page.n < $7) AS last_id
-       FROM (SELECT rows.*, row_number() OVER (ORDER BY rows.id) AS n FROM (${PAGE_ROWS}) AS rows) AS page`,
-    [f.locationId, start, f.since, f.lockId, f.personId, f.types, f.limit],
+  const [row] = await db.query<PageRow>(pageAggregate(PAGE_ROWS, '$7'), [f.locationId, start, f.since, f.lockId, f.personId, f.types, f.limit]);
+  return toRowsJson(row);
+}
+
+/** A page of one door's events (lock_id, no since, no person): what listDoorPagesJson reads together. */
+export interface DoorPage {
+  lockId: number;
+  afterId: number;
+  /** Rows to read: the page's limit plus one. */
+  limit: number;
+}
+
+/**
+ * Pages of several doors' events in one statement, for callers of one scope asking for the same types: the door
+ * pollers of a dashboard ask for 50 doors at once, and one statement for them costs PostgreSQL about what two pages
+ * read one by one cost (bench/RESULTS.md). Each page walks its door's (lock_id, id) index from its cursor, as
+ * listEventsJson's statement does for one door, and stops at its limit. Unnamed, so planned for the scope given,
+ * as PAGE_ROWS is: a plan made for any scope guesses the share of the log under it and may read a door's whole
+ * tail and sort it. Returns one result per page, in the order given.
+ */
+export async function listDoorPagesJson(
+  db: Queryable,
+  scope: { locationId: number; types: readonly DoorEventType[] },
+  pages: readonly DoorPage[],
+): Promise<EventRowsJson[]> {
+  const rows = await db.query<PageRow & { n: string | number }>(
+    `SELECT q.n, p.json, p.read, p.last_id
+       FROM unnest($2::bigint[], $3::bigint[], $4::int[]) WITH ORDINALITY AS q (lock_id, after_id, read, n)
+       CROSS JOIN LATERAL (${pageAggregate(
+         `SELECT e.id, e.data FROM access_events e
+           WHERE e.lock_id = q.lock_id AND e.id > q.after_id
+             AND e.location_id IN (SELECT id FROM locations WHERE path @> ARRAY[$1]::bigint[])
+             AND e.type = ANY($5::text[])
+           ORDER BY e.id LIMIT q.read`,
+         'q.read',
+       )}) AS p
+      ORDER BY q.n`,
+    [scope.locationId, pages.map((p) => p.lockId), pages.map((p) => p.afterId), pages.map((p) => p.limit), scope.types],
   );
-  return { json: row?.json ?? '', read: row?.read ?? 0, lastId: row?.last_id === null || row?.last_id === undefined ? null : Number(row.last_id) };
+  const byPosition = new Map(rows.map((row) => [Number(row.n), row]));
+  return pages.map((_, i) => toRowsJson(byPosition.get(i + 1)));
 }
