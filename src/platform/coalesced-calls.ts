@@ -27,7 +27,7 @@ export class CoalescedCalls<T, R> {
     private readonly options: {
       /** Calls at once at most: PostgreSQL runs several in parallel on several cores (1: one at a time). */
       maxAtOnce?: number;
-      /** At most this many items in one write; a caller's items are never split. */
+      /** At most this many items in one call; a caller's items are never split. */
       maxItems?: number;
       /**
        * A write starts no sooner than this after the one before it started (0: as soon as one ends). A write has a
@@ -38,7 +38,7 @@ export class CoalescedCalls<T, R> {
     } = {},
   ) {}
 
-  /** When the last write started (performance.now()), for gatherMs. */
+  /** When the last call started (performance.now()), for gatherMs. */
   private lastStartedAt = -Infinity;
 
   /** Makes the call for `items`, with whatever else is waiting; resolves with their results once made. */
@@ -50,8 +50,8 @@ export class CoalescedCalls<T, R> {
   }
 
   /**
-   * Starts a write after the I/O of this turn of the event loop, so that what the other connections brought
-   * joins it (started at once, a write would be alone); with gatherMs, no sooner than that after the last write
+   * Starts a call after the I/O of this turn of the event loop, so that what the other connections brought
+   * joins it (started at once, a call would be alone); with gatherMs, no sooner than that after the last call
    * started.
    */
   private schedule(): void {
@@ -74,7 +74,7 @@ export class CoalescedCalls<T, R> {
         this.active--;
         this.schedule();
       });
-      this.schedule(); // more than one write's worth waiting, and a write free
+      this.schedule(); // more than one call's worth waiting, and a slot free
     };
     if (wait > 0) setTimeout(start, wait);
     else setImmediate(start);
