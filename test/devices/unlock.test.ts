@@ -191,11 +191,16 @@ describe('POST /locks/{id}/unlock', () => {
       logger: { stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
     });
     try {
+      // A service starting its own broker marks the store's online gateways offline (nobody is connected to a
+      // broker just started), in the background: wait for that write, or it may land after the contact below and
+      // leave the lock offline (it did, once, on a busy machine).
+      const storedOnline = async () => (await ctx.database.db.query<{ online: boolean }>('SELECT online FROM gateways WHERE id = $1', [s.gateway.id]))[0]?.online === true;
+      await waitFor(async () => !(await storedOnline()), 'the second service to mark the gateway offline at its start');
       // The gateway online for that service too (presence is what each instance hears).
       const client = await connect({ ...s.gateway, mqtt: { ...s.gateway.mqtt, url: watched.mqttUrl as string } });
       await client.publishAsync(`${s.base}/presence`, '{"online":true}', { qos: 1, retain: true });
       const lockOnline = async () => JSON.parse((await watched.app.inject({ url: `/v1/locks/${s.remote}`, headers: { authorization: `Bearer ${await catalogToken(s.account.rootLocationId)}` } })).body).online === true;
-      await waitFor(lockOnline, 'the lock online for the second service');
+      await waitFor(async () => (await storedOnline()) && (await lockOnline()), 'the lock online for the second service');
       await ctx.service.admin('PUT', '/admin/v1/sandbox/mqtt', { publish: 'fail' });
       const res = await watched.app.inject({ method: 'POST', url: `/v1/locks/${s.remote}/unlock`, headers: { authorization: `Bearer ${s.token}` } });
       assert.equal(res.statusCode, 502, res.body);
