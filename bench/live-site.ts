@@ -6,11 +6,12 @@
 // clients to), pollers of one door each (lock_id, 50 doors), and the first pages of locks, people and keys. Bare
 // Fastify runs in the same section.
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import mqtt from 'mqtt';
 import type autocannon from 'autocannon';
 import { gatewayTopicPrefix } from '../src/modules/devices/topics.ts';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
-import { oneRun, pin, PINNED, RUNS, SECONDS, startBenchService, stop, summarize, warmUp, type Measured, type OneRun } from './common.ts';
+import { oneRun, percentile, pin, PINNED, RUNS, SECONDS, startBenchService, stop, summarize, warmUp, type Measured, type OneRun } from './common.ts';
 import { seed, type Seeded } from './reads.ts';
 
 /** Door events a second the gateway reports during the reads. */
@@ -169,7 +170,6 @@ export const LOCK_BYTES = '{"id":31,"name":"Door 30","place":"Floor 1","location
  */
 function pairedLoad(label: string, token: string, pid: number, traffic: LiveTraffic, bare: ServiceProcess): Measure {
   const bareUrl = `${bare.url}/v1/locks/1`;
-  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   return async (name, url, more = {}) => {
     await warmUp(url, token, more);
     await warmUp(bareUrl, null);
@@ -177,13 +177,13 @@ function pairedLoad(label: string, token: string, pid: number, traffic: LiveTraf
     const bareRuns: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       traffic.pause();
-      await pause(500); // the writes in flight end
+      await sleep(500); // the writes in flight end
       try {
         bareRuns.push(Math.round((await oneRun(bareUrl, null)).result.requests.average));
       } finally {
         traffic.resume();
       }
-      await pause(1000);
+      await sleep(1000);
       runs.push(await oneRun(url, token, pid, more));
     }
     const shares = runs.map((run, i) => Math.round((run.result.requests.average / (bareRuns[i] as number)) * 100) / 100);
@@ -313,8 +313,6 @@ export async function liveSiteRuns(label: string, env: Record<string, string>, s
 /** Goals of issue 25 for these reads: a share of bare Fastify and a p99. */
 export const LIVE_SITE_GOAL = { share: 0.3, p99Ms: 25 };
 
-const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-
 /**
  * The section's table: each read against bare Fastify twice: serving one lock's bytes (the reads section's
  * reference) in a run just before each of the read's runs (the median of the pairs' shares; pairedLoad), and serving
@@ -331,7 +329,7 @@ export function formatLiveSite(sameBytes: Measured[][], runs: LiveSiteFigures[])
   ];
   runs.forEach((run, r) => {
     run.reads.forEach((m, i) => {
-      const share = median(m.shares);
+      const share = percentile([...m.shares].sort((a, b) => a - b), 50);
       const same = sameBytes[r]?.[i];
       const met = share >= LIVE_SITE_GOAL.share && m.p99 < LIVE_SITE_GOAL.p99Ms;
       const sameShare = same ? `${(m.rps / same.rps).toFixed(2)} (${same.rps}/s)` : '–';
