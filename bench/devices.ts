@@ -176,9 +176,9 @@ export async function deviceRuns(pgUrl: string, client: pg.Client, schema: strin
       while ((burstStored = await stored()) < burst && performance.now() < burstDeadline) await setTimeout(2);
       return Math.round((burstStored / (performance.now() - burstStarted)) * 1000);
     };
-    // The first burst after start meets a service that has handled no door event yet (its code not yet
-    // optimized by V8: 15,000–19,000 events/s where the next bursts give 20,000–25,000, bench/RESULTS.md
-    // 2026-11-28); it is reported apart. The burst figure is the median of the three that follow, a second apart,
+    // The first burst after start meets a service that has handled no door event yet (15,000–19,000 events/s where
+    // the next bursts give 20,000–25,000, and not for want of connections: bench/RESULTS.md 2026-11-28); it is
+    // reported apart. The burst figure is the median of the three that follow, a second apart,
     // as every other measure here follows a warm-up.
     const firstBurst = await oneBurst();
     const warmBursts: number[] = [];
