@@ -22,6 +22,9 @@ function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
     strictNumbers: !coerce,
   });
   addFormats.default(ajv);
+  // ajv-formats' uuid also takes the URN form (`urn:uuid:…`), which PostgreSQL's uuid type refuses: such an id
+  // reached the database and answered 500. Ids are the plain form, in either case.
+  ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
   return ajv;
 }
 
