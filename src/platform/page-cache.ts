@@ -240,8 +240,10 @@ export class PageCache<Q extends TObject = TObject, T = unknown> {
         const heard = held.indexOf(append.fromId);
         if (heard >= 0) held.splice(heard, 1);
         else this.rememberOwn(append);
-        // Grown only when no row below these can have been committed unseen: no other insert of this instance in
+        // Grown only when no row below these is known to be committed unseen: no other insert of this instance in
         // flight for the account (ids are drawn in one order, committed in another) and no other writer's held.
+        // Another writer's whose notification is still on its way is missing from the grown page until it comes
+        // (and drops it), as from a read that ran before its commit; grow never makes a page full for that reason.
         const alone = (flight?.count ?? 0) <= 1 && held.length === 0;
         this.applyAppend(append, alone ? grow : () => 'drop');
       }

@@ -10,8 +10,9 @@ import { jsonbText } from '../../src/modules/events/tail-pages.ts';
 import { AccessLogWriter, type AccessEvent, type AccessLogLock } from '../../src/modules/events/index.ts';
 import type { Caller } from '../../src/platform/auth.ts';
 import { systemClock } from '../../src/platform/clock.ts';
+import type { Database } from '../../src/platform/db/index.ts';
 import { PageCaches } from '../../src/platform/page-cache.ts';
-import { withFaults } from '../helpers/database.ts';
+import { overriding, withFaults } from '../helpers/database.ts';
 import { createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients, waitFor } from '../helpers/gateways.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
@@ -59,7 +60,7 @@ async function site() {
   const lockRow = async (lockId: number) =>
     (
       await ctx.database.db.query<AccessLogLock>(
-        'SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1',
+        'SELECT k.id, k.name, k.place, k.location_id, l.name AS location_name, l.account_id, l.path AS location_path FROM locks k JOIN locations l ON l.id = k.location_id WHERE k.id = $1',
         [lockId],
       )
     )[0] as AccessLogLock;
@@ -107,7 +108,8 @@ describe('pages at the end of the access log', () => {
     for (const [name, who, query] of pollers) await matches(who, query, name);
     assert.equal(pageReads, before, 'every page came from memory');
 
-    // A batch across locks, types, holders and times: some pages fill and get a next page.
+    // A batch across locks, types, holders and times: two pages fill ('three a page', 'the department, two a page')
+    // and are read again, as only a read may hand out a next page; the others grow.
     await s.send(
       { lock_id: s.annex, type: 'access.granted', key_id: s.cardId, occurred_at: '2026-11-20T10:00:00Z' },
       { lock_id: s.annex, type: 'door.left_open', occurred_at: '2026-11-20T10:05:00Z' },
@@ -120,7 +122,7 @@ describe('pages at the end of the access log', () => {
       const page = await matches(who, query, name);
       if (who === s.department) assert.ok(!page.data.some((e) => e.lock.id === s.front), `${name}: no row outside the key's scope`);
     }
-    assert.equal(pageReads, grown, 'grown again, from memory');
+    assert.equal(pageReads, grown + 2, 'the two pages that filled were read, the others grew from memory');
     const threeAPage = await matches(s.root, { limit: 3 });
     assert.equal(threeAPage.data.length, 3);
     assert.notEqual(threeAPage.next_cursor, null, 'the page filled: it has a next page');
@@ -134,7 +136,7 @@ describe('pages at the end of the access log', () => {
     await s.send({ lock_id: s.annex, type: 'access.granted', key_id: s.cardId, occurred_at: '2026-11-20T13:00:00Z' }, { lock_id: s.front, type: 'door.closed' });
     const moved = pageReads;
     for (const [name, who, query] of [...pollers, ...next]) await matches(who, query, name);
-    assert.equal(pageReads, moved);
+    assert.equal(pageReads, moved + 1, "'after three' filled and was read; the rest grew or stayed");
   });
 
   test("are left alone by the account's other writes, and an entry a request of this instance records is in its next read", async () => {
@@ -192,6 +194,39 @@ describe('pages at the end of the access log', () => {
     await ctx.database.db.query('DELETE FROM access_events WHERE id = $1', [other.id]);
     await waitFor(async () => !(await bothWays(s.department, {})).sent.includes(`"id": ${other.id},`), 'the deleted entry gone', 1_000);
     for (const [who, query] of queries) await matches(who, query);
+  });
+
+  test('a person id in upper case is the same poller: its page grows with that person\'s entries', async () => {
+    const s = await site();
+    const upper = { person_id: s.personId.toUpperCase() };
+    await matches(s.root, upper);
+    await s.send({ lock_id: s.front, type: 'access.granted', key_id: s.cardId });
+    const page = await matches(s.root, upper, 'the upper-case poller after an opening by that person');
+    assert.equal(page.data.length, 1);
+    assert.deepEqual(await matches(s.root, { person_id: s.personId }), page, 'one page for both spellings');
+  });
+
+  test("a page never fills from memory: another instance's earlier entry, its notification late, is not left behind a next_cursor", async () => {
+    const s = await site();
+    // This reader hears the access log's notifications 300 ms late (a busy LISTEN connection, a burst queued ahead).
+    const late = overriding(ctx.database.db, {
+      listen: (channel: Parameters<Database['listen']>[0], handler: (payload: string) => void) => ctx.database.db.listen(channel, (payload) => void setTimeout(() => handler(payload), 300)),
+    });
+    const reader = new AccessLogReader(late, new PageCaches(true));
+    await reader.start();
+    const here = new AccessLogWriter(ctx.database.db, systemClock, service.latchkey.app.log, reader);
+    const elsewhere = new AccessLogWriter(ctx.database.db, systemClock, service.latchkey.app.log);
+    const caller = { accountId: s.root.accountId, locationId: s.root.locationId } as Caller;
+    const lock = await s.lockRow(s.front);
+    const entry = { gatewayId: null, gatewayEventId: null, type: 'access.denied', occurredAt: new Date(), result: 'denied' as const, reason: 'no_access', source: 'api', apiKey: null, person: null, key: null };
+    const twoAPage: EventQuery = { limit: 2 };
+    assert.equal(String(await reader.listJson(caller, twoAPage)), '{"data":[],"next_cursor":null}');
+    const [other] = await elsewhere.recordBatch(ctx.database.db, [{ lock, entry }]); // committed first, heard of later
+    await here.recordBatch(ctx.database.db, [{ lock, entry }, { lock, entry }, { lock, entry }]);
+    const served = JSON.parse(String(await reader.listJson(caller, twoAPage))) as Page<AccessEvent>;
+    assert.equal(served.data[0]?.id, other?.id, "the other instance's entry opens the page");
+    const fresh = new AccessLogReader(ctx.database.db, new PageCaches(false));
+    assert.deepEqual(served, JSON.parse(String(await fresh.listJson(caller, twoAPage))), 'the page a read gives');
   });
 });
 

@@ -110,7 +110,10 @@ export class AccessLogReader {
    * grows with what this instance appends. Read, the page's Events come as JSON text from the database
    * (listEventsJson); only the envelope is written here.
    */
-  async listJson(caller: Caller, query: EventQuery): Promise<Buffer> {
+  async listJson(caller: Caller, asked: EventQuery): Promise<Buffer> {
+    // A UUID in upper case names the same person to the database; as text it would not match the entries a
+    // tail page grows with (their person ids are the database's, lower case), and it would be a page of its own.
+    const query = asked.person_id === undefined ? asked : { ...asked, person_id: asked.person_id.toLowerCase() };
     return this.pages.page(caller, query, async () => {
       const filter = this.filter(caller, query);
       if (!filter) return { json: pageEnvelope('', null), tail: { filter: null, json: '', count: 0, lastRowId: null } };

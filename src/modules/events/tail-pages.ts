@@ -48,9 +48,9 @@ function matchesFilter(filter: EventFilter, entry: AppendedEntry): boolean {
 
 /**
  * The page `tail` becomes once `entries` (one account's, ids ascending, the least `fromId`) are committed:
- * 'unchanged' when none of them is its, the page with those that are (full, with its next_cursor, once it
- * passes the page's limit), or 'drop' when growing cannot be right: an entry at or below the page's last row
- * (the page was read after they were committed, or they interleave), or a scope not known.
+ * 'unchanged' when none of them is its, the page with those that are, or 'drop' when growing cannot be right:
+ * an entry at or below the page's last row (the page was read after they were committed, or they interleave), a
+ * scope not known, or more entries than the page has room for (a full page and its next_cursor come from a read).
  */
 export function growTail(tail: TailPage, fromId: number, entries: readonly AppendedEntry[]): ProducedPage<TailPage> | 'unchanged' | 'drop' {
   const { filter } = tail;
@@ -63,9 +63,11 @@ export function growTail(tail: TailPage, fromId: number, entries: readonly Appen
   const taken = joining.slice(0, limit - tail.count);
   const json = [tail.json, ...taken.map((e) => jsonbText(e.event))].filter((part) => part !== '').join(',');
   const lastRowId = taken.length > 0 ? (taken[taken.length - 1] as AppendedEntry).id : tail.lastRowId;
+  // More rows than the page holds: it fills, and only a read may say so. A next_cursor moves the poller past
+  // every id up to it, and an entry another instance committed before these, its notification still on the way,
+  // would be behind it for good; the read that replaces the page sees every entry committed before it.
+  if (joining.length > taken.length) return 'drop';
   const count = tail.count + taken.length;
-  // More rows than the page holds: it is full, with a next page after its last row, and never grows again.
-  if (joining.length > taken.length) return { json: pageEnvelope(json, lastRowId), lastId: lastRowId as number };
   return { json: pageEnvelope(json, null), tail: { filter, json, count, lastRowId } };
 }
 
