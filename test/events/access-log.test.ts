@@ -89,6 +89,39 @@ describe('door activity', () => {
 });
 
 describe('a batch of door events (what arrived while the previous batch was written)', () => {
+  test('carries a reason only on a refusal, and only one of the spec: unknown_key for a key the account does not hold', async () => {
+    const s = await site();
+    const log = new AccessLogWriter(ctx.database.db, systemClock, ctx.service.latchkey.app.log);
+    const event = (id: string, type: GatewayEvent['type'], keyId: number | null, reason: string | null): GatewayEvent => ({
+      id,
+      lock_id: s.front,
+      type,
+      occurred_at: '2026-11-20T08:00:00Z',
+      key_id: keyId,
+      reason,
+    });
+    const stored = await log.ingestBatch(s.gateway.id, [
+      event('r1', 'access.granted', null, 'exit_button'), // an opening with no key: a success, no reason
+      event('r2', 'access.granted', 999999, null), // an opening by a key unknown here: no refusal reason on a success
+      event('r3', 'door.left_open', null, 'held'),
+      event('r4', 'access.denied', s.cardId, 'outside_time_window'),
+      event('r5', 'access.denied', s.cardId, 'anti_passback'), // not a reason of the spec
+      event('r6', 'access.denied', 999999, 'no_access'), // the key is nobody's
+      event('r7', 'access.denied', null, null),
+    ]);
+    assert.deepEqual(
+      stored.map((e) => e && [e.type, e.result, e.reason, e.key?.id ?? null]),
+      [
+        ['access.granted', 'success', null, null],
+        ['access.granted', 'success', null, null],
+        ['door.left_open', 'success', null, null],
+        ['access.denied', 'denied', 'outside_time_window', s.cardId],
+        ['access.denied', 'denied', null, s.cardId],
+        ['access.denied', 'denied', 'unknown_key', null],
+        ['access.denied', 'denied', 'unknown_key', null],
+      ],
+    );
+  });
   test('keeps receipt order, drops repeats inside and outside the batch, and inherits from openings in the batch', async () => {
     const s = await site();
     const other = await createAccount(ctx.service);
@@ -117,7 +150,7 @@ describe('a batch of door events (what arrived while the previous batch was writ
         null,
         ['door.closed', s.annex, s.personId, s.cardId, null],
         ['door.left_open', s.front, s.personId, s.cardId, null],
-        ['access.granted', s.annex, null, null, 'unknown_key'],
+        ['access.granted', s.annex, null, null, null],
         ['door.closed', s.annex, null, null, null],
         null,
       ],

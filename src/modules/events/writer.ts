@@ -19,6 +19,20 @@ export interface AppendListener {
 
 const unique = <T>(values: T[]): T[] => [...new Set(values)];
 
+/** The reasons an Event of type access.denied may carry (spec: Reason values); other types carry none. */
+const DENIAL_REASONS: ReadonlySet<string | null> = new Set(['no_access', 'outside_time_window', 'unknown_key']);
+
+/**
+ * The reason stored for a gateway's event: a refusal of a key the account does not hold is `unknown_key`; another
+ * refusal keeps the gateway's reason when it is one of the spec's, else none; other types have none (an opening by
+ * an exit button or a key unknown here is a success without a reason).
+ */
+function storedReason(event: GatewayEvent, keyKnown: boolean): string | null {
+  if (event.type !== 'access.denied') return null;
+  if (!keyKnown) return 'unknown_key';
+  return DENIAL_REASONS.has(event.reason) ? event.reason : null;
+}
+
 export class AccessLogWriter {
   constructor(
     private readonly db: Database,
@@ -73,14 +87,13 @@ export class AccessLogWriter {
     const entries = fresh.map(({ lock, gatewayId, event }): { lock: AccessLogLock; entry: AccessEntry } => {
       let person: AccessEvent['person'] = null;
       let key: AccessEvent['key'] = null;
-      let reason = event.reason;
+      let keyKnown = false;
       if (event.type === 'access.granted' || event.type === 'access.denied') {
         const holder = event.key_id === null ? undefined : holderOf.get(event.key_id);
         if (holder && holder.account_id === lock.account_id) {
           person = { id: holder.person_id, name: holder.person_name, email: holder.person_email };
           key = { id: holder.key_id, name: holder.key_name };
-        } else {
-          reason = 'unknown_key';
+          keyKnown = true;
         }
         if (event.type === 'access.granted') openedBy.set(lock.id, { person, key });
       } else {
@@ -92,7 +105,7 @@ export class AccessLogWriter {
         type: event.type,
         occurredAt: parseClientTimestamp(event.occurred_at) as Date,
         result: event.type === 'access.denied' ? 'denied' : 'success',
-        reason,
+        reason: storedReason(event, keyKnown),
         source: 'gateway',
         apiKey: null,
         person,
