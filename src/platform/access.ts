@@ -77,7 +77,7 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
     if (access.kind === 'open') return;
     if (access.kind === 'admin') {
       const token = bearer(request);
-      if (!token || !sameHash(hashToken(token), deps.adminTokenHash())) throw errors.unauthenticated();
+      if (!token || !sameHash(hashToken(token), deps.adminTokenHash())) throw errors.operatorUnauthenticated();
       return;
     }
 

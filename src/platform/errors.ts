@@ -113,6 +113,7 @@ export const errors = {
   badRequest: (status: number, message: string) => build(status, 'invalid_request', message),
   // 401, 403
   unauthenticated: () => build(401, 'unauthenticated', 'A valid API key is required.'),
+  operatorUnauthenticated: () => build(401, 'unauthenticated', 'A valid operator token (ADMIN_TOKEN) is required.'),
   consoleSignInRequired: () => build(401, 'unauthenticated', 'Sign in to the console first.'),
   /** The key holder's page: the passkey's answer did not check out (no detail: nothing for a prober). */
   passkeyRefused: () => build(401, 'unauthenticated', 'The passkey could not be verified; try again.'),

@@ -22,7 +22,9 @@ function toApiError(error: FastifyError): ApiError | null {
     const first = error.validation[0] as ErrorObject | undefined;
     const name = first ? fieldPath(first.instancePath, (first.params as { missingProperty?: string }).missingProperty) : '';
     const where = error.validationContext === 'params' ? 'path parameter' : 'query parameter';
-    return errors.invalidRequest(`The ${where} ${name || '(unknown)'} ${first?.message ?? 'is invalid'}.`.replace(/\s+\./, '.'));
+    // ajv says of a missing one "must have required property 'x'", which reads oddly after its name.
+    const problem = first?.keyword === 'required' ? 'is required' : (first?.message ?? 'is invalid');
+    return errors.invalidRequest(`The ${where} ${name || '(unknown)'} ${problem}.`.replace(/\s+\./, '.'));
   }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {

@@ -51,6 +51,9 @@ describe('operator lists', () => {
     );
     const table = await cli.run(['admin', 'locations', 'list', '--account', String(account.id)]);
     assert.match(table.stdout, new RegExp(`^${department.id}\\s+Annex\\s+${account.root_location.id}\\s+${account.id}\\s+UTC$`, 'm'));
+    const unsaid = await cli.run(['admin', 'locations', 'list']);
+    assert.equal(unsaid.code, 2, 'the operator API lists one account\'s locations: --account is required');
+    assert.match(unsaid.stderr, /--account/);
   });
 
   test('admin locks list: every account\'s locks, or one account\'s or a location\'s and below', async () => {

@@ -79,6 +79,17 @@ test('npm run gateway with a wrong password prints one line naming what to check
     assert.match(lines[0] as string, new RegExp(`^error: gateway 7 could not connect to ${url} \\(.+\\): check --id and the password \\(--password or LATCHKEY_GATEWAY_PASSWORD\\)$`));
     assert.doesNotMatch(refused.output, /wrong-password-value/);
 
+    // Nothing listening at the address (a port opened and closed again): the flag to check is named.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const nobody = `mqtt://127.0.0.1:${(closed.address() as { port: number }).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const unreachable = await runGateway(['--id', '7', '--mqtt-url', nobody, '--data', path.join(tmpdir(), `latchkey-gateway-nobody-${process.pid}.json`)], {
+      LATCHKEY_GATEWAY_PASSWORD: 'x',
+    });
+    assert.notEqual(unreachable.code, 0);
+    assert.match(unreachable.output, new RegExp(`^error: gateway 7 could not connect to ${nobody} \\(.*ECONNREFUSED.*\\): .*pass --mqtt-url`, 'm'));
+
     // The old flag for the broker is named, not silently taken as the service's URL.
     const oldFlag = await runGateway(['--id', '7', '--url', url], { LATCHKEY_GATEWAY_PASSWORD: 'x' });
     assert.equal(oldFlag.code, 2);

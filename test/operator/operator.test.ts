@@ -16,7 +16,15 @@ describe('operator authentication', () => {
       const res = await ctx.service.request<ErrorBody>('POST', '/admin/v1/accounts', { token, body: { name: 'x' } });
       assert.equal(res.status, 401);
       assert.equal(res.body.error.code, 'unauthenticated');
+      assert.equal(res.body.error.message, 'A valid operator token (ADMIN_TOKEN) is required.', 'it names what the operator API takes, not an API key');
     }
+  });
+
+  test('a required query parameter left out is named as such: 400 invalid_request', async () => {
+    const res = await ctx.service.admin<ErrorBody>('GET', '/admin/v1/locations');
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.error.code, 'invalid_request');
+    assert.equal(res.body.error.message, 'The query parameter account_id is required.');
   });
 
   test('a public API key is not an admin token', async () => {

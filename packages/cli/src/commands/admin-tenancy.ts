@@ -113,8 +113,8 @@ export function registerTenancy(admin: Command, io: Io): void {
   );
 
   const locations = admin.command('locations').description('locations: list, create a department');
-  withListFlags(locations.command('list').description('locations (roots and departments)').option('--account <id>', 'only the locations of this account', positiveInteger)).action(
-    action<ListFlags & { account?: number }>(io, async (ctx, o) => {
+  withListFlags(locations.command('list').description("an account's locations (its root and departments)").requiredOption('--account <id>', 'account id', positiveInteger)).action(
+    action<ListFlags & { account: number }>(io, async (ctx, o) => {
       const client = ctx.admin();
       const page = await readPages((limit, cursor) => client.get<Page<Location>>('/locations', { limit, cursor, account_id: o.account }), o);
       printPage(ctx, page, LOCATION_COLUMNS, 'locations');

@@ -72,6 +72,9 @@ export function registerGateway(program: Command, io: Io): void {
 /** The broker refused the gateway's credentials (MQTT 3.1.1 return codes 4, 5; MQTT 5 reason codes 134, 135). */
 const REFUSED = /not authori[sz]ed|bad user ?name or password/i;
 
+/** Nothing answered at the broker's address (another port, another host, the service not started). */
+const UNREACHABLE = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT/;
+
 /** A gateway that cannot connect is one line naming what to check, never the password or a stack trace. */
 export class GatewayRefused extends Error {
   constructor(message: string) {
@@ -85,7 +88,11 @@ async function runSimulator(simulate: (options: SimulatorOptions) => Promise<voi
     await simulate(options);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const hint = REFUSED.test(message) ? ': check --id and the password (--password or LATCHKEY_GATEWAY_PASSWORD)' : '';
+    const hint = REFUSED.test(message)
+      ? ': check --id and the password (--password or LATCHKEY_GATEWAY_PASSWORD)'
+      : UNREACHABLE.test(message)
+        ? ": is the service's broker there? pass --mqtt-url (the gateway's mqtt.url in the operator API)"
+        : '';
     throw new GatewayRefused(`gateway ${options.id} could not connect to ${options.url} (${message})${hint}`.split(options.password).join('[redacted]'));
   }
 }
