@@ -411,6 +411,19 @@ describe('remote unlock and presence', () => {
     assert.deepEqual(log.map((e) => e.type), ['access.granted']);
   });
 
+  test("a door taken off a board is no longer remote at once in GET /v1/locks/{id}, whose lock this instance had cached", async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const lockOnline = async () => (await ctx.service.request<{ online: boolean | null }>('GET', `/v1/locks/${s.front}`, { token: s.token })).body.online;
+    await waitFor(async () => (await lockOnline()) === true, 'the door online, and its lock cached');
+    const moved = await ctx.service.admin('PATCH', `/admin/v1/controllers/${controller.id}`, { door_locks: [{ door: 2, lock_id: s.lab }] });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(await lockOnline(), null, 'not remote now: on no gateway');
+    const unlock = await ctx.service.request<{ error: { code: string } }>('POST', `/v1/locks/${s.front}/unlock`, { token: s.token });
+    assert.equal(unlock.body.error.code, 'lock_not_remote', unlock.text);
+  });
+
   test('a board that goes away reads offline; its writes wait (key sent) and reach it when it is back, with the events it kept', async () => {
     const s = await site();
     const simulated = await board();

@@ -2,6 +2,7 @@
 // address, its doors mapped to locks, and what the service knows of it (presence, clock, listener, the last
 // reconciliation). Mapping doors changes what keys open there, so it rebuilds the account's lists and queues
 // the boards' writes in the same transaction.
+import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Transaction } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
@@ -91,7 +92,7 @@ export class ControllersService {
         clock.now(),
       );
       await replaceDoors(tx, gatewayId, doorLocks.map((d) => ({ door: d.door, lockId: d.lock_id })));
-      if (doorLocks.length > 0) await this.deps.rulesChanged(tx, accountId);
+      if (doorLocks.length > 0) await this.doorsMoved(tx, accountId);
       return gatewayId;
     });
     const row = (await findController(db, id)) as ControllerRow;
@@ -119,10 +120,19 @@ export class ControllersService {
       await updateController(tx, id, { name: body.name, host: body.address, port: body.port, transport: body.transport });
       if (body.door_locks) {
         await replaceDoors(tx, id, body.door_locks.map((d) => ({ door: d.door, lockId: d.lock_id })));
-        await this.deps.rulesChanged(tx, row.account_id);
+        await this.doorsMoved(tx, row.account_id);
       }
     });
     return this.get(id);
+  }
+
+  /**
+   * Locks were put on or taken off the board's doors (their gateway changed): the gateways' rules, and every
+   * instance's cached locks, which show whether a lock is remote and online (as the operator API's lock changes do).
+   */
+  private async doorsMoved(tx: Transaction, accountId: number): Promise<void> {
+    await this.deps.rulesChanged(tx, accountId);
+    await tx.notify(CATALOG_CHANNEL);
   }
 
   /** Refused while locks are on its doors (take them off first) or the access log names it, as a gateway. */
