@@ -83,6 +83,9 @@ function installJsonParser(app: FastifyInstance): void {
     } catch {
       return done(errors.invalidRequest('The request body is not valid UTF-8.'), undefined);
     }
+    // No body at all, sent as JSON (many clients label every POST so): as if none was sent. A route without a body
+    // then runs; one that needs a body answers its 422 rather than Fastify's "Body cannot be empty".
+    if (body.length === 0) return done(null, undefined);
     if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
       return done(errors.invalidRequest(`The request body is nested deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     }

@@ -74,6 +74,17 @@ describe('text', () => {
     assert.equal(paired.body.name, 'Ada 😀');
   });
 
+  test('an empty body labelled JSON is no body: a route without one runs, one that needs one answers 422', async () => {
+    const send = (method: 'POST' | 'DELETE', url: string) =>
+      ctx.service.latchkey.app.inject({ method, url, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '' });
+    const deleted = await send('DELETE', '/v1/people/01a22489-45b8-70ee-b76e-b99152af47a1');
+    assert.equal(deleted.statusCode, 404, deleted.body);
+    assert.equal((JSON.parse(deleted.body) as ErrorBody).error.code, 'not_found');
+    const created = await send('POST', '/v1/people');
+    assert.equal(created.statusCode, 422, created.body);
+    assert.equal((JSON.parse(created.body) as ErrorBody).error.code, 'validation_failed');
+  });
+
   test('a body that is not UTF-8 answers 400 invalid_request rather than being stored as U+FFFD', async () => {
     const res = await ctx.service.latchkey.app.inject({
       method: 'POST',
