@@ -60,15 +60,13 @@ export function growTail(tail: TailPage, fromId: number, entries: readonly Appen
   const joining = entries.filter((e) => matchesFilter(filter, e));
   if (joining.length === 0) return 'unchanged';
   const limit = filter.limit - 1;
-  const taken = joining.slice(0, limit - tail.count);
-  const json = [tail.json, ...taken.map((e) => jsonbText(e.event))].filter((part) => part !== '').join(',');
-  const lastRowId = taken.length > 0 ? (taken[taken.length - 1] as AppendedEntry).id : tail.lastRowId;
   // More rows than the page holds: it fills, and only a read may say so. A next_cursor moves the poller past
   // every id up to it, and an entry another instance committed before these, its notification still on the way,
   // would be behind it for good; the read that replaces the page sees every entry committed before it.
-  if (joining.length > taken.length) return 'drop';
-  const count = tail.count + taken.length;
-  return { json: pageEnvelope(json, null), tail: { filter, json, count, lastRowId } };
+  if (tail.count + joining.length > limit) return 'drop';
+  const json = [tail.json, ...joining.map((e) => jsonbText(e.event))].filter((part) => part !== '').join(',');
+  const lastRowId = (joining[joining.length - 1] as AppendedEntry).id;
+  return { json: pageEnvelope(json, null), tail: { filter, json, count: tail.count + joining.length, lastRowId } };
 }
 
 const utf8Order = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
