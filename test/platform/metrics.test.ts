@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { databaseError } from '../../src/platform/db/errors.ts';
-import { advanceClock, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { createTestDatabase, withFaults, type TestDatabase } from '../helpers/database.ts';
 import { createGateway, gatewayClients, gatewayTopic } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -159,6 +159,8 @@ describe('HTTP requests', () => {
 
 test('a rate-limit refusal moves its bucket\'s counter', async () => {
   const ip = freshIp();
+  // The limits' windows are whole minutes of the service clock: 31 requests across a minute's end start afresh.
+  await alignToMinuteStart(ctx.service);
   const before = await scrape();
   // 30 failed authentications a minute per IP; the next request is refused by the lock-out.
   for (let i = 0; i < 30; i++) assert.equal((await ctx.service.request('GET', '/v1/locks', { ip, token: `lk_wrong${i}` })).status, 401);
