@@ -143,6 +143,29 @@ describe('online decisions', () => {
     assert.ok((await accessEvents(s.token)).every((event) => event.type === 'access.denied'));
   });
 
+  test('a returned card stays shut when a client changes its dates or groups: 422 not_editable; a rename keeps it returned', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:11223344' });
+    const gw = await door(s.gateway);
+    assert.equal((await gw.ask(s.front, 'uid:11223344')).granted, true);
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${card.id}/return`)).status, 200);
+    for (const body of [
+      { expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString() },
+      { starts_at: '2020-01-01T00:00:00Z' },
+      { security_groups: ['staff', 'lab'] },
+    ]) {
+      const res = await ctx.service.request<{ error: { code: string; details: Array<{ field: string; code: string }> } }>('PATCH', `/v1/keys/${card.id}`, { token: s.token, body });
+      assert.equal(res.status, 422, res.text);
+      assert.deepEqual(res.body.error.details.map((d) => [d.field, d.code]), [[Object.keys(body)[0], 'not_editable']]);
+      const answer = await gw.ask(s.front, 'uid:11223344');
+      assert.deepEqual([answer.granted, answer.reason], [false, 'no_access'], JSON.stringify(body));
+    }
+    const renamed = await ctx.service.request<{ state: string; name: string }>('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { name: 'Old card' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.deepEqual([renamed.body.state, renamed.body.name], ['returned', 'Old card']);
+    assert.equal((await gw.ask(s.front, 'uid:11223344')).granted, false);
+  });
+
   test('a revoked key is unknown at once, and its card number can be given to another key', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'wiegand34:300:1' });
@@ -218,6 +241,26 @@ describe('online decisions', () => {
     assert.deepEqual([denied.granted, denied.reason, denied.key_id], [false, 'no_access', card.id]);
     const change = await gw.next((l) => l.type === 'changes' && l.removed.includes(card.id), 'the key leaving the list', seen);
     assert.equal(change.entries.some((entry) => entry.key_id === card.id), false);
+  });
+
+  test("a new group at a lock's department takes its code's meaning there: the root's key no longer opens, online and on the list", async () => {
+    const s = await site();
+    const east = await createDepartment(ctx.service, s.root, 'East');
+    const eastDoor = await createLock(ctx.service, east, { name: 'East door', gateway_id: s.gateway.id, security_groups: ['staff'] }); // the root's staff
+    const card = await handOver(s.personId, { credential: 'uid:5badface' }); // the holder at the root: the root's staff
+    const gw = await door(s.gateway);
+    await gw.start();
+    assert.equal((await gw.ask(eastDoor, 'uid:5badface')).granted, true, "before: the door's staff is the root's");
+
+    const seen = gw.lists.length;
+    await createSecurityGroup(ctx.service, east, 'staff'); // East's own staff: the door's code names it now
+    const denied = await gw.ask(eastDoor, 'uid:5badface');
+    assert.deepEqual([denied.granted, denied.reason, denied.key_id], [false, 'no_access', card.id], 'online, at once');
+    // On the gateway's copy the key keeps the root's door only.
+    const locksOf = (list: ListMessage) => list.entries.find((entry) => entry.key_id === card.id)?.locks.map((l) => l.lock_id);
+    const change = await gw.next((l) => l.type === 'changes' && locksOf(l) !== undefined, 'the key changed on the list', seen);
+    assert.deepEqual(locksOf(change), [s.front]);
+    assert.equal((await gw.ask(s.front, 'uid:5badface')).granted, true, "the root's door still opens");
   });
 
   test('a request for a lock of another gateway is refused and not logged', async () => {

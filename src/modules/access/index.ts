@@ -8,5 +8,5 @@ export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';
 export { decideForKey, keyDoors, type HolderKey, type KeyDoor } from './doors.ts';
 export { readKeyGrants, type KeyGrant, type KeyProposal } from './grants.ts';
-export { WEEKDAYS, type Weekday } from './types.ts';
+export { GRANTING_KEY_STATES, WEEKDAYS, type Weekday } from './types.ts';
 export { startAccess, type Access } from './start.ts';

@@ -6,7 +6,7 @@ import type { Database, Queryable, Transaction } from '../../platform/db/index.t
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { everyAccount, ROWS_CHANGED, type PageCache } from '../../platform/page-cache.ts';
 import { clampLimit, decodeCursor } from '../../platform/pagination.ts';
-import type { AccessLists } from '../access/index.ts';
+import { GRANTING_KEY_STATES, type AccessLists } from '../access/index.ts';
 import { unknownSecurityGroups } from '../catalog/index.ts';
 import { queueLockingSystemTask, type LockingSystems } from '../locking-system/index.ts';
 import { accountOf, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
@@ -125,6 +125,12 @@ export class KeysService {
     const accessChanged =
       !sameSet(groups, row.security_groups) || !sameInstant(startsAt, row.starts_at) || !sameInstant(expiresAt, row.expires_at);
     if (!renamed && !accessChanged) return toKey(row);
+    // A change is written to the locking system and makes the key `sent`: a key that opens nothing (returned,
+    // planning, other) would open doors again. Only its name changes (the spec's transitions start at handed_over).
+    if (accessChanged && !(GRANTING_KEY_STATES as readonly string[]).includes(row.state)) {
+      const sent = (['security_groups', 'starts_at', 'expires_at'] as const).filter((field) => body[field] !== undefined);
+      throw errors.validation(sent.map((field) => ({ field, code: 'not_editable', message: `${field} of a key in state ${row.state} cannot be changed; only its name can.` })));
+    }
 
     const account = await accountOf(this.db, row.account_id, this.store.findAccount);
     // Written to the locking system first; a refusal changes nothing.

@@ -36,9 +36,15 @@ export class LocksService {
     if (body.windows) throwIfAny(checkWindows(body.windows));
     const location = await requireLocation(this.deps.db, body.location_id, 'location_id');
     if (body.windows) await this.checkFitsControllers(location.account_id, body.windows);
-    const group = await insertSecurityGroup(this.deps.db, body, this.deps.clock.now());
-    if (!group) throw errors.invalidField('code', `A security group with code ${body.code} already exists at this location.`);
-    return group;
+    // A code names the group nearest above a lock (and above a key's holder): a new group can take a code's meaning
+    // from a group higher up for every lock and key at and below its location, so what keys open may change.
+    return this.deps.db.transaction(async (tx) => {
+      const group = await insertSecurityGroup(tx, body, this.deps.clock.now());
+      if (!group) throw errors.invalidField('code', `A security group with code ${body.code} already exists at this location.`);
+      await tx.notify(CATALOG_CHANNEL);
+      await this.deps.access.refresh(tx, location.account_id, null);
+      return group;
+    });
   }
 
   /** On an account whose locking system is UHPPOTE controllers, windows a board cannot hold exactly are refused. */
