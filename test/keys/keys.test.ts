@@ -589,4 +589,23 @@ describe('keys', () => {
     ]);
     assert.ok(invitation?.cancelled_at);
   });
+
+  test('a link activated while its person is deleted leaves no key: 410 link_unusable', async () => {
+    const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
+    assert.equal((await issueKey(ctx.service, t)).status, 202);
+    const link = await latestLink(ctx.service, t.phone);
+    // The activation waits on the locking system's answer (1.5 s) after claiming the link; the deletion, not
+    // delayed, commits in that gap.
+    const slow = (delay_ms: number) => ctx.service.admin('PUT', '/admin/v1/sandbox/locking_system', { account_id: t.accountId, mode: 'accept', delay_ms });
+    assert.equal((await slow(1500)).status, 200);
+    const activation = activate(ctx.service, link);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await slow(0)).status, 200);
+    assert.equal((await ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token })).status, 204);
+    const answer = await activation;
+    assert.equal(answer.status, 410, answer.text);
+    assert.equal(answer.body.error.code, 'link_unusable');
+    const [live] = await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM keys WHERE person_id = $1 AND revoked_at IS NULL', [t.personId]);
+    assert.equal(live?.n, 0, 'no live key for the deleted person');
+  });
 });

@@ -6,7 +6,7 @@ import { errors } from '../../platform/errors.ts';
 import { hashToken } from '../../platform/secrets.ts';
 import { accountOf, emitKeyEvent, lockingSystemOf, type KeysDeps } from './common.ts';
 import { claimLink, findInvitation, findInvitationByToken, markActivated, spendLink, whatItOpens, type InvitationRow } from './invitation-store.ts';
-import { findKey, insertKey, type KeyRow } from './store.ts';
+import { findKey, holdLivePerson, insertKey, type KeyRow } from './store.ts';
 
 /** An activation claimed longer ago than this (its instance died) may be claimed again. */
 const ACTIVATION_CLAIM_MS = 120_000;
@@ -50,6 +50,8 @@ export class ActivationService {
       // A cancel that arrived while the locking system answered does not stop this scan: the key is made
       // and the invitation reads `cancelled` (spec: Invitation state).
       const invitation = (await findInvitation(tx, now, null, claimed.id)) as InvitationRow;
+      // The person deleted meanwhile (their keys revoked, their invitations cancelled): no key for nobody.
+      if (!(await holdLivePerson(tx, invitation.person_id))) throw errors.linkUnusable();
       const keyId = await insertKey(
         tx,
         {

@@ -137,6 +137,14 @@ export interface StoredCredential {
   box: string;
 }
 
+/**
+ * Whether the person is not deleted, their row held (FOR SHARE) until the transaction ends: a deletion (an UPDATE of
+ * the row, which revokes their keys) then waits for this transaction and revokes what it made, or came first.
+ */
+export async function holdLivePerson(tx: Queryable, personId: string): Promise<boolean> {
+  return (await tx.query('SELECT 1 FROM people WHERE id = $1 AND deleted_at IS NULL FOR SHARE', [personId])).length > 0;
+}
+
 /** A key that is handed over from the start; returns its id. */
 export async function insertKey(db: Queryable, key: NewKey, now: Date): Promise<number> {
   const [row] = await db.query<{ id: number }>(
