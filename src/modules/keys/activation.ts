@@ -50,7 +50,7 @@ export class ActivationService {
       // A cancel that arrived while the locking system answered does not stop this scan: the key is made
       // and the invitation reads `cancelled` (spec: Invitation state).
       const invitation = (await findInvitation(tx, now, null, claimed.id)) as InvitationRow;
-      // The person deleted meanwhile (their keys revoked, their invitations cancelled): no key for nobody.
+      // The person deleted meanwhile (their keys revoked, their invitations cancelled): no key for someone gone.
       if (!(await holdLivePerson(tx, invitation.person_id))) throw errors.linkUnusable();
       const keyId = await insertKey(
         tx,
