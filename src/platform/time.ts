@@ -10,13 +10,18 @@ export const ClientTimestamp = (description?: string) =>
     examples: ['2027-01-31T09:00:00Z'],
   });
 
+const MIN_INSTANT = new Date('0001-01-01T00:00:00Z').getTime();
+const MAX_INSTANT = new Date('9999-12-31T23:59:59.999Z').getTime();
+
 /** The instant a client timestamp names, or null when it is not a real date-time (e.g. month 13). */
 export function parseClientTimestamp(value: string): Date | null {
   const match = TIMESTAMP.exec(value);
   if (!match) return null;
   const [, y, mo, d, h, mi, s = '0', frac = '0', zone] = match;
+  // The fields are checked without the fraction, which is rounded to the millisecond after: 23:59:59.9996 is
+  // a real time, however it rounds.
   const ms = Math.round(Number(`0.${frac}`) * 1000);
-  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
+  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
   const check = new Date(utc);
   if (
     check.getUTCFullYear() !== Number(y) ||
@@ -32,7 +37,13 @@ export function parseClientTimestamp(value: string): Date | null {
   if (zone && zone.toUpperCase() !== 'Z') {
     const sign = zone.startsWith('-') ? -1 : 1;
     const digits = zone.slice(1).replace(':', '');
-    offsetMinutes = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2)));
+    const [hours, minutes] = [Number(digits.slice(0, 2)), Number(digits.slice(2))];
+    if (hours > 14 || minutes > 59) return null; // no zone is further from UTC than ±14:00
+    offsetMinutes = sign * (hours * 60 + minutes);
   }
-  return new Date(utc - offsetMinutes * 60_000);
+  const instant = utc + ms - offsetMinutes * 60_000;
+  // Years 1 to 9999 only, after the offset too: PostgreSQL cannot read a later one as written (+010000-…), and
+  // 9999-12-31T23:59:59-01:00 answered 500.
+  if (instant < MIN_INSTANT || instant > MAX_INSTANT) return null;
+  return new Date(instant);
 }

@@ -36,3 +36,16 @@ test('what is not ISO 8601 date-time is null', () => {
     assert.equal(parseClientTimestamp(value), null, JSON.stringify(value));
   }
 });
+
+test('an offset beyond ±14:00 or 59 minutes, and an instant past 9999 or before year 1 after its offset, are null', () => {
+  for (const value of ['2027-01-31T09:00:00+99:99', '2027-01-31T09:00:00-2359', '2027-01-31T09:00:00+15:00', '2027-01-31T09:00:00+01:60', '9999-12-31T23:59:59-01:00', '9999-12-31T23:59:59.9996Z']) {
+    assert.equal(parseClientTimestamp(value), null, value);
+  }
+  assert.equal(iso('9999-12-31T23:59:59.999Z'), '9999-12-31T23:59:59.999Z');
+  assert.equal(iso('2027-01-31T09:00:00-12:00'), '2027-01-31T21:00:00.000Z');
+  assert.equal(iso('2027-01-31T09:00:00+14:00'), '2027-01-30T19:00:00.000Z');
+});
+
+test('a real time whose fraction rounds into the next second is not refused', () => {
+  assert.equal(iso('2030-06-30T23:59:59.9995Z'), '2030-07-01T00:00:00.000Z');
+});
