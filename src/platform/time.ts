@@ -38,7 +38,7 @@ export function parseClientTimestamp(value: string): Date | null {
     const sign = zone.startsWith('-') ? -1 : 1;
     const digits = zone.slice(1).replace(':', '');
     const [hours, minutes] = [Number(digits.slice(0, 2)), Number(digits.slice(2))];
-    if (hours > 14 || minutes > 59) return null; // no zone is further from UTC than ±14:00
+    if (minutes > 59 || hours * 60 + minutes > 14 * 60) return null; // no zone is further from UTC than ±14:00
     offsetMinutes = sign * (hours * 60 + minutes);
   }
   const instant = utc + ms - offsetMinutes * 60_000;
