@@ -551,6 +551,25 @@ describe('keys', () => {
     assert.equal(renamed.body.name, 'Blue fob');
   });
 
+  test('the operator cannot hand over a key that has already expired or ends before it starts', async () => {
+    const t = await keysTenant(ctx.service);
+    const now = (await advanceClock(ctx.service, 0)).getTime();
+    const at = (ms: number) => new Date(now + ms).toISOString();
+    const before = await lastEventId();
+    for (const window of [
+      { expires_at: at(-60_000) },
+      { starts_at: at(86_400_000), expires_at: at(3_600_000) },
+      { starts_at: at(3_600_000), expires_at: at(3_600_000) },
+    ]) {
+      const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge', ...window });
+      assert.equal(res.status, 422, JSON.stringify(window));
+      assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]), [['expires_at', 'invalid']]);
+    }
+    assert.deepEqual(await eventTypes(t.accountId, before), []);
+    const ok = await ctx.service.admin<Key>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge', starts_at: at(3_600_000), expires_at: at(7_200_000) });
+    assert.equal(ok.status, 201);
+  });
+
   test('the operator returns a key: state returned and key.revoked', async () => {
     const t = await keysTenant(ctx.service);
     const card = await ctx.service.admin<Key>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge' });

@@ -45,6 +45,10 @@ export class HandOverService {
     await checkGroups(this.db, person.location_id, groups, details);
     const startsAt = body.starts_at === undefined ? this.now() : timestamp(body.starts_at, 'starts_at', details);
     const expiresAt = body.expires_at == null ? null : timestamp(body.expires_at, 'expires_at', details);
+    // The public POST /v1/keys's rule: a key handed over already expired, or ending before it starts, opens nothing.
+    if (expiresAt && expiresAt.getTime() <= Math.max(this.now().getTime(), startsAt?.getTime() ?? 0)) {
+      details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at must be in the future and after starts_at.' });
+    }
     let credential: StoredCredential | null = null;
     if (body.credential != null) {
       credential = await credentialToStore(this.deps, person.account_id, body.credential, null, details);
