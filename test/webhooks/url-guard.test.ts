@@ -210,3 +210,12 @@ describe('a local receiver refused', () => {
     assert.deepEqual(await vetWebhookUrl('http://localhost/hook', ['localhost']), { ok: false, reason: `url must use https.${allowHint('localhost')}` });
   });
 });
+
+describe('Webhook URLs with port 0', () => {
+  test('are refused, even for an allowed host or a public address; another port is accepted', async () => {
+    const refused = { ok: false, reason: 'url has port 0, which nothing listens on.' };
+    assert.deepEqual(await vetWebhookUrl('https://93.184.216.34:0/hook', []), refused);
+    assert.deepEqual(await vetWebhookUrl('https://localhost:0/hook', ['localhost']), refused);
+    assert.deepEqual(await vetWebhookUrl('https://localhost:8443/hook', ['localhost']), { ok: true });
+  });
+});

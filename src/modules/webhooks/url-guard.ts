@@ -102,6 +102,8 @@ export async function vetWebhookUrl(raw: string, allowHosts: readonly string[], 
     return { ok: false, reason: `url must use https.${local ? allowLocally(host) : ''}` };
   }
   if (url.username || url.password) return { ok: false, reason: 'url must not carry credentials.' };
+  // Port 0 parses but no connection can reach it: every delivery would fail.
+  if (url.port === '0') return { ok: false, reason: 'url has port 0, which nothing listens on.' };
   if (allowHosts.includes(host)) return { ok: true };
   const notPublic = { ok: false, reason: `url must point to a public host.${allowLocally(host)}` };
   if (ipaddr.isValid(host)) return isPublicAddress(host) ? { ok: true } : notPublic;
