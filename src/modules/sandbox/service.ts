@@ -3,8 +3,15 @@
 import { SANDBOX_CLOCK_CHANNEL } from '../../platform/channels.ts';
 import type { SandboxClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
+import { errors } from '../../platform/errors.ts';
 import type { JobRunner } from '../../platform/jobs.ts';
 import { addToClockOffset, readClockOffset } from './store.ts';
+
+/**
+ * How far the sandbox clock may go. Dates are four-digit years everywhere (the spec's timestamps, the
+ * database's date-times): this leaves room for what is computed ahead of the clock, such as expiries.
+ */
+export const SANDBOX_CLOCK_LIMIT = new Date('9000-01-01T00:00:00Z');
 
 export class SandboxService {
   constructor(
@@ -35,6 +42,9 @@ export class SandboxService {
     const delta = Math.round(seconds * 1000);
     const offset = await this.db.transaction(async (tx) => {
       const value = await addToClockOffset(tx, delta);
+      if (Date.now() + value > SANDBOX_CLOCK_LIMIT.getTime()) {
+        throw errors.invalidField('seconds', `The sandbox clock may not pass ${SANDBOX_CLOCK_LIMIT.toISOString()}; it reads ${this.clock.now().toISOString()}.`);
+      }
       await tx.notify(SANDBOX_CLOCK_CHANNEL, String(value));
       return value;
     });

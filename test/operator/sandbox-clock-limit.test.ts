@@ -1,0 +1,36 @@
+// The sandbox clock stops short of year 10000: past it no date-time the service writes is a valid one.
+// A file of its own, since it leaves its database's clock thousands of years ahead.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { advanceClock } from '../helpers/fixtures.ts';
+import { useTestService } from '../helpers/service.ts';
+import type { ErrorBody } from '../helpers/types.ts';
+
+const ctx = useTestService();
+const TEN_YEARS = 10 * 365 * 86_400;
+const LIMIT = Date.parse('9000-01-01T00:00:00Z');
+
+describe('sandbox clock limit', () => {
+  test('an advance past 9000-01-01 is 422 on seconds and leaves the clock where it was; up to it, the clock moves', async () => {
+    const start = await advanceClock(ctx.service, 0);
+    // Large steps to just short of the limit, on this file's own database.
+    const steps = Math.floor((LIMIT - start.getTime()) / 1000 / TEN_YEARS) - 1;
+    await Promise.all(Array.from({ length: steps }, () => ctx.service.admin('POST', '/admin/v1/sandbox/clock/advance', { seconds: TEN_YEARS })));
+    let near = await advanceClock(ctx.service, 0);
+    while (LIMIT - near.getTime() > 86_400_000 + 1000) near = await advanceClock(ctx.service, Math.min(TEN_YEARS, (LIMIT - near.getTime()) / 1000 - 86_400));
+    assert.ok(near.getTime() < LIMIT && LIMIT - near.getTime() <= 86_400_000 + 1000, near.toISOString());
+
+    const refused = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/sandbox/clock/advance', { seconds: 2 * 86_400 });
+    const again = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/sandbox/clock/advance', { seconds: TEN_YEARS });
+    for (const res of [refused, again]) {
+      assert.equal(res.status, 422);
+      assert.equal(res.body.error.code, 'validation_failed');
+      assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]), [['seconds', 'invalid']]);
+    }
+    const after = await advanceClock(ctx.service, 0);
+    assert.ok(after.getTime() - near.getTime() < 60_000, `the refused advances moved nothing: ${after.toISOString()}`);
+    // Up to a minute short of the limit still goes through.
+    const later = await advanceClock(ctx.service, (LIMIT - after.getTime()) / 1000 - 60);
+    assert.ok(later.getTime() < LIMIT && LIMIT - later.getTime() < 70_000, later.toISOString());
+  });
+});
