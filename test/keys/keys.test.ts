@@ -626,5 +626,20 @@ describe('keys', () => {
     assert.equal(answer.body.error.code, 'link_unusable');
     const [live] = await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM keys WHERE person_id = $1 AND revoked_at IS NULL', [t.personId]);
     assert.equal(live?.n, 0, 'no live key for the deleted person');
+    // The locking system was told of the key before the deletion won: it is told to remove it.
+    const writes = await ctx.database.db.query<{ operation: string; entity_id: string }>(
+      `SELECT operation, entity_id FROM sandbox_locking_system_writes WHERE account_id = $1 AND entity_id LIKE 'invitation:%' ORDER BY id`,
+      [t.accountId],
+    );
+    assert.deepEqual(writes.map((w) => w.operation), ['key.create']);
+    await advanceClock(ctx.service, 60);
+    const after = await ctx.database.db.query<{ operation: string; entity_id: string }>(
+      `SELECT operation, entity_id FROM sandbox_locking_system_writes WHERE account_id = $1 AND entity_id LIKE 'invitation:%' ORDER BY id`,
+      [t.accountId],
+    );
+    assert.deepEqual(after.map((w) => [w.operation, w.entity_id]), [
+      ['key.create', writes[0]?.entity_id],
+      ['key.delete', writes[0]?.entity_id],
+    ]);
   });
 });

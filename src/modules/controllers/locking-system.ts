@@ -64,6 +64,7 @@ export class UhppoteLockingSystem implements LockingSystem {
 
   /** A queued write: the boards are brought in line with the key as saved; a board still away throws (retried). */
   async finish(_operation: LockingSystemOperation, entityId: string): Promise<void> {
+    if (entityId.startsWith('invitation:')) return; // a phone key's: nothing of it is on a board (see write)
     const keyIds = entityId === EVERY_KEY ? null : [Number(entityId)];
     const outcome = await this.deps.sync.syncKeys(this.accountId, keyIds);
     if (outcome.unreachable.length > 0) throw new Error(`controllers ${outcome.unreachable.join(', ')} did not answer`);

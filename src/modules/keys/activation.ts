@@ -4,6 +4,7 @@ import { newPhoneCredential } from '../access/index.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { hashToken } from '../../platform/secrets.ts';
+import { queueLockingSystemTask } from '../locking-system/index.ts';
 import { accountOf, emitKeyEvent, lockingSystemOf, type KeysDeps } from './common.ts';
 import { claimLink, findInvitation, findInvitationByToken, markActivated, spendLink, whatItOpens, type InvitationRow } from './invitation-store.ts';
 import { findKey, holdLivePerson, insertKey, type KeyRow } from './store.ts';
@@ -46,12 +47,18 @@ export class ActivationService {
       throw error;
     }
     const phoneCredential = newPhoneCredential();
-    return this.db.transaction(async (tx) => {
+    const activated = await this.db.transaction(async (tx) => {
       // A cancel that arrived while the locking system answered does not stop this scan: the key is made
       // and the invitation reads `cancelled` (spec: Invitation state).
       const invitation = (await findInvitation(tx, now, null, claimed.id)) as InvitationRow;
-      // The person deleted meanwhile (their keys revoked, their invitations cancelled): no key for someone gone.
-      if (!(await holdLivePerson(tx, invitation.person_id))) throw errors.linkUnusable();
+      // The person deleted meanwhile (their keys revoked, their invitations cancelled): no key for someone gone,
+      // and the locking system, already told of it, is told to remove it (a task, retried until it takes).
+      if (!(await holdLivePerson(tx, invitation.person_id))) {
+        if (account.locking_system) {
+          await queueLockingSystemTask(tx, { accountId: account.id, operation: 'key.delete', entityId: `invitation:${claimed.id}` }, now);
+        }
+        return null;
+      }
       const keyId = await insertKey(
         tx,
         {
@@ -74,5 +81,7 @@ export class ActivationService {
       await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, keyId)) as KeyRow, now);
       return { key_id: keyId, invitation_id: invitation.id };
     });
+    if (!activated) throw errors.linkUnusable();
+    return activated;
   }
 }
