@@ -82,7 +82,7 @@ async function site() {
 /** The oracle: the page of `lockId` after `afterId` as the spec describes it, from every stored Event of the door. */
 async function expectedPage(lockId: number, seen: boolean, afterId: number, limit: number, types: readonly string[]): Promise<Page<AccessEvent>> {
   if (!seen) return { data: [], next_cursor: null };
-  const rows = (await ctx.database.db.query<{ data: AccessEvent }>('SELECT data FROM access_events WHERE lock_id = $1 AND id > $2 ORDER BY id', [lockId, afterId]))
+  const rows = (await ctx.database.db.query<{ data: AccessEvent }>('SELECT coalesce(body::jsonb, data) AS data FROM access_events WHERE lock_id = $1 AND id > $2 ORDER BY id', [lockId, afterId]))
     .map((r) => r.data)
     .filter((e) => types.includes(e.type));
   const data = rows.slice(0, limit);

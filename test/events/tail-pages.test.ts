@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { AccessLogReader } from '../../src/modules/events/reader.ts';
 import type { EventQuery } from '../../src/modules/events/schemas.ts';
-import { jsonbText } from '../../src/modules/events/tail-pages.ts';
 import { AccessLogWriter, type AccessEvent, type AccessLogLock } from '../../src/modules/events/index.ts';
 import type { Caller } from '../../src/platform/auth.ts';
 import { systemClock } from '../../src/platform/clock.ts';
@@ -186,14 +185,44 @@ describe('pages at the end of the access log', () => {
     const entry = { gatewayId: null, gatewayEventId: null, type: 'access.denied', occurredAt: new Date(), result: 'denied' as const, reason: 'no_access', source: 'api', apiKey: null, person: null, key: null };
     const [other] = await elsewhere.recordBatch(ctx.database.db, [{ lock: await s.lockRow(s.annex), entry }]);
     assert.ok(other);
-    await waitFor(async () => (await bothWays(s.department, {})).sent.includes(`"id": ${other.id},`), 'the other instance’s entry on the department’s page', 1_000);
+    const ids = async () => (JSON.parse((await bothWays(s.department, {})).sent) as Page<AccessEvent>).data.map((e) => e.id);
+    await waitFor(async () => (await ids()).includes(other.id), 'the other instance’s entry on the department’s page', 1_000);
     for (const [who, query] of queries) await matches(who, query);
     // Then this instance appends again (its page grows), and an entry is deleted (every page of the account goes).
     await s.send({ lock_id: s.annex, type: 'door.closed' });
     for (const [who, query] of queries) await matches(who, query);
     await ctx.database.db.query('DELETE FROM access_events WHERE id = $1', [other.id]);
-    await waitFor(async () => !(await bothWays(s.department, {})).sent.includes(`"id": ${other.id},`), 'the deleted entry gone', 1_000);
+    await waitFor(async () => !(await ids()).includes(other.id), 'the deleted entry gone', 1_000);
     for (const [who, query] of queries) await matches(who, query);
+  });
+
+  test('entries stored before the log kept JSON text (jsonb data, migration 023) are read with the new ones, and pages grow from them', async () => {
+    const s = await site();
+    await s.send({ lock_id: s.annex, type: 'access.granted', key_id: s.cardId });
+    // That opening as a row written before migration 023: its Event in data (jsonb), no body.
+    const [opening] = await ctx.database.db.query<{ id: number }>(
+      `UPDATE access_events SET data = body::jsonb, body = NULL WHERE lock_id = $1 RETURNING id::int AS id`,
+      [s.annex],
+    );
+    assert.ok(opening);
+    const queries: Array<[Reader, EventQuery]> = [
+      [s.root, {}],
+      [s.department, { lock_id: s.annex }],
+    ];
+    // No page of this account was read before: the old row comes as jsonb's text, byte for byte what a read gives.
+    const pages = [];
+    for (const [who, query] of queries) pages.push(await matches(who, query));
+    assert.deepEqual(pages.map((p) => p.data.map((e) => e.id)), [[opening.id], [opening.id]]);
+    // A door.closed takes its person and key from the old opening; the pages grow with it.
+    await s.send({ lock_id: s.annex, type: 'door.closed' });
+    const before = pageReads;
+    const grown = await matches(s.department, { lock_id: s.annex });
+    assert.equal(pageReads, before, 'grown from memory');
+    assert.deepEqual(grown.data.map((e) => [e.type, e.person?.id ?? null, e.key?.id ?? null]), [
+      ['access.granted', s.personId, s.cardId],
+      ['door.closed', s.personId, s.cardId],
+    ]);
+    await matches(s.root, {});
   });
 
   test('a person id in upper case is the same poller: its page grows with that person\'s entries', async () => {
@@ -227,23 +256,5 @@ describe('pages at the end of the access log', () => {
     assert.equal(served.data[0]?.id, other?.id, "the other instance's entry opens the page");
     const fresh = new AccessLogReader(ctx.database.db, new PageCaches(false));
     assert.deepEqual(served, JSON.parse(String(await fresh.listJson(caller, twoAPage))), 'the page a read gives');
-  });
-});
-
-describe('jsonbText', () => {
-  test('writes a value as PostgreSQL writes it as jsonb text', async () => {
-    const values: unknown[] = [
-      { b: 1, a: 2, aa: [], z: {}, é: 'x', ab: null, id: 12, nested: { longer_key: true, k: false, kk: [1, 'two', { y: null, x: 0 }] } },
-      { text: 'quote " backslash \\ slash / tab \t newline \n cr \r bell \u0007 nul-free \u001f emoji 🚪 ü', ä: 1, zz: 2 },
-      [],
-      [{ Key: 1, key: 2, KEY: 3 }],
-      'plain',
-      -12.5,
-      null,
-    ];
-    for (const value of values) {
-      const [row] = await ctx.database.db.query<{ text: string }>('SELECT $1::jsonb::text AS text', [JSON.stringify(value)]);
-      assert.equal(jsonbText(value), row?.text);
-    }
   });
 });

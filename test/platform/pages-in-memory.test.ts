@@ -90,15 +90,15 @@ describe('GET /v1/events from memory', () => {
     await writeElsewhere(s.front);
     assert.deepEqual(await eventIds(s.token, '?limit=2'), [first.id, a.id], 'a full page, without the uncommitted event');
     // A change no notification tells of (entries are never updated): it shows only when the page is read again.
-    await ctx.database.db.query(`UPDATE access_events SET data = jsonb_set(data, '{reason}', '"probe"') WHERE id = $1`, [first.id]);
+    await ctx.database.db.query(`UPDATE access_events SET body = (body::jsonb || '{"reason": "probe"}')::text WHERE id = $1`, [first.id]);
     await writeElsewhere(s.front); // after the page's last id
     await new Promise((resolve) => setTimeout(resolve, 300)); // its notification has arrived
     const kept = await ctx.service.request<Page<AccessEvent>>('GET', '/v1/events?limit=2', { token: s.token });
     assert.equal(kept.body.data[0]?.reason, null, 'the full page was kept in memory through the append after it');
     // The late writer commits its row, with the id it drew (through the same trigger as every insert).
     await ctx.database.db.query(
-      `INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, data)
-       SELECT $1, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, jsonb_set(data, '{id}', to_jsonb($1::bigint))
+      `INSERT INTO access_events (id, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, body)
+       SELECT $1, account_id, location_id, lock_id, gateway_id, gateway_event_id, type, occurred_at, person_id, key_id, (body::jsonb || jsonb_build_object('id', $1::bigint))::text
          FROM access_events WHERE id = $2`,
       [lateId, a.id],
     );

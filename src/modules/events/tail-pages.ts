@@ -2,12 +2,11 @@
 // poller re-reads until it fills, as the spec tells clients to poll; when every door event dropped it, nearly
 // every poll on a busy site read the database (bench/RESULTS.md, a live site). Entries this instance
 // appends are added to such pages instead, by the rules GET /events reads with (store.ts PAGE_ROWS) and
-// written as PostgreSQL writes the stored Event (jsonb's text), so the page is the one a read would give.
+// with the text stored for each Event (store.ts eventBody), so the page is the one a read would give.
 // Entries other instances append still drop the pages they may join: their notification says only where
 // they start (migration 019).
 import type { ProducedPage } from '../../platform/page-cache.ts';
 import { pageEnvelope } from '../../platform/page-json.ts';
-import type { AccessEvent } from './schemas.ts';
 import type { EventFilter } from './store.ts';
 
 /** An entry this instance appended and committed, with the columns GET /events filters on. */
@@ -21,7 +20,8 @@ export interface AppendedEntry {
   type: string;
   /** occurred_at, in milliseconds (the stored timestamp has no finer part: it was written from a Date). */
   occurredAt: number;
-  event: AccessEvent;
+  /** The Event's JSON as stored (store.ts eventBody). */
+  json: string;
 }
 
 /** What a kept end-of-listing page holds to be grown: its filter (null: it matches nothing) and its rows as sent. */
@@ -64,25 +64,7 @@ export function growTail(tail: TailPage, fromId: number, entries: readonly Appen
   // every id up to it, and an entry another instance committed before these, its notification still on the way,
   // would be behind it for good; the read that replaces the page sees every entry committed before it.
   if (tail.count + joining.length > limit) return 'drop';
-  const json = [tail.json, ...joining.map((e) => jsonbText(e.event))].filter((part) => part !== '').join(',');
+  const json = [tail.json, ...joining.map((e) => e.json)].filter((part) => part !== '').join(',');
   const lastRowId = (joining[joining.length - 1] as AppendedEntry).id;
   return { json: pageEnvelope(json, null), tail: { filter, json, count: tail.count + joining.length, lastRowId } };
-}
-
-const utf8Order = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
-
-/**
- * A JSON value as PostgreSQL writes jsonb as text: object keys shorter first, then by their bytes; ", " and
- * ": " between items; strings escaped as JSON.stringify escapes them (both escape ", \ and the control
- * characters, with the same short forms; the service stores no lone surrogate). Undefined members are left
- * out, as JSON.stringify, which wrote the stored value, left them out.
- */
-export function jsonbText(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(jsonbText).join(', ')}]`;
-  if (value !== null && typeof value === 'object') {
-    const members = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    members.sort(([a], [b]) => Buffer.byteLength(a) - Buffer.byteLength(b) || utf8Order(a, b));
-    return `{${members.map(([k, v]) => `${JSON.stringify(k)}: ${jsonbText(v)}`).join(', ')}}`;
-  }
-  return JSON.stringify(value);
 }

@@ -7,7 +7,7 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import type { GatewayEvent } from './gateway-event.ts';
 import type { AccessEntry, AccessEvent, AccessLogLock, WriteGuard } from './schemas.ts';
-import { insertEntries, readBatchContext, type EntryToInsert } from './store.ts';
+import { eventBody, insertEntries, readBatchContext, type EntryToInsert } from './store.ts';
 import type { AppendedEntry } from './tail-pages.ts';
 
 type Holder = Pick<AccessEvent, 'person' | 'key'>;
@@ -131,10 +131,8 @@ export class AccessLogWriter {
     guard?: WriteGuard,
   ): Promise<Array<AccessEvent | null>> {
     if (entries.length === 0) return [];
-    const rows = entries.map(({ lock, entry }): EntryToInsert => ({
-      lock,
-      entry,
-      event: {
+    const rows = entries.map(({ lock, entry }): EntryToInsert => {
+      const { id, ...rest } = {
         id: 0, // the row's id, drawn by the statement
         type: entry.type,
         occurred_at: entry.occurredAt.toISOString(),
@@ -146,8 +144,9 @@ export class AccessLogWriter {
         location: { id: lock.location_id, name: lock.location_name },
         person: entry.person,
         key: entry.key,
-      },
-    }));
+      } satisfies AccessEvent;
+      return { lock, entry, event: { id, ...rest }, rest: JSON.stringify(rest) };
+    });
     // Written on the database itself, the statement is committed when it returns: this instance's next read
     // must see it without waiting for the notification (in a caller's transaction, the notification is what tells).
     const appended = tx === this.db ? this.appends.appending(rows.map((r) => r.lock.account_id)) : undefined;
@@ -166,7 +165,7 @@ export class AccessLogWriter {
     }
     appended?.(
       inserted.map(({ id, n }): AppendedEntry => {
-        const { lock, entry, event } = rows[Number(n) - 1] as EntryToInsert;
+        const { lock, entry, rest } = rows[Number(n) - 1] as EntryToInsert;
         return {
           id: Number(id),
           accountId: lock.account_id,
@@ -175,7 +174,7 @@ export class AccessLogWriter {
           personId: entry.person?.id ?? null,
           type: entry.type,
           occurredAt: entry.occurredAt.getTime(),
-          event,
+          json: eventBody(Number(id), rest),
         };
       }),
     );
