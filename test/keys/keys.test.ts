@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { advanceClock, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { activate, issueKey, keysTenant, latestLink, linkPath, outboxFor, type KeysTenant } from '../helpers/keys.ts';
+import { overriding } from '../helpers/database.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
 import type { ErrorBody, Page } from '../helpers/types.ts';
 
@@ -607,6 +608,62 @@ describe('keys', () => {
       pending.body.invitation_id,
     ]);
     assert.ok(invitation?.cancelled_at);
+  });
+
+  test('a key revoked while its change is written to the locking system: 404, the revocation stands, its removal queued again', async () => {
+    const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
+    const id = await activatedKey(ctx.service, t);
+    const slow = (delay_ms: number) => ctx.service.admin('PUT', '/admin/v1/sandbox/locking_system', { account_id: t.accountId, mode: 'accept', delay_ms });
+    assert.equal((await slow(1500)).status, 200);
+    const change = ctx.service.request<ErrorBody>('PATCH', `/v1/keys/${id}`, { token: t.token, body: { security_groups: ['night'] } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await slow(0)).status, 200);
+    assert.equal((await ctx.service.request('DELETE', `/v1/keys/${id}`, { token: t.token })).status, 204);
+    const answer = await change;
+    assert.equal(answer.status, 404, answer.text);
+    assert.equal(answer.body.error.code, 'not_found');
+    const [row] = await ctx.database.db.query<{ state: string; revoked: boolean; groups: string[] }>(
+      'SELECT state, revoked_at IS NOT NULL AS revoked, security_groups AS groups FROM keys WHERE id = $1',
+      [id],
+    );
+    assert.deepEqual(row, { state: 'returned', revoked: true, groups: ['staff'] });
+    const deletes = await ctx.database.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM locking_system_tasks WHERE account_id = $1 AND operation = 'key.delete' AND entity_id = $2`,
+      [t.accountId, String(id)],
+    );
+    assert.equal(deletes[0]?.n, 2, "the revocation's removal, and another after the change written meanwhile");
+  });
+
+  test("a card's credential changed while the operator takes the key back: it stays returned (opens nothing)", async () => {
+    const t = await keysTenant(ctx.service);
+    const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge', credential: 'wiegand26:12:34001' });
+    assert.equal(card.status, 201);
+    // A service on the same database whose next transaction starts just after the key was taken back.
+    let beforeNext: (() => Promise<unknown>) | null = null;
+    const racing = await startService(
+      overriding(ctx.database.db, {
+        transaction: async (fn) => {
+          const hook = beforeNext;
+          beforeNext = null;
+          await hook?.();
+          return ctx.database.db.transaction(fn);
+        },
+      }),
+    );
+    try {
+      beforeNext = () => ctx.service.admin('POST', `/admin/v1/keys/${card.body.id}/return`);
+      const changed = await racing.admin<{ state: string; credential: string }>('PATCH', `/admin/v1/keys/${card.body.id}`, { credential: 'wiegand26:12:34002' });
+      assert.equal(changed.status, 200, changed.text);
+      assert.equal(changed.body.state, 'returned');
+      assert.equal((await ctx.service.request<Key>('GET', `/v1/keys/${card.body.id}`, { token: t.token })).body.state, 'returned');
+      // Another card taken back while it is revoked: 404, as once revoked.
+      const other = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge 2' });
+      beforeNext = () => ctx.service.request('DELETE', `/v1/keys/${other.body.id}`, { token: t.token });
+      const gone = await racing.admin<ErrorBody>('POST', `/admin/v1/keys/${other.body.id}/return`);
+      assert.equal(gone.status, 404, gone.text);
+    } finally {
+      await racing.close();
+    }
   });
 
   test('a link activated while its person is deleted leaves no key: 410 link_unusable', async () => {

@@ -73,6 +73,11 @@ function fakeStore(keys: KeyRow[]) {
       const row = live(scope).find((k) => k.id === id);
       return row ? { ...row } : null;
     },
+    async lockLiveKey(db, id) {
+      log.push(`${where(db)} lockLiveKey ${id}`);
+      const row = live(null).find((k) => k.id === id);
+      return row ? { ...row } : null;
+    },
     async keysPageJson(db) {
       log.push(`${where(db)} keysPageJson`);
       return '{"data":[],"next_cursor":null}';
@@ -149,7 +154,7 @@ function fixture(keys: KeyRow[] = [keyRow()], options: { revocationEnabled?: boo
     store,
   );
   /** The calls that changed something: writes of the store and of the access lists. */
-  const writes = () => log.filter((line) => !/ (find\w*|list\w*|keysOfPerson|liveKeysOfPerson|unknownSecurityGroups)( |$)/.test(line));
+  const writes = () => log.filter((line) => !/ (find\w*|lockLiveKey|list\w*|keysOfPerson|liveKeysOfPerson|unknownSecurityGroups)( |$)/.test(line));
   return { service, store, db, lockingSystems, rows, log, writes, events };
 }
 
@@ -220,6 +225,32 @@ describe('KeysService: a change of a key', () => {
     assert.equal(key.state, 'sent');
     assert.deepEqual(writes(), ['tx1 updateKey 5 sent', `tx1 refresh ${EXTERNAL} [5] awaiting []`]);
     assert.deepEqual(events, []);
+  });
+
+  test('a key revoked while the locking system answered: 404, nothing written to it, and its removal queued again', async () => {
+    const { service, rows, lockingSystems, writes, events } = fixture();
+    const revoke = () => void Object.assign(rows.get(5)!, { revoked: true, state: 'returned' });
+    lockingSystems.answer = () => (revoke(), 'applied');
+    const error = await refusal(service.updateKey(caller(), 5, { security_groups: ['night'] }));
+    assert.equal(error.status, 404);
+    assert.deepEqual(writes(), ['tx1 queueLockingSystemTask key.delete 5']);
+    assert.deepEqual(events, []);
+  });
+
+  test('a key returned while the locking system answered: an access change is 422 not_editable and the locking system is put back; a rename keeps returned', async () => {
+    const { service, rows, lockingSystems, writes, events } = fixture();
+    const returnIt = () => void Object.assign(rows.get(5)!, { state: 'returned' });
+    lockingSystems.answer = () => (returnIt(), 'applied');
+    const error = await refusal(service.updateKey(caller(), 5, { name: 'Back', starts_at: '2026-12-01T00:00:00Z' }));
+    assert.deepEqual(error.details?.map((d) => `${d.field} ${d.code}`), ['starts_at not_editable']);
+    assert.deepEqual(writes(), ['tx1 queueLockingSystemTask key.update 5']);
+    assert.deepEqual(events, []);
+    assert.equal(rows.get(5)!.state, 'returned');
+
+    const renamed = fixture();
+    renamed.lockingSystems.answer = () => (Object.assign(renamed.rows.get(5)!, { state: 'returned' }), 'applied');
+    assert.equal((await renamed.service.updateKey(caller(), 5, { name: 'Back' })).state, 'returned');
+    assert.deepEqual(renamed.writes(), ['tx1 updateKey 5 returned']);
   });
 
   test("without an external locking system, a key presenting a credential waits (sent) for the gateways; one without is handed over at once", async () => {

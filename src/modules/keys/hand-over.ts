@@ -7,7 +7,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { livePerson } from '../people/index.ts';
 import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import type { OperatorKey, OperatorKeyCreate, OperatorKeyUpdate } from './schemas.ts';
-import { findKey, insertKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
+import { findKey, insertKey, lockLiveKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
 
 /** The unique index on credentials refused a write: another key took the credential meanwhile. */
 function credentialTaken(error: unknown): boolean {
@@ -106,11 +106,15 @@ export class HandOverService {
     const unchanged = credential === null ? row.credential_box === null : row.credential_box !== null && credentialOf(this.deps, row) === this.deps.access.open(credential.box);
     if (unchanged) return this.toOperatorKey(row);
     const account = await accountOf(this.db, row.account_id);
-    const waits = row.state === 'handed_over' && account.locking_system === null;
     const now = this.now();
+    let changed: OperatorKey | null;
     try {
-      return await this.db.transaction(async (tx) => {
-        await setKeyCredential(tx, id, credential, waits ? 'sent' : row.state, now);
+      changed = await this.db.transaction(async (tx) => {
+        // The key as it is now (revoked or returned since it was read): its state is kept, not the one read.
+        const current = await lockLiveKey(tx, id);
+        if (!current) return null;
+        const waits = current.state === 'handed_over' && account.locking_system === null;
+        await setKeyCredential(tx, id, credential, waits ? 'sent' : current.state, now);
         await this.deps.access.refresh(tx, row.account_id, [id], waits ? [id] : []);
         return this.toOperatorKey((await findKey(tx, null, id)) as KeyRow);
       });
@@ -118,6 +122,8 @@ export class HandOverService {
       if (credentialTaken(error)) throw credentialTakenError();
       throw error;
     }
+    if (!changed) throw errors.notFound('key');
+    return changed;
   }
 
   /** The key stays listed, `returned`, with key.revoked; returning it again changes nothing. */
@@ -126,13 +132,18 @@ export class HandOverService {
     if (!row) throw errors.notFound('key');
     if (row.state === 'returned') return this.toOperatorKey(row);
     const now = this.now();
-    return this.db.transaction(async (tx) => {
+    const returned = await this.db.transaction(async (tx) => {
+      // Revoked meanwhile: gone (404); returned meanwhile: as it is, one key.revoked only.
+      const current = await lockLiveKey(tx, id);
+      if (!current || current.state === 'returned') return current;
       await markKeyReturned(tx, id, now);
       await this.deps.access.refresh(tx, row.account_id, [id]);
-      const returned = (await findKey(tx, null, id)) as KeyRow;
-      await emitKeyEvent(tx, 'key.revoked', returned, now);
-      return this.toOperatorKey(returned);
+      const changed = (await findKey(tx, null, id)) as KeyRow;
+      await emitKeyEvent(tx, 'key.revoked', changed, now);
+      return changed;
     });
+    if (!returned) throw errors.notFound('key');
+    return this.toOperatorKey(returned);
   }
 
   private toOperatorKey(row: KeyRow): OperatorKey {

@@ -23,6 +23,7 @@ import { toKey, type AccountRow, type KeyRow } from './store.ts';
 export type KeysStore = Pick<
   typeof storeModule,
   | 'findKey'
+  | 'lockLiveKey'
   | 'keysPageJson'
   | 'keysOfPerson'
   | 'liveKeysOfPerson'
@@ -37,6 +38,12 @@ export type KeysStore = Pick<
   queueLockingSystemTask: typeof queueLockingSystemTask;
   emitKeyEvent: typeof emitKeyEvent;
 };
+
+/** 422 not_editable on each access field sent: a key that opens nothing (returned, planning, other) takes only a rename. */
+function notEditable(body: KeyUpdate, state: string) {
+  const sent = (['security_groups', 'starts_at', 'expires_at'] as const).filter((field) => body[field] !== undefined);
+  return errors.validation(sent.map((field) => ({ field, code: 'not_editable', message: `${field} of a key in state ${state} cannot be changed; only its name can.` })));
+}
 
 export const keysStore: KeysStore = { ...storeModule, unknownSecurityGroups, queueLockingSystemTask, emitKeyEvent };
 
@@ -127,10 +134,7 @@ export class KeysService {
     if (!renamed && !accessChanged) return toKey(row);
     // A change is written to the locking system and makes the key `sent`: a key that opens nothing (returned,
     // planning, other) would open doors again. Only its name changes (the spec's transitions start at handed_over).
-    if (accessChanged && !(GRANTING_KEY_STATES as readonly string[]).includes(row.state)) {
-      const sent = (['security_groups', 'starts_at', 'expires_at'] as const).filter((field) => body[field] !== undefined);
-      throw errors.validation(sent.map((field) => ({ field, code: 'not_editable', message: `${field} of a key in state ${row.state} cannot be changed; only its name can.` })));
-    }
+    if (accessChanged && !(GRANTING_KEY_STATES as readonly string[]).includes(row.state)) throw notEditable(body, row.state);
 
     const account = await accountOf(this.db, row.account_id, this.store.findAccount);
     // Written to the locking system first; a refusal changes nothing.
@@ -143,15 +147,29 @@ export class KeysService {
     // waits (`sent`) until every gateway holding it has applied the change (confirmed in refresh when none does).
     const waitsForGateways = accessChanged && account.locking_system === null && row.credential_box !== null;
     const now = this.now();
-    return this.db.transaction(async (tx) => {
+    const result = await this.db.transaction(async (tx): Promise<Key | 'gone' | { notGranting: string }> => {
+      // The key as it is now: revoked or returned while the locking system answered, it takes no change, and the
+      // locking system, told of this one, is brought back in line with it (a task, retried until it takes).
+      const current = await this.store.lockLiveKey(tx, id);
+      const stale = !current ? 'gone' : accessChanged && !(GRANTING_KEY_STATES as readonly string[]).includes(current.state) ? { notGranting: current.state } : null;
+      if (stale) {
+        if (accessChanged && account.locking_system) {
+          await this.store.queueLockingSystemTask(tx, { accountId: account.id, operation: stale === 'gone' ? 'key.delete' : 'key.update', entityId: String(id) }, now);
+        }
+        return stale;
+      }
+      const live = current as KeyRow;
       // A pure rename keeps the state; any other change is `sent` until the locking system confirms it.
-      const state = !accessChanged ? row.state : outcome === 'applied' && !waitsForGateways ? 'handed_over' : 'sent';
+      const state = !accessChanged ? live.state : outcome === 'applied' && !waitsForGateways ? 'handed_over' : 'sent';
       await this.store.updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
       if (accessChanged) await this.deps.access.refresh(tx, row.account_id, [id], waitsForGateways ? [id] : []);
       const updated = (await this.store.findKey(tx, null, id)) as KeyRow;
       if (accessChanged && state === 'handed_over') await this.store.emitKeyEvent(tx, 'key.activated', updated, now);
       return toKey(updated);
     });
+    if (result === 'gone') throw errors.notFound('key');
+    if ('notGranting' in result) throw notEditable(body, result.notGranting);
+    return result;
   }
 
   async revokeKey(caller: Caller, id: number): Promise<void> {

@@ -51,6 +51,15 @@ export async function findKey(db: Queryable, scopeLocationId: number | null, id:
   return rows[0] ?? null;
 }
 
+/**
+ * A live key, its row locked until the transaction ends: a change decided on a row read before (validated,
+ * written to the locking system) is made only to the key as it is now, never to one revoked or returned meanwhile.
+ */
+export async function lockLiveKey(tx: Queryable, id: number): Promise<KeyRow | null> {
+  const rows = await tx.query<KeyRow>(`${KEY_SELECT} WHERE k.id = $1 AND k.revoked_at IS NULL FOR UPDATE OF k`, [id]);
+  return rows[0] ?? null;
+}
+
 /** A page of GET /v1/keys read into rows: the reference keysPageJson is held to (test/platform/list-pages-json.test.ts). */
 export async function listKeys(
   db: Queryable,
