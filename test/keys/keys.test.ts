@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { advanceClock, createApiKey, createDepartment } from '../helpers/fixtures.ts';
+import { advanceClock, createApiKey, createDepartment, createSecurityGroup } from '../helpers/fixtures.ts';
 import { activate, issueKey, keysTenant, latestLink, linkPath, outboxFor, type KeysTenant } from '../helpers/keys.ts';
 import { overriding } from '../helpers/database.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
@@ -205,6 +205,29 @@ describe('POST /keys', () => {
     const hundred = Array.from({ length: 100 }, () => 'staff').map((code, i) => (i === 0 ? code : `x${i}`));
     const atBound = await issueKey(ctx.service, t, { security_groups: hundred });
     assert.equal((atBound.body as ErrorBody).error.details?.length, 99, '100 codes pass the schema; the 99 unknown ones are named');
+  });
+
+  test("POST and PATCH take the same groups: those at the key's person's location and above, nothing beside or below it", async () => {
+    const t = await keysTenant(ctx.service);
+    const annex = await createDepartment(ctx.service, t.locationId, 'Annex');
+    const lab = await createDepartment(ctx.service, t.locationId, 'Lab');
+    await createSecurityGroup(ctx.service, annex, 'annex-only');
+    await createSecurityGroup(ctx.service, lab, 'lab-only');
+    const dee = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Dee', email: 'dee@example.com', location_id: annex });
+    const asked = { person_id: dee.body.id, channel: 'email' };
+    // The root's key gives Dee her department's group and the root's; not the sibling department's.
+    const issued = await issueKey(ctx.service, t, { ...asked, security_groups: ['annex-only', 'staff'] });
+    assert.equal(issued.status, 202, JSON.stringify(issued.body));
+    const sibling = await issueKey(ctx.service, t, { ...asked, security_groups: ['lab-only'] });
+    assert.deepEqual((sibling.body as ErrorBody).error.details?.map((d) => [d.field, d.code]), [['security_groups[0]', 'unknown_security_group']]);
+    const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: dee.body.id, type: 'card', name: 'Badge' });
+    for (const [groups, status] of [
+      [['annex-only', 'staff'], 200],
+      [['lab-only'], 422],
+    ] as const) {
+      const changed = await ctx.service.request<ErrorBody>('PATCH', `/v1/keys/${card.body.id}`, { token: t.token, body: { security_groups: groups } });
+      assert.equal(changed.status, status, `PATCH ${groups.join(',')}`);
+    }
   });
 
   test('names each unknown security group by its index', async () => {

@@ -49,7 +49,7 @@ export class InvitationsService {
     const account = await accountOf(this.db, person.account_id);
     const channel = body.channel ?? 'sms';
     const details: ErrorDetail[] = [];
-    await checkGroups(this.db, caller.locationId, body.security_groups, details);
+    await checkGroups(this.db, person.location_id, body.security_groups, details);
     this.checkChannel(account, person, channel, details);
     const now = this.now();
     const startsAt = body.starts_at === undefined ? now : timestamp(body.starts_at, 'starts_at', details);
