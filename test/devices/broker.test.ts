@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { CONNECT_TIMEOUT_MS } from '../../src/modules/devices/broker.ts';
+import pino from 'pino';
+import { CONNECT_TIMEOUT_MS, EmbeddedBroker } from '../../src/modules/devices/broker.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { closedWithin, fixedHeader, createGateway, gatewayClients, gatewayTopic, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
@@ -151,10 +152,9 @@ describe('what a gateway may publish and subscribe to', () => {
     await waitFor(async () => (await storedEvents(gateway.id)) === 1, 'the door event');
   });
 
-  test('a gateway may subscribe only to its own commands and access topics; refusals leave the connection open', async () => {
+  test('a gateway may subscribe only to its own commands and access topics; a refused filter closes the connection, as a refused publish does', async () => {
     const { gateway } = await site();
     const other = await site();
-    const client = await connectGateway(gateway);
     for (const topic of [
       gatewayTopic(gateway, '#'),
       gatewayTopic(gateway, 'events'),
@@ -168,13 +168,42 @@ describe('what a gateway may publish and subscribe to', () => {
       'latchkey/v1/gateways/+/access/list',
       '#',
     ]) {
-      await assert.rejects(within(client.subscribeAsync(topic, { qos: 1 }), 2000, topic), /Subscribe error/, topic);
+      const client = await connectGateway(gateway);
+      const closed = closedWithin(client, 2000);
+      // Beside its own commands: one refused filter in a packet is enough.
+      client.subscribe([gatewayTopic(gateway, 'commands'), topic], { qos: 1 }, () => undefined);
+      assert.equal(await closed, true, `${topic}: disconnected`);
     }
+    const client = await connectGateway(gateway);
+    const closed = closedWithin(client, 500);
     const [granted] = await within(client.subscribeAsync(gatewayTopic(gateway, 'commands'), { qos: 1 }), 2000, 'its commands');
     assert.equal(granted?.qos, 1);
     const access = await within(client.subscribeAsync([gatewayTopic(gateway, 'access/list'), gatewayTopic(gateway, 'access/answer')], { qos: 1 }), 2000, 'its access topics');
     assert.deepEqual(access.map((g) => g.qos), [1, 1]);
-    assert.ok(client.connected);
+    assert.equal(await closed, false, 'still connected');
+  });
+
+  test('a SUBSCRIBE of 3,000 refused filters is one warn line (a count and a sample), and the connection is closed', async () => {
+    const { gateway } = await site();
+    const lines: Array<{ level: number; msg: string; filters?: number; sample?: string[] }> = [];
+    // A broker of its own on the test's store, whose log the test reads.
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const broker = new EmbeddedBroker(ctx.database.db, { connected: () => undefined, disconnected: () => undefined }, () => undefined, MAX_PACKET_BYTES, log);
+    const port = await broker.start(0, '127.0.0.1');
+    try {
+      const client = await connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url: `mqtt://127.0.0.1:${port}` } });
+      const closed = closedWithin(client, 2000);
+      const filters = Array.from({ length: 3000 }, (_, i) => `x/${i.toString(36)}/#`);
+      client.subscribe(filters, { qos: 0 }, () => undefined);
+      assert.equal(await closed, true, 'disconnected');
+      await waitFor(() => lines.some((line) => line.msg.startsWith('mqtt subscription refused')), 'the refusal logged');
+      const refusals = lines.filter((line) => line.msg.startsWith('mqtt subscription refused'));
+      assert.equal(refusals.length, 1, 'one line for the packet');
+      assert.equal(refusals[0]?.filters, 3000);
+      assert.deepEqual(refusals[0]?.sample, filters.slice(0, 3));
+    } finally {
+      await broker.close();
+    }
   });
 });
 

@@ -14,6 +14,7 @@ import { gatewayTopicPrefix } from './topics.ts';
 import { routeGatewayMessage, type DeviceLink, type GatewayMessageHandler } from './link.ts';
 import { limitPacketSize } from './packet-size.ts';
 import { gatewayByUsername } from './store.ts';
+import { SubscribeRefusals } from './subscribe-refusals.ts';
 
 const BAD_CREDENTIALS = 4;
 const NOT_AUTHORIZED = 5;
@@ -45,6 +46,7 @@ export class EmbeddedBroker {
   private readonly gatewayOf = new Map<Client, number>();
   /** The open authenticated connections of each gateway. */
   private readonly connectionsOf = new Map<number, Set<Client>>();
+  private readonly subscribeRefusals: SubscribeRefusals;
 
   constructor(
     private readonly db: Database,
@@ -52,7 +54,9 @@ export class EmbeddedBroker {
     private readonly onMessage: GatewayMessageHandler,
     private readonly maxPacketBytes: number,
     private readonly log: FastifyBaseLogger,
-  ) {}
+  ) {
+    this.subscribeRefusals = new SubscribeRefusals(log);
+  }
 
   async start(port: number, host: string): Promise<number> {
     const broker = await Aedes.createBroker({
@@ -76,12 +80,13 @@ export class EmbeddedBroker {
         if (handled) void handled.then(() => callback(null));
         else callback(null);
       },
-      // Refused: a SUBACK failure code (0x80) for that topic; the connection stays.
+      // A filter it may not have closes the connection, as a refused publish does (README "Security"): a
+      // SUBACK failure code per filter kept it open for the next packet of thousands. Logged once (subscribe-refusals.ts).
       authorizeSubscribe: (client, subscription, callback) => {
         const gatewayId = this.gatewayOf.get(client);
-        const allowed = gatewayId !== undefined && maySubscribe(gatewayId, subscription.topic);
-        if (!allowed) this.log.warn({ gatewayId, topic: subscription.topic }, 'mqtt subscription refused');
-        callback(null, allowed ? subscription : null);
+        if (gatewayId !== undefined && maySubscribe(gatewayId, subscription.topic)) return callback(null, subscription);
+        this.subscribeRefusals.note(client, gatewayId, subscription.topic);
+        callback(authError(NOT_AUTHORIZED, 'subscription not allowed'), null);
       },
     });
     this.broker = broker;
