@@ -40,7 +40,10 @@ export interface GatewayIo {
 const PACKET_MARGIN_BYTES = 1024;
 /** How often lists that gateways have not applied are pushed again (a push lost with the broker, a gateway back). */
 const PUSH_AGAIN_SECONDS = 5;
-/** How long a claimed sync of one version is not answered again (the other instances' copies of the message). */
+/**
+ * How long a claimed sync is not answered again: the other instances' copies of the message, and repeats. Claimed per
+ * answer (store.ts claimSync): a version's changes, or the whole list whatever version asked for it.
+ */
 const SYNC_CLAIM_MS = 2000;
 /** Account facts kept for online answers; dropped on every catalog change. */
 const FACTS_TTL_MS = 30_000;
@@ -151,7 +154,8 @@ export class GatewaySync {
 
   /**
    * `{version}`: the version the gateway holds (0: none); it gets what it lacks. With an external broker every
-   * instance receives it: the one that claims it answers, so the gateway is not sent the list once per instance.
+   * instance receives it: the one that claims it answers, so the gateway is not sent the list once per instance;
+   * and a gateway asking again with other versions within SYNC_CLAIM_MS is sent no second whole list.
    */
   sync(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
     const version = payload.version;

@@ -292,13 +292,22 @@ export async function laggingGateways(db: Queryable): Promise<number[]> {
 }
 
 /**
+ * What a sync of version $2 is answered with, from the gateway's row: `full` (no version, one the removals kept
+ * no longer reach, or one ahead of the service: the whole list, as gateway-sync.ts sends it), else the version
+ * (the changes since it). The claim is keyed on it, so asking with another version never buys another whole list.
+ */
+const SYNC_ANSWER = `CASE WHEN $2::bigint = 0 OR $2::bigint < access_pruned_version OR $2::bigint > access_list_version
+                         THEN 'full' ELSE $2::text END`;
+
+/**
  * Claims the answer to a gateway's `access/sync` for `version`: true for the first instance to ask, false for
- * the others that received the same message, until `staleBefore` (the gateway may ask again later).
+ * the others that received the same message, until `staleBefore` (the gateway may ask again later). Every
+ * version that would get the whole list is one claim: at most one whole list per gateway until `staleBefore`.
  */
 export async function claimSync(db: Queryable, gatewayId: number, version: number, now: Date, staleBefore: Date): Promise<boolean> {
   const rows = await db.query(
-    `UPDATE gateways SET access_sync_claim = $2, access_sync_claimed_at = $3
-      WHERE id = $1 AND (access_sync_claim IS DISTINCT FROM $2 OR access_sync_claimed_at < $4) RETURNING id`,
+    `UPDATE gateways SET access_sync_claim = ${SYNC_ANSWER}, access_sync_claimed_at = $3
+      WHERE id = $1 AND (access_sync_claim IS DISTINCT FROM ${SYNC_ANSWER} OR access_sync_claimed_at < $4) RETURNING id`,
     [gatewayId, String(version), now, staleBefore],
   );
   return rows.length > 0;
