@@ -14,8 +14,12 @@ after(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
 });
 
-/** An MQTT 5 broker that accepts everything (CONNACK with the session "present", SUBACK granting QoS 1) and keeps what it got. */
-async function recordingBroker(): Promise<{ url: string; received: Packet[]; sockets: Set<Socket> }> {
+/**
+ * An MQTT 5 broker that accepts everything (CONNACK with the session "present", SUBACK granting QoS 1) and keeps
+ * what it got; `refuse` names the filters it refuses (SUBACK 0x87) the first time they are asked for.
+ */
+async function recordingBroker(refuse: string[] = []): Promise<{ url: string; received: Packet[]; sockets: Set<Socket> }> {
+  const refusing = new Set(refuse);
   const received: Packet[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
@@ -27,7 +31,7 @@ async function recordingBroker(): Promise<{ url: string; received: Packet[]; soc
     parser.on('packet', (packet: Packet) => {
       received.push(packet);
       if (packet.cmd === 'connect') send({ cmd: 'connack', sessionPresent: true, reasonCode: 0 });
-      if (packet.cmd === 'subscribe') send({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map(() => 1) });
+      if (packet.cmd === 'subscribe') send({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map((s) => (refusing.delete(s.topic) ? 0x87 : 1)) });
       if (packet.cmd === 'unsubscribe') send({ cmd: 'unsuback', messageId: packet.messageId, granted: packet.unsubscriptions.map(() => 17) });
       if (packet.cmd === 'pingreq') send({ cmd: 'pingresp' });
     });
@@ -66,4 +70,61 @@ test('every gateway topic is subscribed again on every connection, even when the
   await waitFor(() => subscribed().length === 2 * filters.length, 'subscribed again after the reconnection');
   await waitFor(() => link.state() === 'ok', 'linked again');
   assert.equal(link.missingSubscriptions(), 0);
+});
+
+/** A logger whose lines the test reads. */
+function readLog(): { log: pino.Logger; lines: Array<{ level: number; msg: string; missing?: number; err?: { message: string } }> } {
+  const lines: Array<{ level: number; msg: string; missing?: number; err?: { message: string } }> = [];
+  return { log: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }), lines };
+}
+
+const subscribedIn = (received: Packet[]) => received.flatMap((packet) => (packet.cmd === 'subscribe' ? [packet.subscriptions.map((s) => s.topic)] : []));
+
+test('a broker that grants every subscription at start: nothing is said missing, and no empty SUBSCRIBE is tried later', async () => {
+  const broker = await recordingBroker();
+  const { log, lines } = readLog();
+  const config = loadConfig({ MQTT_URL: broker.url, MQTT_CLIENT_ID: 'latchkey-link-test-3' });
+  const link = new MqttLink(config, () => undefined, log, { resubscribeMs: 20 });
+  await link.start();
+  closers.push(() => link.close());
+  assert.equal(link.missingSubscriptions(), 0);
+  assert.equal(link.state(), 'ok');
+  // A reconnection (at least reconnectPeriod, 1 s, later: far past a retry's 20 ms) and its subscriptions.
+  for (const socket of broker.sockets) socket.destroy();
+  await waitFor(() => subscribedIn(broker.received).length === 2, 'subscribed again after the reconnection');
+  await waitFor(() => link.state() === 'ok', 'linked again');
+  assert.deepEqual(lines.filter((line) => line.level >= 40).map((line) => `${line.msg} ${line.err?.message ?? ''}`), [], 'no refusal said, no "Invalid topic"');
+  assert.ok(subscribedIn(broker.received).every((filters) => filters.length === 7), 'every SUBSCRIBE asks for the 7 filters');
+});
+
+test('a filter the broker refuses is said missing (that one), and asked for again, alone, until granted', async () => {
+  const sync = 'latchkey/v1/gateways/+/access/sync';
+  const broker = await recordingBroker([sync]);
+  const { log, lines } = readLog();
+  const config = loadConfig({ MQTT_URL: broker.url, MQTT_CLIENT_ID: 'latchkey-link-test-4' });
+  const link = new MqttLink(config, () => undefined, log, { resubscribeMs: 20 });
+  await link.start();
+  closers.push(() => link.close());
+  await waitFor(() => link.state() === 'ok', 'the refused filter granted when asked again');
+  assert.deepEqual(subscribedIn(broker.received).map((filters) => filters.length), [7, 1]);
+  assert.deepEqual(subscribedIn(broker.received)[1], [sync]);
+  assert.deepEqual(lines.filter((line) => line.level >= 40).map((line) => [line.msg, line.missing]), [
+    ["the MQTT broker refused some of the service's gateway subscriptions; asking again", 1],
+  ]);
+});
+
+const externalUrl = process.env.TEST_MQTT_URL;
+
+test('on Mosquitto (MQTT_URL): every subscription is there from the start, and nothing is said refused or failed', { skip: externalUrl ? false : 'needs TEST_MQTT_URL' }, async () => {
+  const { log, lines } = readLog();
+  const config = loadConfig({ MQTT_URL: externalUrl as string, MQTT_CLIENT_ID: `latchkey-link-test-${process.pid}`, MQTT_SESSION_EXPIRY_SECONDS: '0' });
+  const link = new MqttLink(config, () => undefined, log, { resubscribeMs: 20 });
+  await link.start();
+  closers.push(() => link.close());
+  assert.equal(link.missingSubscriptions(), 0);
+  assert.equal(link.state(), 'ok');
+  // Long past a retry (20 ms here), had one been scheduled: none was, so none ran.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(link.missingSubscriptions(), 0);
+  assert.deepEqual(lines.filter((line) => line.level >= 40).map((line) => `${line.msg} ${line.err?.message ?? ''}`), []);
 });

@@ -72,6 +72,8 @@ type SendPacket = (packet: Packet, callback?: (error?: Error) => void, ...rest: 
 export interface MqttLinkOptions {
   /** A gateway message other than presence came retained, and was dropped (the embedded broker refuses it). */
   retainedDropped?: (gatewayId: number, kind: GatewayTopic) => void;
+  /** How often refused subscriptions are asked for again (RESUBSCRIBE_MS; shorter in tests). */
+  resubscribeMs?: number;
 }
 
 /**
@@ -172,18 +174,25 @@ export class MqttLink implements DeviceLink {
     this.resubscribeTimer = null;
     const wanted = GATEWAY_TOPIC_FILTERS.filter((filter) => !this.granted.has(filter));
     try {
-      const grants = await client.subscribeAsync(wanted, { qos: 1, rap: true });
-      for (const grant of grants) if (grant.qos < 0x80) this.granted.add(grant.topic);
+      // mqtt.js refuses an empty list ("Invalid topic empty_topic_list"), and there is nothing to ask for.
+      if (wanted.length > 0) {
+        const grants = await client.subscribeAsync(wanted, { qos: 1, rap: true });
+        for (const grant of grants) if (grant.qos < 0x80) this.granted.add(grant.topic);
+      }
       await client.unsubscribeAsync(SHARED_FILTERS).catch(() => undefined);
     } catch (error) {
-      this.log.warn({ err: error }, 'mqtt subscription failed');
+      // A SUBACK refusing some filters rejects the whole call; the others were granted all the same.
+      const codes = subackCodes(error);
+      if (codes) codes.forEach((code, index) => code < 0x80 && wanted[index] !== undefined && this.granted.add(wanted[index]));
+      else this.log.warn({ err: error }, 'mqtt subscription failed');
     }
-    const missing = this.missingSubscriptions();
+    // Of this connection, not this.client: start() sets that only once this first subscribing is done.
+    const missing = this.missingOn(client);
     if (missing === 0 || !client.connected) return;
     this.log.error({ missing }, 'the MQTT broker refused some of the service\'s gateway subscriptions; asking again');
     this.resubscribeTimer = setTimeout(() => {
       if (client.connected && this.client === client) this.subscribing = this.subscribeAll(client);
-    }, RESUBSCRIBE_MS);
+    }, this.options.resubscribeMs ?? RESUBSCRIBE_MS);
     this.resubscribeTimer.unref();
   }
 
@@ -233,7 +242,11 @@ export class MqttLink implements DeviceLink {
   }
 
   missingSubscriptions(): number {
-    return this.client?.connected === true ? GATEWAY_TOPIC_FILTERS.length - this.granted.size : GATEWAY_TOPIC_FILTERS.length;
+    return this.client ? this.missingOn(this.client) : GATEWAY_TOPIC_FILTERS.length;
+  }
+
+  private missingOn(client: MqttClient): number {
+    return client.connected ? GATEWAY_TOPIC_FILTERS.length - this.granted.size : GATEWAY_TOPIC_FILTERS.length;
   }
 
   /**
@@ -283,4 +296,11 @@ export class MqttLink implements DeviceLink {
     }
     await client.endAsync();
   }
+}
+
+/** The reason codes of the SUBACK that mqtt.js rejected a subscribe with (one refused filter), in request order. */
+function subackCodes(error: unknown): number[] | null {
+  const packet = (error as { packet?: { cmd?: unknown; granted?: unknown } } | null)?.packet;
+  if (packet?.cmd !== 'suback' || !Array.isArray(packet.granted)) return null;
+  return packet.granted.map((code: unknown) => (typeof code === 'number' ? code : 0x80));
 }
