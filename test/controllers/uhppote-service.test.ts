@@ -392,6 +392,36 @@ describe('forged pushes', () => {
     simulated.swipe(CARD_NUMBER, 1); // the board's real next event (index 1) is not skipped
     await waitFor(async () => (await accessLog(s)).length === 1, 'the real swipe');
   });
+
+  test("a push from the board's address only wakes the reading: what is stored is the board's own event at each index", async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.swipe(CARD_NUMBER, 1); // index 1
+    await waitFor(async () => (await accessLog(s)).length === 1, 'the real swipe');
+    const granted = (index: number): ControllerEvent => ({ index, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
+
+    // The next index, before the board has recorded it: nothing is stored, and the read index does not move past it.
+    await forge(simulated, '127.0.0.1', granted(2));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await accessLog(s)).length, 1, 'the forged event was stored');
+    simulated.swipe(99999999, 1); // the board's own index 2: nobody's card, refused
+    await waitFor(async () => (await accessLog(s)).length === 2, "the board's own event at index 2");
+
+    // An index the board has (its push lost), claimed with other content: the board's record is what is stored.
+    simulated.dropPushes(true);
+    simulated.swipe(99999999, 1); // index 3
+    simulated.dropPushes(false);
+    await forge(simulated, '127.0.0.1', granted(3));
+    await waitFor(async () => (await accessLog(s)).length === 3, "the board's own event at index 3");
+    await new Promise((resolve) => setTimeout(resolve, 300)); // a second entry for an index would show here
+    assert.deepEqual(
+      (await accessLog(s)).map((e) => [e.type, e.reason]),
+      [['access.granted', null], ['access.denied', 'unknown_key'], ['access.denied', 'unknown_key']],
+    );
+  });
 });
 
 describe('remote unlock and presence', () => {

@@ -1,5 +1,6 @@
-// A board's events into the access log: pushed to the service's listener as they happen, and fetched by index
-// after a gap (a restart, a lost packet, a board that was away). Each is stored once, keyed on (controller,
+// A board's events into the access log, read from the board by index (get-event): when it pushes to the service's
+// listener (a push is only a wake-up, its content unauthenticated UDP) and at each poll, which also catches a gap
+// (a restart, a lost packet, a board that was away). Each is stored once, keyed on (controller,
 // event index) like a gateway's (gateway, event id), so a push and a fetch of the same event, or two instances
 // reading it, make one entry. Card swipes become access.granted / access.denied with the key whose card it is on
 // that board; a door closing is door.closed, a door held open too long door.left_open.
@@ -14,6 +15,11 @@ import { addressOf } from './sync.ts';
 
 /** Events fetched after a gap per poll, at most (a board keeps about 100,000; the rest come at the next polls). */
 export const MISSED_EVENTS_PER_POLL = 500;
+/**
+ * get-event requests in flight at once to one board while reading a run of events: a round trip each would cap a
+ * burst at one event per round trip; a small window keeps the board (which drops requests under load) unflooded.
+ */
+export const EVENT_READ_WINDOW = 8;
 
 // UHPPOTE event types and reasons (uhppoted's codec): the ones the access log has a type for.
 const SWIPE = 1;
@@ -40,9 +46,6 @@ export function toGatewayEvent(controller: ControllerRow, event: ControllerEvent
 }
 
 export class ControllerEvents {
-  /** Pushed events not yet stored, per board serial and index, with the address each came from. */
-  private readonly received = new Map<number, Map<number, { event: ControllerEvent; from: string }>>();
-
   constructor(
     private readonly deps: {
       db: Database;
@@ -52,26 +55,6 @@ export class ControllerEvents {
       log: FastifyBaseLogger;
     },
   ) {}
-
-  /** Notes a pushed event of a board; returns true when it is the first waiting (the caller schedules a drain). */
-  push(serial: number, event: ControllerEvent, from: string): boolean {
-    const waiting = this.received.get(serial);
-    if (waiting) {
-      waiting.set(event.index, { event, from });
-      return false;
-    }
-    this.received.set(serial, new Map([[event.index, { event, from }]]));
-    return true;
-  }
-
-  /** Takes what was pushed by a board so far, from its own address only (null: none is). */
-  takePushed(serial: number, boardAddress: string | null): Map<number, ControllerEvent> {
-    const waiting = this.received.get(serial);
-    this.received.delete(serial);
-    const taken = new Map<number, ControllerEvent>();
-    for (const [index, { event, from }] of waiting ?? []) if (from === boardAddress) taken.set(index, event);
-    return taken;
-  }
 
   /** Stores events of one board in index order and moves its read index on past them. */
   async store(controller: ControllerRow, events: ControllerEvent[]): Promise<number> {
@@ -92,39 +75,48 @@ export class ControllerEvents {
   }
 
   /**
-   * Up to the board's latest event (pushed, or a status's): stored with every event before it the service has
-   * not read, taken from `known` (pushed meanwhile) or fetched by index, at most MISSED_EVENTS_PER_POLL fetches
-   * at a time (the rest at the next push or poll).
+   * Up to the board's latest event, as the board answered a poll's get-status: stored with every event before it
+   * the service has not read, fetched by index (at most MISSED_EVENTS_PER_POLL, the rest at the next push or poll).
    */
-  async caughtUp(controller: ControllerRow, latest: ControllerEvent | null, known: Map<number, ControllerEvent> = new Map()): Promise<number> {
-    const read = controller.last_event_index;
-    if (read === null) {
+  async caughtUp(controller: ControllerRow, latest: ControllerEvent | null): Promise<number> {
+    if (controller.last_event_index === null) {
       // First contact: the log starts here; what the board recorded before it was set up is not imported.
       await advanceEventIndex(this.deps.db, controller.gateway_id, latest?.index ?? 0);
       return 0;
     }
-    if (!latest || latest.index <= read) return 0;
-    const events: ControllerEvent[] = [];
-    let fetches = 0;
-    let upTo = read;
-    for (let index = read + 1; index <= latest.index; index++) {
-      let event = index === latest.index ? latest : known.get(index);
-      if (!event) {
-        if (fetches === MISSED_EVENTS_PER_POLL) break;
-        fetches++;
-        const fetched = await this.deps.client.getEvent(addressOf(controller), index);
-        // The board has no such event: the index claimed was not the board's (a forged or garbled push). Stop
-        // here, so nothing the board did record is ever skipped.
-        if (!fetched) break;
-        event = fetched;
-      }
-      upTo = index;
-      if (event.index === index) events.push(event);
-    }
-    if (events.length === 0) {
-      await advanceEventIndex(this.deps.db, controller.gateway_id, upTo); // overwritten on the board: gone
-      return 0;
-    }
-    return this.store(controller, events);
+    return (await this.readUpTo(controller, latest?.index ?? 0, latest)).stored;
+  }
+
+  /**
+   * A push said the board has events up to `claimed`. UDP from the board's address proves nothing, so the push is
+   * only a wake-up: what is stored is read from the board by index (get-event, each on a port of its own), and a
+   * claimed index the board does not have ends the read there. `more`: the read stopped at the cap, short of the claim.
+   */
+  async pushedUpTo(controller: ControllerRow, claimed: number): Promise<{ answered: boolean; more: boolean }> {
+    // The first contact is a poll's (the board's own answer): a push could otherwise set where the log starts.
+    if (controller.last_event_index === null) return { answered: false, more: false };
+    const read = await this.readUpTo(controller, claimed, null);
+    return { answered: read.answered, more: read.upTo < claimed && read.complete };
+  }
+
+  /**
+   * Reads the board's events after the read index up to `upTo` (at most MISSED_EVENTS_PER_POLL), `latest` being the
+   * board's own answer for that index when a poll brought it, stores them and moves the read index on. `complete`:
+   * every index asked was answered with an event; a board that stopped answering is thrown after what came is stored.
+   */
+  private async readUpTo(controller: ControllerRow, upTo: number, latest: ControllerEvent | null): Promise<{ stored: number; upTo: number; answered: boolean; complete: boolean }> {
+    const read = controller.last_event_index ?? 0;
+    if (upTo <= read) return { stored: 0, upTo: read, answered: false, complete: true };
+    const last = Math.min(upTo, read + MISSED_EVENTS_PER_POLL);
+    const known = latest && latest.index === last ? latest : null; // no need to ask for what the poll's answer holds
+    const run = known && last === read + 1 ? { events: [], stopped: null } : await this.deps.client.getEvents(addressOf(controller), read + 1, known ? last - 1 : last, EVENT_READ_WINDOW);
+    const events = run.stopped === null && known ? [...run.events, known] : run.events;
+    // Read up to the last index answered; an event overwritten on the board (another index there) is gone.
+    const readTo = read + events.length;
+    const kept = events.filter((event, i) => event.index === read + 1 + i);
+    const stored = kept.length > 0 ? await this.store(controller, kept) : 0;
+    if (readTo > read && (kept.at(-1)?.index ?? 0) < readTo) await advanceEventIndex(this.deps.db, controller.gateway_id, readTo);
+    if (run.stopped instanceof Error) throw run.stopped;
+    return { stored, upTo: readTo, answered: events.length > 0 || run.stopped === 'no-event', complete: run.stopped === null };
   }
 }

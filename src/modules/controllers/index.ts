@@ -17,7 +17,8 @@ import { ControllerMonitor, type Presence } from './monitor.ts';
 import { reconcileController } from './reconcile.ts';
 import { controllerRoutes } from './routes.ts';
 import { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
-import { accountLockingSystem, findController, findControllerBySerial, keysWithValidityEdge, listControllers } from './store.ts';
+import { PushedWakeUps } from './pushes.ts';
+import { accountLockingSystem, findController, keysWithValidityEdge, listControllers } from './store.ts';
 import { addressOf, ControllerSync, type CardSecrets } from './sync.ts';
 import { ControllerUnreachable, UhppoteClient } from './uhppote/client.ts';
 import { ControllerEventListener } from './uhppote/listener.ts';
@@ -68,26 +69,11 @@ export async function startControllers(core: Core, deps: ControllersDeps): Promi
   });
   await db.listen(BOARD_WRITES_CHANNEL, () => void deps.runTasksNow().catch((error: unknown) => log.warn({ err: error }, 'controller writes failed; retried by the job')));
 
-  // Pushed events: each board's in order, with what was missed before them.
+  // Pushes wake a read of the board's events by index; a push's own content is not stored (README).
+  const pushes = new PushedWakeUps({ db, events, sync, presence: deps.presence, log });
   const listener = config.controllerListen
     ? await ControllerEventListener.start(config.controllerListen, (status, from) => {
-        const serial = status.serial;
-        if (!status.event || !events.push(serial, status.event, from.address)) return; // a drain of this board is waiting already
-        // After the event loop's I/O (every packet already read joins the batch; PGlite's queries would otherwise
-        // run before the next packet is read) and behind the board's earlier work: one batch per drain.
-        setImmediate(() => {
-          void sync
-            .serial(-serial, async () => {
-              const controller = await findControllerBySerial(db, serial);
-              // Only what came from the board's own address: UDP carries no proof of who sent it (README).
-              const pushed = events.takePushed(serial, controller?.host ?? null);
-              if (!controller || pushed.size === 0) return; // not one of ours: ignored (no log line per stray packet)
-              deps.presence.heard(controller.gateway_id);
-              const latest = [...pushed.values()].reduce((a, b) => (b.index > a.index ? b : a));
-              await events.caughtUp(controller, latest, pushed);
-            })
-            .catch((error: unknown) => log.warn({ err: error, serial }, 'controller events not stored; read again at the next poll'));
-        });
+        if (status.event) pushes.pushed(status.serial, status.event.index, from.address);
       })
     : null;
 

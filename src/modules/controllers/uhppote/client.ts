@@ -40,6 +40,12 @@ export class ControllerUnreachable extends Error {
   }
 }
 
+/** Events read by index in one run (getEvents), in index order; `stopped` says why the run ended before its last index. */
+export interface EventRun {
+  events: ControllerEvent[];
+  stopped: null | 'no-event' | ControllerUnreachable;
+}
+
 const DEFAULT_TIMEOUT_MS = 1000;
 const DEFAULT_ATTEMPTS = 2;
 
@@ -61,17 +67,65 @@ export class UhppoteClient {
   request<R extends Request>(c: ControllerAddress, request: R): Promise<ResponseOf<R['fn']>> {
     if (this.closed) return Promise.reject(new Error('UhppoteClient is closed'));
     const packet = encodeRequest(c.serial, request); // throws on a bad field before anything is queued
+    return this.queued(c, () => this.exchange(c, request.fn, packet)) as Promise<ResponseOf<R['fn']>>;
+  }
+
+  /**
+   * The events at indexes from..to in index order, read with up to `window` get-event requests in flight, as one
+   * turn of the controller's queue (nothing else is sent to the board meanwhile). The run ends at the first index
+   * the board has no event at (`stopped: 'no-event'`) or did not answer for (the error); what was asked after
+   * that index is dropped.
+   */
+  getEvents(c: ControllerAddress, from: number, to: number, window: number): Promise<EventRun> {
+    if (this.closed) return Promise.reject(new Error('UhppoteClient is closed'));
+    const packets = new Map<number, Buffer>();
+    for (let index = from; index <= to; index++) packets.set(index, encodeRequest(c.serial, { fn: 'get-event', index }));
+    return this.queued(c, async () => {
+      const answers = new Map<number, ControllerEvent | null | ControllerUnreachable>();
+      let next = from;
+      let end = to; // the last index still wanted: lowered at an index that ends the run
+      const worker = async (): Promise<void> => {
+        while (next <= end) {
+          const index = next++;
+          try {
+            const response = await this.exchange(c, 'get-event', packets.get(index) as Buffer);
+            const event = response.fn === 'get-event' ? response.event : null;
+            answers.set(index, event);
+            if (!event) end = Math.min(end, index);
+          } catch (error) {
+            if (!(error instanceof ControllerUnreachable)) throw error;
+            answers.set(index, error);
+            end = Math.min(end, index);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(window, to - from + 1)) }, worker));
+      const events: ControllerEvent[] = [];
+      for (let index = from; index <= to; index++) {
+        const answer = answers.get(index);
+        if (answer === null) return { events, stopped: 'no-event' as const };
+        if (answer === undefined || answer instanceof ControllerUnreachable) return { events, stopped: answer ?? null };
+        events.push(answer);
+      }
+      return { events, stopped: null };
+    });
+  }
+
+  /** Runs `work` after the controller's earlier requests: requests to one controller run one after another. */
+  private queued<T>(c: ControllerAddress, work: () => Promise<T>): Promise<T> {
     const queueKey = `${c.transport}|${c.host}|${c.port}|${c.serial}`;
     const previous = this.queues.get(queueKey) ?? Promise.resolve();
-    const run = previous
-      .catch(() => undefined)
-      .then(() => (c.transport === 'tcp' ? this.overTcp(c, request.fn, packet) : this.overUdp(c, request.fn, packet)));
+    const run = previous.catch(() => undefined).then(work);
     const tail = run.catch(() => undefined);
     this.queues.set(queueKey, tail);
     void tail.then(() => {
       if (this.queues.get(queueKey) === tail) this.queues.delete(queueKey);
     });
-    return run as Promise<ResponseOf<R['fn']>>;
+    return run;
+  }
+
+  private exchange(c: ControllerAddress, fn: RequestFunction, packet: Buffer): Promise<Response> {
+    return c.transport === 'tcp' ? this.overTcp(c, fn, packet) : this.overUdp(c, fn, packet);
   }
 
   /**
