@@ -20,6 +20,8 @@ export const ACCESS_KEYS_CHANNEL = 'access_keys_changed';
 export const ACCESS_REBUILDS_CHANNEL = 'access_rebuilds_requested';
 /** Heard by every instance once queued board writes commit: they are run at once rather than at the next job run. */
 export const BOARD_WRITES_CHANNEL = 'uhppote_writes_queued';
+/** A UHPPOTE board was set up, changed or deleted: every instance reads its listener's boards again (controllers/known-boards.ts). */
+export const CONTROLLERS_CHANNEL = 'uhppote_controllers_changed';
 /** The sandbox clock moved: `{offset}`, so every instance reads the same time. */
 export const SANDBOX_CLOCK_CHANNEL = 'sandbox_clock';
 /** Webhook deliveries became due (the fan-out's statement, a redelivery): wakes every instance's dispatcher. */
@@ -43,6 +45,7 @@ export const CHANNELS = [
   ACCESS_KEYS_CHANNEL,
   ACCESS_REBUILDS_CHANNEL,
   BOARD_WRITES_CHANNEL,
+  CONTROLLERS_CHANNEL,
   SANDBOX_CLOCK_CHANNEL,
   WEBHOOK_DUE_CHANNEL,
   CONSOLE_LIVE_CHANNEL,

@@ -17,6 +17,7 @@ import { ControllerMonitor, type Presence } from './monitor.ts';
 import { reconcileController } from './reconcile.ts';
 import { controllerRoutes } from './routes.ts';
 import { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
+import { KnownBoards } from './known-boards.ts';
 import { PushedWakeUps } from './pushes.ts';
 import { accountLockingSystem, findController, keysWithValidityEdge, listControllers } from './store.ts';
 import { addressOf, ControllerSync, type CardSecrets } from './sync.ts';
@@ -24,6 +25,9 @@ import { ControllerUnreachable, UhppoteClient } from './uhppote/client.ts';
 import { ControllerEventListener } from './uhppote/listener.ts';
 
 export { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
+
+/** The listener's known boards are read again this often, a net for a change notification missed (known-boards.ts). */
+const KNOWN_BOARDS_REFRESH_SECONDS = 60;
 export { windowsProblem } from './profiles.ts';
 
 export interface ControllersDeps {
@@ -69,8 +73,12 @@ export async function startControllers(core: Core, deps: ControllersDeps): Promi
   });
   await db.listen(BOARD_WRITES_CHANNEL, () => void deps.runTasksNow().catch((error: unknown) => log.warn({ err: error }, 'controller writes failed; retried by the job')));
 
-  // Pushes wake a read of the board's events by index; a push's own content is not stored (README).
-  const pushes = new PushedWakeUps({ db, events, sync, presence: deps.presence, log });
+  // Pushes wake a read of the board's events by index; a push's own content is not stored (README). Only pushes of
+  // known boards from their addresses get that far, with no database work before.
+  const boards = new KnownBoards({ db, log });
+  await boards.start();
+  jobs.register({ name: 'controller-known-boards', everySeconds: KNOWN_BOARDS_REFRESH_SECONDS, run: () => boards.reload().then(() => 0) });
+  const pushes = new PushedWakeUps({ db, events, boards, sync, presence: deps.presence, log });
   const listener = config.controllerListen
     ? await ControllerEventListener.start(config.controllerListen, (status, from) => {
         if (status.event) pushes.pushed(status.serial, status.event.index, from.address);
@@ -123,6 +131,8 @@ export async function startControllers(core: Core, deps: ControllersDeps): Promi
       }
     },
     pollNow: (controller) => monitor.poll(controller),
+    // Its failure is no failure of the change, committed already: the NOTIFY and the job read the boards again.
+    boardsChanged: () => boards.reload().catch((error: unknown) => log.warn({ err: error }, 'controllers not read again after a change')),
   });
 
   return {

@@ -2,7 +2,7 @@
 // address, its doors mapped to locks, and what the service knows of it (presence, clock, listener, the last
 // reconciliation). Mapping doors changes what keys open there, so it rebuilds the account's lists and queues
 // the boards' writes in the same transaction.
-import { CATALOG_CHANNEL } from '../../platform/channels.ts';
+import { CATALOG_CHANNEL, CONTROLLERS_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Transaction } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
@@ -36,6 +36,8 @@ export interface ControllersServiceDeps {
   reconcile: (controller: ControllerRow) => Promise<ReconciliationReport>;
   /** Polls a board now (presence, clock, listener), so a new one is seen at once. */
   pollNow: (controller: ControllerRow) => Promise<boolean>;
+  /** A board was set up, changed or deleted (committed): this instance's listener reads its boards again at once. */
+  boardsChanged: () => Promise<void>;
 }
 
 type DoorLocks = Array<{ door: number; lock_id: number }>;
@@ -93,8 +95,10 @@ export class ControllersService {
       );
       await replaceDoors(tx, gatewayId, doorLocks.map((d) => ({ door: d.door, lockId: d.lock_id })));
       if (doorLocks.length > 0) await this.doorsMoved(tx, accountId);
+      await tx.notify(CONTROLLERS_CHANNEL);
       return gatewayId;
     });
+    await this.deps.boardsChanged();
     const row = (await findController(db, id)) as ControllerRow;
     await this.deps.pollNow(row).catch(() => undefined);
     return toController((await findController(db, id)) as ControllerRow);
@@ -122,7 +126,9 @@ export class ControllersService {
         await replaceDoors(tx, id, body.door_locks.map((d) => ({ door: d.door, lockId: d.lock_id })));
         await this.doorsMoved(tx, row.account_id);
       }
+      await tx.notify(CONTROLLERS_CHANNEL);
     });
+    await this.deps.boardsChanged();
     return this.get(id);
   }
 
@@ -143,7 +149,9 @@ export class ControllersService {
       if (use.locks) throw errors.gatewayHasLocks();
       if (use.history) throw errors.gatewayHasHistory();
       await deleteController(tx, id);
+      await tx.notify(CONTROLLERS_CHANNEL);
     });
+    await this.deps.boardsChanged();
   }
 
   async reconcile(id: number): Promise<ReconciliationReport> {

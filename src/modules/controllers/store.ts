@@ -71,6 +71,12 @@ export async function listControllers(db: Queryable, filter: { accountId?: numbe
   return rows.map(toRow);
 }
 
+/** Every board's serial number and the address it was set up with (the listener's known boards). */
+export async function boardAddresses(db: Queryable): Promise<Array<{ serial: number; host: string }>> {
+  const rows = await db.query<{ serial_number: number | string; host: string }>('SELECT serial_number, host FROM uhppote_controllers');
+  return rows.map((r) => ({ serial: Number(r.serial_number), host: r.host }));
+}
+
 /** Claims the controllers nobody polls now until `until` (the caller polls them), at most `limit`. */
 export async function claimControllersToPoll(db: Queryable, now: Date, until: Date, limit: number): Promise<ControllerRow[]> {
   const claimed = await db.query<{ gateway_id: number }>(
