@@ -56,6 +56,36 @@ describe('reserved names', () => {
     }
   });
 
+  test('look-alikes are compared as what they look like: compatibility forms, invisible characters, Cyrillic and Greek letters', () => {
+    for (const name of [
+      'Admin\u200b', // zero-width space
+      '\u200bAdmin',
+      'Ad\u00admin', // soft hyphen
+      'Ad\u200dmin smith', // zero-width joiner inside the first word
+      'A\u2060dmin', // word joiner
+      '\ufeffAdmin',
+      'Admin\ufe0f', // variation selector
+      '\uff21dmin', // fullwidth A
+      '\uff21\uff44\uff4d\uff49\uff4e', // all fullwidth
+      '\u{1d400}dmin', // mathematical bold A
+      'Admin\u00a0Smith', // no-break space between the words
+      '\u0410dmin', // Cyrillic A
+      'Adm\u0456n', // Cyrillic i
+      'ADM\u0399N', // Greek capital iota
+      'S\u0435rviceUser', // Cyrillic e
+      'L\u0430tchkey Support', // Cyrillic a in the brand
+    ]) {
+      assert.equal(reserved(name), true, JSON.stringify(name));
+    }
+    assert.equal(reserved('\uff21cme', 'Acme'), true, 'the configured brand too');
+  });
+
+  test('names in other scripts, and accented names, stay allowed', () => {
+    for (const name of ['\u00c1dmin', 'Adm\u00efn', '\u0410\u043d\u043d\u0430 \u041f\u0435\u0442\u0440\u043e\u0432\u0430', '\u0391\u03bb\u03ad\u03be\u03b7\u03c2', '\u674e\u96f7']) {
+      assert.equal(reserved(name), false, JSON.stringify(name));
+    }
+  });
+
   test('the brand is the configured one (BRAND_NAME), not always Latchkey', () => {
     assert.equal(reserved('Acme Security', 'Acme'), true);
     assert.equal(reserved('acme', 'Acme'), true);

@@ -31,10 +31,37 @@ export function emailKey(email: string): string {
 
 export const RESERVED_NAMES = ['Admin', 'ServiceUser'];
 
-/** True when the name, or its first word, is a reserved service name (compared case-insensitively). */
+/**
+ * Cyrillic and Greek letters drawn like Latin ones (Unicode's confusables.txt, the lower-case forms, since
+ * they are looked up after case folding), so that `Аdmin` with a Cyrillic А is no way around the rule. Only
+ * a reserved name's letters can be made of them, so a name written in those scripts is never refused.
+ */
+const LATIN_LOOK_ALIKES: Record<string, string> = {
+  а: 'a', в: 'b', с: 'c', ԁ: 'd', е: 'e', һ: 'h', н: 'h', і: 'i', ј: 'j', к: 'k', м: 'm', о: 'o', р: 'p', ԛ: 'q',
+  ѕ: 's', т: 't', у: 'y', х: 'x', ү: 'y', ԝ: 'w',
+  α: 'a', β: 'b', ε: 'e', η: 'n', ι: 'i', κ: 'k', μ: 'm', ν: 'v', ο: 'o', ρ: 'p', τ: 't', υ: 'u', χ: 'x', γ: 'y',
+};
+const LOOK_ALIKE = new RegExp(`[${Object.keys(LATIN_LOOK_ALIKES).join('')}]`, 'gu');
+
+/**
+ * A name as the reserved-name rule compares it: NFKC (fullwidth `Ａ`, mathematical `𝐀`, no-break spaces
+ * read as what they show), invisible characters dropped (format characters such as U+200B and U+00AD, and
+ * the other default-ignorables such as variation selectors), case folded, look-alike letters read as Latin.
+ */
+export function reservedNameForm(name: string): string {
+  return name
+    .normalize('NFKC')
+    .replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '')
+    .toLowerCase()
+    .normalize('NFKC')
+    .replace(LOOK_ALIKE, (letter) => LATIN_LOOK_ALIKES[letter] ?? letter)
+    .trim();
+}
+
+/** True when the name, or its first word, is a reserved service name (compared as `reservedNameForm` reads it). */
 export function isReservedName(name: string, brandName: string): boolean {
-  const reserved = [...RESERVED_NAMES, brandName].map((n) => n.toLowerCase());
-  const whole = name.trim().toLowerCase();
+  const reserved = [...RESERVED_NAMES, brandName].map(reservedNameForm);
+  const whole = reservedNameForm(name);
   const firstWord = whole.split(/[\s,.;:!?]+/)[0] ?? '';
   return reserved.includes(whole) || reserved.includes(firstWord);
 }
