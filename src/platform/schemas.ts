@@ -2,6 +2,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ErrorEnvelope as NamedErrorEnvelope } from './errors.ts';
 import { ref } from './openapi-schemas.ts';
+import { NOT_BLANK } from './validation.ts';
 
 /** The error envelope (components.schemas.Error), for routes outside the documents that answer in it. */
 export const ErrorEnvelope = ref(NamedErrorEnvelope);
@@ -11,6 +12,9 @@ export const ErrorEnvelope = ref(NamedErrorEnvelope);
  * an absurd id is a 400/422, never a database range error.
  */
 export const Id = (options: { description?: string } = {}) => Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, format: 'int64', ...options });
+
+/** A name or title: 1 to 200 characters, not whitespace only (a name of spaces lists as a blank row nobody can pick). */
+export const Name = (options: { description?: string } = {}) => Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK, ...options });
 
 export const NoContent = Type.Null({ description: 'No content.' });
 

@@ -30,6 +30,9 @@ function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
 
 const NUL = '\u0000';
 
+/** The pattern of a text that must show something: a character that is not whitespace (names, titles). */
+export const NOT_BLANK = '\\S';
+
 /** A JSON pointer segment, as ajv writes them in `instancePath`. */
 const pointer = (key: string | number): string => `/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
 
@@ -189,6 +192,10 @@ export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
     } else if (error.keyword === 'required') {
       const field = fieldPath(error.instancePath, String(params.missingProperty));
       detail = { field, code: 'invalid', message: `${field} is required.` };
+    } else if (error.keyword === 'pattern' && params.pattern === NOT_BLANK) {
+      // ajv would say `must match pattern "\S"`.
+      const field = fieldPath(error.instancePath) || 'body';
+      detail = { field, code: 'invalid', message: `${field} must not be blank.` };
     } else {
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} ${error.message ?? 'is invalid'}.` };

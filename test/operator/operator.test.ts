@@ -109,6 +109,42 @@ describe('accounts and locations', () => {
   });
 });
 
+describe('names', () => {
+  test('a name (or title) of whitespace only answers 422 validation_failed on it, on every create and update', async () => {
+    const account = await createAccount(ctx.service);
+    const root = account.rootLocationId;
+    const lock = await createLock(ctx.service, root);
+    const group = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/security_groups', { location_id: root, code: 'names', title: 'Names' });
+    assert.equal(group.status, 201, group.text);
+    const cases: Array<[string, string, Record<string, unknown>, string]> = [
+      ['POST', '/admin/v1/accounts', {}, 'name'],
+      ['PATCH', `/admin/v1/accounts/${account.id}`, {}, 'name'],
+      ['POST', '/admin/v1/locations', { parent_id: root }, 'name'],
+      ['PATCH', `/admin/v1/locations/${root}`, {}, 'name'],
+      ['POST', '/admin/v1/users', { account_id: account.id, email: 'blank@example.com' }, 'name'],
+      ['POST', '/admin/v1/api_keys', { location_id: root, scopes: ['catalog:read'] }, 'name'],
+      ['POST', '/admin/v1/gateways', { location_id: root }, 'name'],
+      ['POST', '/admin/v1/locks', { location_id: root }, 'name'],
+      ['PATCH', `/admin/v1/locks/${lock}`, {}, 'name'],
+      ['POST', '/admin/v1/security_groups', { location_id: root, code: 'blank' }, 'title'],
+      ['PATCH', `/admin/v1/security_groups/${group.body.id}`, {}, 'title'],
+    ];
+    for (const blank of ['   ', '\t\n', '\u00a0\u3000']) {
+      for (const [method, path, body, field] of cases) {
+        const res = await ctx.service.admin<ErrorBody>(method, path, { ...body, [field]: blank });
+        const what = `${method} ${path} ${JSON.stringify(blank)}`;
+        assert.equal(res.status, 422, `${what}: ${res.text}`);
+        assert.equal(res.body.error.code, 'validation_failed', what);
+        assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]), [[field, 'invalid']], what);
+        assert.equal(res.body.error.details?.[0]?.message, `${field} must not be blank.`, what);
+      }
+    }
+    // Spaces around a name are still allowed.
+    const padded = await ctx.service.admin<{ name: string }>('POST', '/admin/v1/locations', { parent_id: root, name: ' Annex ' });
+    assert.equal(padded.status, 201, padded.text);
+  });
+});
+
 describe('API keys', () => {
   test('the token is shown once; only its hash and a short prefix are stored', async () => {
     const account = await createAccount(ctx.service);

@@ -1,12 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page } from '../../platform/pagination.ts';
-import { Id } from '../../platform/schemas.ts';
+import { Id, Name as NameSchema } from '../../platform/schemas.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 import { TimeZone, Windows } from '../access/schemas.ts';
 
-const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Name = NameSchema();
 const RowId = Id();
 
 export const AccountFields = {
