@@ -1,7 +1,8 @@
 // The gate in front of every route: who may call it and how often.
 // Order for the public API: failed-authentication lock-out, bearer authentication, rate limits
 // (per key, then the route's own table entry, counted before validation and scope checks),
-// reseller refusal, scope. The operator API checks ADMIN_TOKEN and has no rate limits.
+// reseller refusal, scope. Every answer of a public route carries X-RateLimit-* of the budget that
+// counted it (README: API notes, rate limits). The operator API checks ADMIN_TOKEN and has no rate limits.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyAuthenticator, Caller } from './auth.ts';
 import { errors } from './errors.ts';
@@ -10,11 +11,11 @@ import { sameHash, hashToken } from './secrets.ts';
 import type { Scope } from './scopes.ts';
 
 export type RouteAccess =
-  /** Public API: a valid API key holding any one of `scopes`. */
+  /** Public API: a valid API key holding any one of `scopes`; none listed: any valid key (the 405 answers). */
   | { kind: 'public'; scopes: Scope[] }
   /** Operator API: ADMIN_TOKEN. */
   | { kind: 'admin' }
-  /** No authentication (OpenAPI document, setup-link pages, 405 answers). */
+  /** No authentication (OpenAPI document, setup-link and key-holder pages). */
   | { kind: 'open' };
 
 declare module 'fastify' {
@@ -83,18 +84,24 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
 
     const ip = request.ip;
     const lockout = await limits.isExhausted('auth-failed', ip, FAILED_AUTH_PER_MINUTE);
-    if (lockout.exceeded) throw limits.refusal(lockout);
+    if (lockout.exceeded) {
+      // The lock-out is what refuses, whatever the key: its budget (30, none left) is the one described.
+      setLimitHeaders(reply, [lockout]);
+      throw limits.refusal(lockout);
+    }
 
     const token = bearer(request);
     if (token === undefined) {
       // No credentials: counted in the shared per-IP bucket, then refused.
       const state = await limits.consume('anonymous', ip, perMinute);
+      setLimitHeaders(reply, [state]);
       if (state.exceeded) throw limits.refusal(state);
       throw errors.unauthenticated();
     }
     const caller = token === null ? null : await authenticator.authenticate(token);
     if (!caller) {
-      await limits.consume('auth-failed', ip, FAILED_AUTH_PER_MINUTE);
+      // Counted against the failed-authentication budget, which then says how many are left before the lock-out.
+      setLimitHeaders(reply, [await limits.consume('auth-failed', ip, FAILED_AUTH_PER_MINUTE)]);
       throw errors.unauthenticated();
     }
     request.caller = caller;
@@ -108,6 +115,6 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
     if (exceeded) throw limits.refusal(exceeded);
 
     if (caller.reseller) throw errors.notAvailable();
-    if (!access.scopes.some((scope) => caller.scopes.has(scope))) throw errors.insufficientScope(access.scopes.join(' or '));
+    if (access.scopes.length > 0 && !access.scopes.some((scope) => caller.scopes.has(scope))) throw errors.insufficientScope(access.scopes.join(' or '));
   });
 }

@@ -25,11 +25,23 @@ export function declaredRoutes(app: FastifyInstance): readonly DeclaredRoute[] {
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
- * Records every route's methods as they are added, so that answerUnsupportedMethods() can answer
+ * Who may be told that a path lacks a method: whoever may call the path. On a public path the 405 is
+ * authenticated and counted like any request (any valid key, whatever its scopes), so it carries the
+ * rate-limit headers; on an operator path it needs ADMIN_TOKEN.
+ */
+function accessOf405(kinds: Set<RouteAccess['kind']>): RouteAccess {
+  if (kinds.has('public')) return { kind: 'public', scopes: [] };
+  if (kinds.has('admin')) return { kind: 'admin' };
+  return { kind: 'open' };
+}
+
+/**
+ * Records every route's methods as they are added, so that the function returned can answer
  * `405 invalid_request` (with `Allow`) for a known path called with another method.
  */
 export function trackRoutes(app: FastifyInstance): () => void {
   const methodsByPath = new Map<string, Set<string>>();
+  const accessKindsByPath = new Map<string, Set<RouteAccess['kind']>>();
   const declared: DeclaredRoute[] = [];
   declaredRoutesOf.set(app, declared);
   app.addHook('onRoute', (route: RouteOptions) => {
@@ -60,6 +72,9 @@ export function trackRoutes(app: FastifyInstance): () => void {
     const set = methodsByPath.get(route.url) ?? new Set<string>();
     for (const method of methods) set.add(method);
     methodsByPath.set(route.url, set);
+    const kinds = accessKindsByPath.get(route.url) ?? new Set<RouteAccess['kind']>();
+    kinds.add(access.kind);
+    accessKindsByPath.set(route.url, kinds);
   });
   return () => {
     const frozen = [...declared];
@@ -73,7 +88,7 @@ export function trackRoutes(app: FastifyInstance): () => void {
         method: missing,
         url,
         schema: { hide: true },
-        config: { access: { kind: 'open' } },
+        config: { access: accessOf405(accessKindsByPath.get(url) ?? new Set()) },
         handler: async (request) => {
           throw errors.methodNotAllowed(request.method, allowed);
         },

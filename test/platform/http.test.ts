@@ -66,6 +66,24 @@ describe('routing errors', () => {
     }
   });
 
+  test('a 405 is answered to whoever may call the path, always with Allow: any valid key, or ADMIN_TOKEN', async () => {
+    for (const [method, path, allow] of [
+      ['PUT', '/admin/v1/accounts', 'POST, GET'],
+      ['DELETE', '/admin/v1/locks/1', 'PATCH'],
+    ] as const) {
+      const res = await ctx.service.admin<ErrorBody>(method, path);
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal(res.headers.get('allow'), allow, `${method} ${path}`);
+      assert.equal(res.headers.get('x-ratelimit-limit'), null, 'the operator API has no rate limits');
+      const anonymous = await ctx.service.request<ErrorBody>(method, path);
+      assert.equal(anonymous.status, 401, `${method} ${path} without the operator token`);
+      assert.equal(anonymous.headers.get('allow'), null);
+    }
+    const noToken = await ctx.service.request<ErrorBody>('PUT', '/v1/locks');
+    assert.equal(noToken.status, 401);
+    assert.equal(noToken.body.error.code, 'unauthenticated');
+  });
+
   test('malformed route parameters and query strings answer 400 invalid_request', async () => {
     for (const path of ['/v1/locks/abc', '/v1/locks/1.5', '/v1/locks?limit=ten', '/v1/locks?location_id=x', '/v1/security_groups?is_default=2']) {
       const res = await ctx.service.request<ErrorBody>('GET', path, { token });

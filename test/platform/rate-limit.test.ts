@@ -51,6 +51,25 @@ describe('per API key', () => {
     assert.equal((await ctx.service.request('GET', '/v1/locks', { token })).status, 200);
   });
 
+  test('a method the path lacks is authenticated and counted like any request: 405 with Allow and X-RateLimit headers', async () => {
+    await alignToMinuteStart(ctx.service);
+    const { token } = await createApiKey(ctx.service, rootLocationId, ['people:read']);
+    const first = await ctx.service.request<ErrorBody>('PUT', '/v1/locks', { token });
+    assert.equal(first.status, 405, first.text);
+    assert.equal(first.headers.get('allow'), 'GET');
+    assert.equal(first.headers.get('x-ratelimit-limit'), '600');
+    assert.equal(first.headers.get('x-ratelimit-remaining'), '599');
+    // Counted: the next request of the key has one less left. Scopes do not matter to a 405.
+    const next = await ctx.service.request('GET', '/v1/people', { token });
+    assert.equal(next.headers.get('x-ratelimit-remaining'), '598');
+    // Without a token it is a request without a token: 401, counted in the per-IP bucket.
+    const ip = freshIp();
+    const anonymous = await ctx.service.request<ErrorBody>('PUT', '/v1/locks', { ip });
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.headers.get('x-ratelimit-limit'), '600');
+    assert.equal(anonymous.headers.get('x-ratelimit-remaining'), '599');
+  });
+
   test('every authenticated answer carries X-RateLimit headers, refusals included', async () => {
     const { token } = await createApiKey(ctx.service, rootLocationId, ['people:read']);
     for (const path of ['/v1/locks', '/v1/locks/999999']) {
@@ -68,9 +87,15 @@ describe('per IP', () => {
     const ip = freshIp();
     const first = await burst(ctx.service, 600, '/v1/locks', { ip });
     assert.ok(first.every((r) => r.status === 401));
+    // Each 401 describes the per-IP bucket it was counted in.
+    assert.ok(first.every((r) => r.headers.get('x-ratelimit-limit') === '600'));
+    const remaining = first.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
+    assert.deepEqual([remaining[0], remaining.at(-1)], [0, 599]);
     const limited = await ctx.service.request<ErrorBody>('GET', '/v1/locks', { ip });
     assert.equal(limited.status, 429);
     assert.ok(limited.headers.get('retry-after'));
+    assert.equal(limited.headers.get('x-ratelimit-limit'), '600');
+    assert.equal(limited.headers.get('x-ratelimit-remaining'), '0');
     // Another address is not affected.
     assert.equal((await ctx.service.request('GET', '/v1/locks', { ip: freshIp() })).status, 401);
   });
@@ -83,12 +108,21 @@ describe('per IP', () => {
     for (let i = 0; i < 30; i++) {
       const res = await ctx.service.request('GET', '/v1/locks', { token: bad, ip });
       assert.equal(res.status, 401, `failure ${i + 1}`);
+      // A failed authentication describes the failed-authentication budget: how many are left before the lock-out.
+      assert.equal(res.headers.get('x-ratelimit-limit'), '30', `failure ${i + 1}`);
+      assert.equal(res.headers.get('x-ratelimit-remaining'), String(29 - i), `failure ${i + 1}`);
     }
     const lockedOut = await ctx.service.request<ErrorBody>('GET', '/v1/locks', { token, ip });
     assert.equal(lockedOut.status, 429);
     assert.equal(lockedOut.body.error.code, 'rate_limited');
     const retryAfter = Number(lockedOut.headers.get('retry-after'));
     assert.ok(retryAfter >= 1 && retryAfter <= 60);
+    // The lock-out refuses the valid key, so its budget is the one described, not the key's.
+    assert.equal(lockedOut.headers.get('x-ratelimit-limit'), '30');
+    assert.equal(lockedOut.headers.get('x-ratelimit-remaining'), '0');
+    const noToken = await ctx.service.request('GET', '/v1/locks', { ip });
+    assert.equal(noToken.status, 429);
+    assert.equal(noToken.headers.get('x-ratelimit-remaining'), '0');
     // The same key from another address works.
     assert.equal((await ctx.service.request('GET', '/v1/locks', { token, ip: freshIp() })).status, 200);
     await advanceClock(ctx.service, retryAfter);
