@@ -3,10 +3,11 @@
 // (per key, then the route's own table entry, counted before validation and scope checks),
 // reseller refusal, scope. Every answer of a public route carries X-RateLimit-* of the budget that
 // counted it (README: API notes, rate limits). The operator API checks ADMIN_TOKEN and has no rate limits.
+// Open routes may name a per-IP limit of their own, counted before anything else runs.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyAuthenticator, Caller } from './auth.ts';
 import { errors } from './errors.ts';
-import { FAILED_AUTH_PER_MINUTE, routeLimitKey, routeLimits, type LimitState, type RateLimits } from './rate-limit.ts';
+import { FAILED_AUTH_PER_MINUTE, routeLimitKey, routeLimits, type LimitState, type OpenLimit, type RateLimits } from './rate-limit.ts';
 import { sameHash, hashToken } from './secrets.ts';
 import type { Scope } from './scopes.ts';
 
@@ -15,8 +16,8 @@ export type RouteAccess =
   | { kind: 'public'; scopes: Scope[] }
   /** Operator API: ADMIN_TOKEN. */
   | { kind: 'admin' }
-  /** No authentication (OpenAPI document, setup-link and key-holder pages). */
-  | { kind: 'open' };
+  /** No authentication (OpenAPI document, setup-link and key-holder pages); `perIp`: a budget per client address. */
+  | { kind: 'open'; perIp?: OpenLimit };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -75,7 +76,13 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
       // Unknown routes (404) take no credentials.
       return;
     }
-    if (access.kind === 'open') return;
+    if (access.kind === 'open') {
+      if (!access.perIp) return;
+      // Before the handler, so that a guessed setup link or command id costs no database query past the limit.
+      const state = await limits.consume(access.perIp.bucket, request.ip, access.perIp.perMinute);
+      if (state.exceeded) throw limits.refusal(state);
+      return;
+    }
     if (access.kind === 'admin') {
       const token = bearer(request);
       if (!token || !sameHash(hashToken(token), deps.adminTokenHash())) throw errors.operatorUnauthenticated();

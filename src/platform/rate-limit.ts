@@ -106,6 +106,12 @@ export const routeLimits: Record<string, RouteLimit> = {
 
 export const FAILED_AUTH_PER_MINUTE = 30;
 
+/** The per-IP budget of an open route (no credentials to count by): the setup links, the key holder's polls. */
+export interface OpenLimit {
+  bucket: string;
+  perMinute: number;
+}
+
 /**
  * The counter of a route limit for one API key: per key, or per key and the parameter's validated value
  * (the number 7, whether the path said `7` or `007`), so that no spelling of an id buys a second budget.

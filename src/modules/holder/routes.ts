@@ -10,7 +10,7 @@ import { ref } from '../../platform/openapi-schemas.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
 import { KeyDeviceList } from './schemas.ts';
 import { HOLDER_PNG_ICONS, holderAsset } from './assets.ts';
-import type { HolderService } from './service.ts';
+import { COMMAND_POLL_LIMIT, SETUP_LINK_LIMIT, type HolderService } from './service.ts';
 import { escapeHtml, pageHeaders } from '../../platform/html-page.ts';
 
 export const HOLDER_CSP = [
@@ -26,6 +26,7 @@ export const HOLDER_CSP = [
 ].join('; ');
 
 const open = { access: { kind: 'open' as const } };
+const setupLink = { access: { kind: 'open' as const, perIp: SETUP_LINK_LIMIT } };
 const BODY_LIMIT = 16 * 1024;
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
 const Assertion = Type.Object({ response: Type.Object({}, { additionalProperties: true }) });
@@ -115,12 +116,12 @@ export function holderRoutes(app: ApiInstance, holder: HolderService, brand: str
     },
   );
 
-  app.post('/activate/:token/passkey/options', { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) =>
+  app.post('/activate/:token/passkey/options', { config: setupLink, bodyLimit: BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) =>
     holderHeaders(reply).send(await holder.registrationOptions(request.params.token, request.ip)),
   );
   app.post(
     '/activate/:token/passkey',
-    { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true, params: TokenParams, body: Assertion } },
+    { config: setupLink, bodyLimit: BODY_LIMIT, schema: { hide: true, params: TokenParams, body: Assertion } },
     async (request, reply) => holderHeaders(reply).send(await holder.register(request.params.token, request.body.response as unknown as RegistrationResponseJSON, request.ip)),
   );
   app.post('/my-key/challenge', { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true } }, async (request, reply) =>
@@ -134,7 +135,7 @@ export function holderRoutes(app: ApiInstance, holder: HolderService, brand: str
   );
   app.get(
     '/my-key/commands/:id',
-    { config: open, schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 36 }) }) } },
+    { config: { access: { kind: 'open', perIp: COMMAND_POLL_LIMIT } }, schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 36 }) }) } },
     async (request, reply) => holderHeaders(reply).send(await holder.commandStatus(request.params.id)),
   );
 }

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
-import type { RateLimits } from '../../platform/rate-limit.ts';
+import type { OpenLimit, RateLimits } from '../../platform/rate-limit.ts';
 import { hashToken } from '../../platform/secrets.ts';
 import { decideForKey, keyDoors, type HolderKey, type TimeWindow } from '../access/index.ts';
 import type { KeyHolder, UnlockService } from '../devices/index.ts';
@@ -35,8 +35,18 @@ const webauthn = () => (webauthnModule ??= import('@simplewebauthn/server'));
 
 /** A challenge is good for this long, once. */
 export const CHALLENGE_TTL_MS = 60_000;
-/** Limits (per minute): challenges and taps per address, taps per key, failed assertions per address and key. */
-export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, failedPerKey: 5 } as const;
+/**
+ * Limits (per minute): challenges and taps per address, taps per key, failed assertions per address and key;
+ * and, counted per address before anything else runs (each of these requests looks something up in the
+ * database, with nothing to authenticate first), the setup-link requests (`/activate/{token}` and its passkey
+ * steps: a person needs 2 or 3 for an activation) and the polls of a command after Open (the page asks up to
+ * 200 times over 42 s while a door does not answer: followDelayMs in web/follow-schedule.ts).
+ */
+export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, failedPerKey: 5, setupLinkPerIp: 60, pollsPerIp: 300 } as const;
+
+/** The per-address budgets of the open routes above (platform/access.ts counts them). */
+export const SETUP_LINK_LIMIT: OpenLimit = { bucket: 'setup-link', perMinute: HOLDER_LIMITS.setupLinkPerIp };
+export const COMMAND_POLL_LIMIT: OpenLimit = { bucket: 'holder-poll', perMinute: HOLDER_LIMITS.pollsPerIp };
 
 /** Why a key opens nothing at a door, as the page words it. */
 export type Refusal = 'revoked' | 'returned' | 'not_handed_over' | 'expired' | 'not_yet_valid' | 'outside_time_window' | 'no_access';

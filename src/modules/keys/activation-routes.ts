@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../platform/errors.ts';
 import type { ApiInstance } from '../../platform/fastify.ts';
-import { holderHeaders, languageOf } from '../holder/index.ts';
+import { SETUP_LINK_LIMIT, holderHeaders, languageOf } from '../holder/index.ts';
 import type { ActivationService } from './activation.ts';
 
 const SETUP_TEXT = {
@@ -38,6 +38,8 @@ const SETUP_TEXT = {
 };
 
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
+/** No credentials to count by: a per-address budget, counted before the link is looked up (a guess costs no query past it). */
+const access = { kind: 'open' as const, perIp: SETUP_LINK_LIMIT };
 /** Activation takes no body (the page's form posts an empty one): nothing larger is read from anyone. */
 const ACTIVATE_BODY_LIMIT = 4 * 1024;
 
@@ -82,7 +84,7 @@ export function activationRoutes(app: ApiInstance, links: ActivationService, bra
     page(brand, 'Link not usable', `<h1>This link can no longer be used</h1>
 <p>It was cancelled, has expired or was already used. Ask whoever issued your key to send a new link.</p>`);
 
-  app.get('/activate/:token', { config: { access: { kind: 'open' } }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  app.get('/activate/:token', { config: { access }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     const link = await links.describeLink(request.params.token);
     if (!link) return sendPage(reply, 410, unusable());
     const { invitation, opens } = link;
@@ -112,7 +114,7 @@ export function activationRoutes(app: ApiInstance, links: ActivationService, bra
     );
   });
 
-  app.post('/activate/:token', { config: { access: { kind: 'open' } }, bodyLimit: ACTIVATE_BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  app.post('/activate/:token', { config: { access }, bodyLimit: ACTIVATE_BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     try {
       const activated = await links.activate(request.params.token);
       if (wantsJson(request)) return reply.code(200).send(activated);
