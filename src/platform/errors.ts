@@ -146,6 +146,8 @@ export const errors = {
   linkUnusable: () => build(410, 'link_unusable', 'This setup link was cancelled, has expired or was already used.'),
   // 422
   validation: (details: ErrorDetail[]) => build(422, 'validation_failed', 'The request body failed validation.', details),
+  /** A query parameter the spec answers with 422 rather than 400 (`GET /invitations?state=`). */
+  queryValidation: (details: ErrorDetail[]) => build(422, 'validation_failed', 'The query failed validation.', details),
   invalidField: (field: string, message: string) => errors.validation([detail(field, 'invalid', message)]),
   entitlementExceeded: () => build(422, 'entitlement_exceeded', "The account's phone-key allowance is used up."),
   // 429

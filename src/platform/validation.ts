@@ -180,10 +180,53 @@ export function fieldPath(instancePath: string, child?: string): string {
   return out;
 }
 
+const within = (path: string, of: string): boolean => path === of || path.startsWith(`${of}/`);
+const isNullType = (error: ErrorObject): boolean => error.keyword === 'type' && (error.params as { type?: unknown }).type === 'null';
+
+/** What one failed alternative allowed, as a message reads it: a JSON value (`"sms"`, `null`) or a type. */
+function allowed(error: ErrorObject): string[] {
+  const params = error.params as { allowedValue?: unknown; allowedValues?: unknown[]; type?: unknown };
+  if (error.keyword === 'const') return [JSON.stringify(params.allowedValue)];
+  if (error.keyword === 'enum') return (params.allowedValues ?? []).map((value) => JSON.stringify(value));
+  return [String(params.type)];
+}
+
+/**
+ * ajv reports a union (`anyOf`, TypeBox's Union and enums of literals) as each alternative's failure plus
+ * "must match a schema in anyOf": a channel of `fax` read "must be equal to constant" three times, and a
+ * body that may be left out added "body must be null". Where every alternative failed on the value itself
+ * (a constant, an enum, a type), they become one error listing what is allowed; otherwise the union's own
+ * error and its `null` alternative are dropped, and what went wrong inside the value speaks.
+ */
+function mergeAlternatives(validation: ErrorObject[]): ErrorObject[] {
+  const dropped = new Set<ErrorObject>();
+  const merged = new Map<ErrorObject, ErrorObject>();
+  for (const union of validation.filter((error) => error.keyword === 'anyOf' || error.keyword === 'oneOf')) {
+    const path = union.instancePath;
+    const related = validation.filter((error) => error !== union && !dropped.has(error) && within(error.instancePath, path));
+    const simple = related.length > 0 && related.every((error) => error.instancePath === path && ['const', 'enum', 'type'].includes(error.keyword));
+    if (simple) {
+      const values = related.filter((error) => error.keyword !== 'type');
+      const types = related.filter((error) => error.keyword === 'type' && !isNullType(error));
+      const nullable = related.some(isNullType) ? ['null'] : [];
+      const message =
+        types.length > 0
+          ? `must be ${[...types.flatMap(allowed), ...values.flatMap(allowed), ...nullable].join(' or ')}`
+          : `must be one of ${[...values.flatMap(allowed), ...nullable].join(', ')}`;
+      for (const error of related) dropped.add(error);
+      merged.set(union, { ...union, keyword: 'alternatives', message });
+    } else if (related.length > 0) {
+      for (const error of related) if (error.instancePath === path && isNullType(error)) dropped.add(error);
+      dropped.add(union);
+    }
+  }
+  return validation.filter((error) => !dropped.has(error)).map((error) => merged.get(error) ?? error);
+}
+
 export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   const seen = new Set<string>();
-  for (const error of validation) {
+  for (const error of mergeAlternatives(validation)) {
     let detail: ErrorDetail;
     const params = error.params as Record<string, unknown>;
     if (error.keyword === 'additionalProperties') {
@@ -192,6 +235,11 @@ export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
     } else if (error.keyword === 'required') {
       const field = fieldPath(error.instancePath, String(params.missingProperty));
       detail = { field, code: 'invalid', message: `${field} is required.` };
+    } else if (error.keyword === 'enum' || error.keyword === 'const') {
+      // ajv would say "must be equal to constant" without the constant.
+      const field = fieldPath(error.instancePath) || 'body';
+      const values = allowed(error);
+      detail = { field, code: 'invalid', message: `${field} must be ${values.length === 1 ? values[0] : `one of ${values.join(', ')}`}.` };
     } else if (error.keyword === 'pattern' && params.pattern === NOT_BLANK) {
       // ajv would say `must match pattern "\S"`.
       const field = fieldPath(error.instancePath) || 'body';

@@ -418,6 +418,7 @@ describe('invitations', () => {
     const bad = await ctx.service.request<ErrorBody>('GET', '/v1/invitations?state=sent', { token: t.token });
     assert.equal(bad.status, 422);
     assert.deepEqual(bad.body.error.details?.map((d) => [d.field, d.code]), [['state', 'invalid']]);
+    assert.equal(bad.body.error.message, 'The query failed validation.', 'there is no body to blame');
   });
 
   test('cancel and resend work only on pending invitations', async () => {
@@ -488,6 +489,11 @@ describe('invitations', () => {
     await ctx.service.admin('PATCH', `/admin/v1/accounts/${t.accountId}`, { sms_enabled: false });
     const disabled = await ctx.service.request<ErrorBody>('POST', `/v1/invitations/${issued.body.invitation_id}/resend`, { token: t.token, body: { channel: 'both' } });
     assert.deepEqual(disabled.body.error.details?.map((d) => [d.field, d.code]), [['channel', 'sms_disabled']]);
+    // A channel that is none: one detail, naming the channels (the body may be left out, but it was not).
+    const fax = await ctx.service.request<ErrorBody>('POST', `/v1/invitations/${issued.body.invitation_id}/resend`, { token: t.token, body: { channel: 'fax' } });
+    assert.equal(fax.status, 422);
+    assert.equal(fax.body.error.message, 'The request body failed validation.');
+    assert.deepEqual(fax.body.error.details, [{ field: 'channel', code: 'invalid', message: 'channel must be one of "sms", "email", "both".' }]);
   });
 });
 

@@ -89,6 +89,49 @@ describe('validation details of a body', () => {
     assert.equal(detailsFor(schema, { on: true, n: 5 }), null);
   });
 
+  test('a value outside a union of constants lists what is allowed, null too; a nullable number says its type', () => {
+    const schema = Type.Object({
+      channel: Type.Union([Type.Literal('sms'), Type.Literal('email'), Type.Literal('both')]),
+      system: Type.Union([Type.Literal('sandbox'), Type.Literal('uhppote'), Type.Null()]),
+      colour: Type.Unsafe<string>({ type: 'string', enum: ['red', 'green'] }),
+      only: Type.Literal('v1'),
+      allowance: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+      scopes: Type.Array(Type.Union([Type.Literal('a:read'), Type.Literal('a:write')])),
+    });
+    const messages = (body: unknown) => {
+      const check = bodyValidator(schema);
+      assert.equal(check(body), false);
+      return bodyErrorDetails(check.errors ?? []).map((d) => [d.field, d.code, d.message]);
+    };
+    assert.deepEqual(messages({ channel: 'fax', system: 'acme', colour: 'blue', only: 'v2', allowance: 'many', scopes: ['a:read', 'b'] }), [
+      ['channel', 'invalid', 'channel must be one of "sms", "email", "both".'],
+      ['system', 'invalid', 'system must be one of "sandbox", "uhppote", null.'],
+      ['colour', 'invalid', 'colour must be one of "red", "green".'],
+      ['only', 'invalid', 'only must be "v1".'],
+      ['allowance', 'invalid', 'allowance must be integer or null.'],
+      ['scopes[1]', 'invalid', 'scopes[1] must be one of "a:read", "a:write".'],
+    ]);
+    // A bound broken by a value of the right type is what is said, not the null it could also have been.
+    assert.deepEqual(messages({ channel: 'sms', system: null, colour: 'red', only: 'v1', allowance: -1, scopes: [] }), [
+      ['allowance', 'invalid', 'allowance must be >= 0.'],
+    ]);
+  });
+
+  test('a body that may be left out (a union with null) is not also told it "must be null"', () => {
+    const Resend = Type.Union([
+      Type.Object({ channel: Type.Optional(Type.Union([Type.Literal('sms'), Type.Literal('email')])) }, { additionalProperties: false }),
+      Type.Null(),
+    ]);
+    const details = (body: unknown) => {
+      const check = bodyValidator(Resend);
+      assert.equal(check(body), false);
+      return bodyErrorDetails(check.errors ?? []).map((d) => [d.field, d.code, d.message]);
+    };
+    assert.deepEqual(details({ channel: 'fax' }), [['channel', 'invalid', 'channel must be one of "sms", "email".']]);
+    assert.deepEqual(details({ channel: 'sms', colour: 'red' }), [['colour', 'unknown_field', 'colour is not a field of this request.']]);
+    assert.deepEqual(details('sms'), [['body', 'invalid', 'body must be object or null.']]);
+  });
+
   test('one detail per field and code, however many rules the value broke', () => {
     const schema = Type.Object({ code: Type.String({ minLength: 5, pattern: '^[a-z]+$' }) });
     const check = bodyValidator(schema);
