@@ -381,7 +381,8 @@ export class PageCaches {
 
   install(app: FastifyInstance): void {
     app.addHook('onSend', (request, reply, payload, done) => {
-      if (!READS.has(request.method)) {
+      // A 405 ran no handler, so it changed nothing (it is authenticated now, so it has a caller or an operator).
+      if (!READS.has(request.method) && reply.statusCode !== 405) {
         const access = request.routeOptions.config.access;
         if (request.caller) this.requestWrote({ accounts: [request.caller.accountId] });
         else if (access?.kind === 'admin' && reply.statusCode !== 401) this.requestWrote('all');
