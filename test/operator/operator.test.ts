@@ -128,6 +128,8 @@ describe('names', () => {
       ['PATCH', `/admin/v1/locks/${lock}`, {}, 'name'],
       ['POST', '/admin/v1/security_groups', { location_id: root, code: 'blank' }, 'title'],
       ['PATCH', `/admin/v1/security_groups/${group.body.id}`, {}, 'title'],
+      ['POST', '/admin/v1/controllers', { location_id: root, serial_number: 423187757, address: '192.0.2.10' }, 'name'],
+      ['PATCH', '/admin/v1/controllers/999999', {}, 'name'],
     ];
     for (const blank of ['   ', '\t\n', '\u00a0\u3000']) {
       for (const [method, path, body, field] of cases) {

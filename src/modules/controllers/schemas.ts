@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page } from '../../platform/pagination.ts';
-import { Id } from '../../platform/schemas.ts';
+import { Id, Name } from '../../platform/schemas.ts';
 
 const RowId = Id();
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
@@ -18,7 +18,7 @@ export const ControllerCreate = named(
   Type.Object(
     {
       location_id: RowId,
-      name: Type.String({ minLength: 1, maxLength: 200 }),
+      name: Name(),
       serial_number: Type.Integer({ minimum: 1, maximum: 4_294_967_295, description: "the board's serial number (printed on it; uhppote-cli get-devices)" }),
       address: Address,
       port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, default: 60000 })),
@@ -35,7 +35,7 @@ export const ControllerUpdate = named(
   'ControllerUpdate',
   Type.Object(
     {
-      name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+      name: Type.Optional(Name()),
       address: Type.Optional(Address),
       port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
       transport: Type.Optional(Type.Union([Type.Literal('udp'), Type.Literal('tcp')])),
