@@ -149,6 +149,11 @@ describe('the forwarder', () => {
     for (const url of ['/console/api/v1/../admin/v1/accounts', '/console/api/v1/%2e%2e/admin/v1/accounts', '/console/api/admin/v1/%2E/x', '/console/api/admin/v1/x/..']) {
       assert.equal(targetOf(url, '1').kind, 'refused', url);
     }
+    // Backslashes are read as slashes on the way: `..\..\healthz` reached /healthz.
+    for (const url of ['/console/api/admin/v1/..\\..\\healthz', '/console/api/admin/v1/..%5C..%5Chealthz', '/console/api/v1/..\\..\\admin/v1/accounts']) {
+      assert.equal(targetOf(url, '1').kind, 'refused', url);
+    }
+    assert.equal(targetOf('/console/api/v1/people?name=a%5Cb', '1').kind, 'public', 'a backslash in the query is data');
     assert.deepEqual(targetOf('/console/api/v1/locks?limit=5', '12'), { kind: 'public', path: '/v1/locks?limit=5', accountId: 12 });
     assert.deepEqual(targetOf('/console/api/admin/v1/accounts', undefined), { kind: 'operator', path: '/admin/v1/accounts' });
   });

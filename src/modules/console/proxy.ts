@@ -32,6 +32,8 @@ export function targetOf(url: string, accountHeader: string | string[] | undefin
   const path = url.slice(CONSOLE_API_PREFIX.length);
   // Dot segments would let a path leave the API it names on its way through the router.
   if (/(^|\/)(\.|%2e){1,2}(\/|\?|$)/i.test(path)) return { kind: 'refused', reason: 'The path has dot segments.' };
+  // A backslash is read as a slash on the way (`..\..\healthz` left /admin/v1/): no API path has one.
+  if (/\\|%5c/i.test(path.split('?', 1)[0] as string)) return { kind: 'refused', reason: 'The path has a backslash.' };
   if (path.startsWith('/admin/v1/')) return { kind: 'operator', path };
   if (path.startsWith('/v1/')) {
     const accountId = typeof accountHeader === 'string' && /^[1-9][0-9]{0,15}$/.test(accountHeader) ? Number(accountHeader) : null;
