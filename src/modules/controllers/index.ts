@@ -25,10 +25,10 @@ import { ControllerUnreachable, UhppoteClient } from './uhppote/client.ts';
 import { ControllerEventListener } from './uhppote/listener.ts';
 
 export { ControllersService, UHPPOTE_LOCKING_SYSTEM } from './service.ts';
+export { windowsProblem } from './profiles.ts';
 
 /** The listener's known boards are read again this often, a net for a change notification missed (known-boards.ts). */
 const KNOWN_BOARDS_REFRESH_SECONDS = 60;
-export { windowsProblem } from './profiles.ts';
 
 export interface ControllersDeps {
   access: AccessLists;

@@ -93,7 +93,8 @@ export class InvitationsService {
 
   async listInvitations(caller: Caller, query: InvitationListQuery): Promise<PageOf<Invitation>> {
     if (query.state !== undefined && !(INVITATION_STATES as readonly string[]).includes(query.state)) {
-      throw errors.invalidField('state', `state must be one of ${INVITATION_STATES.join(', ')}.`);
+      // The spec's one query parameter answered with 422: the message says it was the query that failed.
+      throw errors.queryValidation([{ field: 'state', code: 'invalid', message: `state must be one of ${INVITATION_STATES.join(', ')}.` }]);
     }
     const limit = clampLimit(query.limit);
     const rows = await listInvitations(
