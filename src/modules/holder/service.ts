@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database } from '../../platform/db/index.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import type { OpenLimit, RateLimits } from '../../platform/rate-limit.ts';
 import { hashToken } from '../../platform/secrets.ts';
@@ -18,6 +18,7 @@ import {
   findPasskey,
   insertChallenge,
   insertPasskey,
+  isDuplicatePasskey,
   keyExists,
   lockNames,
   passkeysOfKey,
@@ -60,7 +61,8 @@ export interface HolderDeps {
   unlock: UnlockService;
   /** The keys module's setup links: whether one is usable, and its activation. */
   linkUsable(token: string): Promise<{ personName: string } | null>;
-  activate(token: string): Promise<{ key_id: number; invitation_id: number }>;
+  /** `bind` runs in the activation's transaction: the key is made only with it. */
+  activate(token: string, bind?: (tx: Queryable, keyId: number) => Promise<void>): Promise<{ key_id: number; invitation_id: number }>;
 }
 
 export interface DoorView {
@@ -160,9 +162,16 @@ export class HolderService {
     }
     if (!verified.verified) return this.failed(ip, null);
     const { credential } = verified.registrationInfo;
-    const activated = await this.deps.activate(token);
-    await insertPasskey(this.deps.db, activated.key_id, credential.id, Buffer.from(credential.publicKey).toString('base64url'), credential.counter, this.now());
-    return activated;
+    // A credential id is bound to one key only. Checked before the link is claimed; the unique index decides a
+    // race, inside the activation, so that the link is never spent on a key with no device.
+    if (await findPasskey(this.deps.db, credential.id)) return this.failed(ip, null);
+    const publicKey = Buffer.from(credential.publicKey).toString('base64url');
+    try {
+      return await this.deps.activate(token, (tx, keyId) => insertPasskey(tx, keyId, credential.id, publicKey, credential.counter, this.now()));
+    } catch (error) {
+      if (isDuplicatePasskey(error)) return this.failed(ip, null);
+      throw error;
+    }
   }
 
   /** Options for an assertion: a new challenge, discoverable credentials (no list of ids). */

@@ -23,7 +23,7 @@ export function startHolder(core: Core, deps: HolderModuleDeps): Holder {
     limits: core.limits,
     unlock: deps.unlock,
     linkUsable: (token) => deps.links.linkUsable(token),
-    activate: (token) => deps.links.activate(token),
+    activate: (token, bind) => deps.links.activate(token, bind),
   });
   return {
     routes(app) {

@@ -42,6 +42,12 @@ export async function insertPasskey(db: Queryable, keyId: number, credentialId: 
   );
 }
 
+/** The unique index on credential ids refused an insert: the credential is bound to a key already. */
+export function isDuplicatePasskey(error: unknown): boolean {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  return code === '23505' && String(constraint ?? '').startsWith('passkeys_credential_id');
+}
+
 export async function findPasskey(db: Queryable, credentialId: string): Promise<PasskeyRow | null> {
   const [row] = await db.query<PasskeyRow>({ name: 'holder.findPasskey', text: 'SELECT * FROM passkeys WHERE credential_id = $1' }, [credentialId]);
   return row ? { ...row, id: Number(row.id), key_id: Number(row.key_id), sign_count: Number(row.sign_count) } : null;

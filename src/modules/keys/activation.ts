@@ -1,12 +1,12 @@
 // Setup links (spec: Invitation; README: API notes, Setup links): what a link's page shows, and the
 // activation that turns a pending invitation into a key.
 import { newPhoneCredential } from '../access/index.ts';
-import type { Database } from '../../platform/db/index.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import { hashToken } from '../../platform/secrets.ts';
 import { queueLockingSystemTask } from '../locking-system/index.ts';
 import { accountOf, emitKeyEvent, lockingSystemOf, type KeysDeps } from './common.ts';
-import { claimLink, findInvitation, findInvitationByToken, markActivated, spendLink, whatItOpens, type InvitationRow } from './invitation-store.ts';
+import { claimLink, findInvitation, findInvitationByToken, markActivated, releaseClaim, spendLink, whatItOpens, type InvitationRow } from './invitation-store.ts';
 import { findKey, holdLivePerson, insertKey, type KeyRow } from './store.ts';
 
 /** An activation claimed longer ago than this (its instance died) may be claimed again. */
@@ -33,8 +33,10 @@ export class ActivationService {
   /**
    * Activates a setup link: one key, `handed_over`, `key.activated`. The link is claimed atomically
    * first, so of two concurrent activations one creates the key and the other finds the link used.
+   * `bind` runs in the key's transaction (the holder's passkey): if it fails, no key is made and the link
+   * is released at once for another try, rather than held until its claim goes stale.
    */
-  async activate(token: string): Promise<{ key_id: number; invitation_id: number }> {
+  async activate(token: string, bind?: (tx: Queryable, keyId: number) => Promise<void>): Promise<{ key_id: number; invitation_id: number }> {
     const now = this.now();
     const claimed = await claimLink(this.db, hashToken(token), now, new Date(now.getTime() - ACTIVATION_CLAIM_MS));
     if (!claimed) throw errors.linkUnusable();
@@ -76,10 +78,14 @@ export class ActivationService {
         },
         now,
       );
+      await bind?.(tx, keyId);
       await this.deps.access.refresh(tx, account.id, [keyId]);
       await markActivated(tx, invitation.id, keyId, now);
       await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, keyId)) as KeyRow, now);
       return { key_id: keyId, invitation_id: invitation.id };
+    }).catch(async (error: unknown) => {
+      await releaseClaim(this.db, claimed.id);
+      throw error;
     });
     if (!activated) throw errors.linkUnusable();
     return activated;

@@ -169,6 +169,11 @@ export async function claimLink(db: Queryable, tokenHash: string, now: Date, sta
   return claimed ?? null;
 }
 
+/** An activation that failed before its key was made gives the link back (it may be tried again at once). */
+export async function releaseClaim(db: Queryable, id: number): Promise<void> {
+  await db.query('UPDATE invitations SET activating_at = NULL WHERE id = $1 AND key_id IS NULL', [id]);
+}
+
 /** The link's single use is spent without a key: the invitation reads `expired`. */
 export async function spendLink(db: Queryable, id: number, now: Date): Promise<void> {
   await db.query('UPDATE invitations SET consumed_at = $2, activating_at = NULL WHERE id = $1', [id, now]);

@@ -13,7 +13,7 @@ export interface Keys extends Module {
   /** Setup links as the key holder's page uses them: whether one is usable (and for whom), and its activation. */
   links: {
     linkUsable(token: string): Promise<{ personName: string } | null>;
-    activate(token: string): Promise<{ key_id: number; invitation_id: number }>;
+    activate: KeysArea['activation']['activate'];
   };
 }
 
@@ -49,7 +49,7 @@ export async function startKeys(core: Core, deps: KeysModuleDeps): Promise<Keys>
         const link = await area.activation.describeLink(token);
         return link ? { personName: link.invitation.person_name } : null;
       },
-      activate: (token) => area.activation.activate(token),
+      activate: (token, bind) => area.activation.activate(token, bind),
     },
     async routes(app) {
       keysRoutes(app, area);
