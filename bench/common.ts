@@ -1,8 +1,9 @@
 // What every section of the bench shares: the run length, the operator calls, the load generator and the
 // percentiles. The service always runs in its own process (test/helpers/process.ts).
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/process.ts';
 
@@ -14,6 +15,11 @@ export const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 export async function stop(server: ServiceProcess): Promise<void> {
   server.child.kill('SIGTERM');
   await server.exited;
+  // BENCH_SERVICE_LOG=<dir>: what each service process wrote (with BENCH_SERVICE_FLAGS=--trace-gc, say).
+  if (process.env.BENCH_SERVICE_LOG) {
+    mkdirSync(process.env.BENCH_SERVICE_LOG, { recursive: true });
+    writeFileSync(path.join(process.env.BENCH_SERVICE_LOG, `service-${server.child.pid}.log`), server.output());
+  }
 }
 
 export async function admin<T>(url: string, method: string, pathname: string, body?: unknown): Promise<T> {
@@ -123,6 +129,8 @@ export async function load(name: string, url: string, token: string | null, pid?
  */
 export function startBenchService(env: Record<string, string>): Promise<ServiceProcess> {
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  // BENCH_SERVICE_FLAGS: more node flags for the service, for a diagnosis or a comparison (space-separated).
+  const flags = (process.env.BENCH_SERVICE_FLAGS ?? '').split(' ').filter(Boolean);
   return startServiceProcess({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -130,7 +138,7 @@ export function startBenchService(env: Record<string, string>): Promise<ServiceP
     LOG_LEVEL: 'warn',
     API_RATE_LIMIT_PER_MINUTE: '10000000',
     ...env,
-  }, undefined, profile);
+  }, undefined, [...profile, ...flags]);
 }
 
 /** Bare Fastify serving `body` from memory, measured like the service (pinned the same way in pinned mode). */
