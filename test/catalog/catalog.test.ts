@@ -205,32 +205,51 @@ describe('pagination', () => {
 });
 
 describe('security groups', () => {
-  test('lists the groups in scope, filtered by is_default', async () => {
+  test('lists the groups a key may give (in its scope and above it, never a sibling department\'s), filtered by is_default', async () => {
     const account = await createAccount(ctx.service);
     const dept = await createDepartment(ctx.service, account.rootLocationId);
+    const sibling = await createDepartment(ctx.service, account.rootLocationId);
     const staff = await createSecurityGroup(ctx.service, account.rootLocationId, 'staff', { is_default: true, description: 'Everyone' });
     const night = await createSecurityGroup(ctx.service, account.rootLocationId, 'night');
     const deptGroup = await createSecurityGroup(ctx.service, dept, 'dept-only');
+    const siblingGroup = await createSecurityGroup(ctx.service, sibling, 'sibling-only');
     const rootKey = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read'])).token;
     const deptKey = (await createApiKey(ctx.service, dept, ['catalog:read'])).token;
 
     const all = await ctx.service.request<Page<{ id: number; code: string }>>('GET', '/v1/security_groups', { token: rootKey });
     assert.deepEqual(
       all.body.data.map((g) => g.code),
-      ['staff', 'night', 'dept-only'],
+      ['staff', 'night', 'dept-only', 'sibling-only'],
     );
     const defaults = await ctx.service.request<Page<Record<string, unknown>>>('GET', '/v1/security_groups?is_default=true', { token: rootKey });
     assert.deepEqual(defaults.body.data, [{ id: staff.id, code: 'staff', title: 'staff', description: 'Everyone', is_default: true }]);
     const others = await ctx.service.request<Page<{ id: number }>>('GET', '/v1/security_groups?is_default=false', { token: rootKey });
     assert.deepEqual(
       others.body.data.map((g) => g.id),
-      [night.id, deptGroup.id],
+      [night.id, deptGroup.id, siblingGroup.id],
     );
+    // The root's groups exist at the department (its keys may give them); the sibling's do not.
     const deptView = await ctx.service.request<Page<{ id: number }>>('GET', '/v1/security_groups', { token: deptKey });
     assert.deepEqual(
       deptView.body.data.map((g) => g.id),
-      [deptGroup.id],
+      [staff.id, night.id, deptGroup.id],
     );
+    const deptDefaults = await ctx.service.request<Page<{ id: number }>>('GET', '/v1/security_groups?is_default=true', { token: deptKey });
+    assert.deepEqual(deptDefaults.body.data.map((g) => g.id), [staff.id]);
+    // Paging walks the same set.
+    const first = await ctx.service.request<Page<{ id: number }>>('GET', '/v1/security_groups?limit=2', { token: deptKey });
+    const rest = await ctx.service.request<Page<{ id: number }>>('GET', `/v1/security_groups?limit=2&cursor=${encodeURIComponent(first.body.next_cursor ?? '')}`, { token: deptKey });
+    assert.deepEqual([...first.body.data, ...rest.body.data].map((g) => g.id), [staff.id, night.id, deptGroup.id]);
+    assert.equal(rest.body.next_cursor, null);
+    // Every group listed is one the department's keys may give.
+    const keysKey = (await createApiKey(ctx.service, dept, ['people:write', 'keys:write'])).token;
+    const person = await ctx.service.request<{ id: string }>('POST', '/v1/people', { token: keysKey, body: { name: 'Dept Person', email: `dept.${process.pid}.${Date.now()}@example.com` } });
+    assert.equal(person.status, 201, person.text);
+    const issued = await ctx.service.request('POST', '/v1/keys', { token: keysKey, body: { person_id: person.body.id, security_groups: ['staff', 'night', 'dept-only'], channel: 'email' } });
+    assert.equal(issued.status, 202, issued.text);
+    const refused = await ctx.service.request<{ error: { details: Array<{ field: string; code: string }> } }>('POST', '/v1/keys', { token: keysKey, body: { person_id: person.body.id, security_groups: ['sibling-only'], channel: 'email' } });
+    assert.equal(refused.status, 422, refused.text);
+    assert.deepEqual(refused.body.error.details.map((d) => [d.field, d.code]), [['security_groups[0]', 'unknown_security_group']]);
     const bad = await ctx.service.request('GET', '/v1/security_groups?is_default=maybe', { token: rootKey });
     assert.equal(bad.status, 400);
   });

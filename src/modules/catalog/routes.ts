@@ -52,7 +52,7 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
         operationId: 'listSecurityGroups',
         tags: ['Security groups'],
         summary: 'List security groups (access profiles)',
-        description: "The security groups defined at the API key's location and its departments; their codes are what `POST /keys` takes.",
+        description: "The security groups the API key may give: those defined at its location, above it and in its departments (never a sibling department's); their codes are what `POST /keys` takes.",
         querystring: Type.Object({ ...PageQuery, is_default: Type.Optional(Type.Boolean({ description: 'only default groups, or only the others' })) }),
         response: { 200: ref(SecurityGroupPage) },
       },

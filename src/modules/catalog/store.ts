@@ -78,12 +78,17 @@ const LOCKS_PAGE_JSON = {
     '$3',
   ),
 };
+/**
+ * The groups a caller at location $1 may give: those defined in its scope (for the people below it) and those
+ * defined above it (they exist at its location too, as the keys' validation reads it); never a sibling's.
+ */
 const LIST_SECURITY_GROUPS = {
   name: 'catalog.listSecurityGroups',
   text: `SELECT sg.id, sg.code, sg.title, sg.description, sg.is_default
        FROM security_groups sg
        JOIN locations l ON l.id = sg.location_id
-      WHERE l.path @> ARRAY[$1]::bigint[] AND sg.id > $2 AND ($3::boolean IS NULL OR sg.is_default = $3)
+      WHERE (l.path @> ARRAY[$1]::bigint[] OR sg.location_id = ANY((SELECT path FROM locations WHERE id = $1)::bigint[]))
+        AND sg.id > $2 AND ($3::boolean IS NULL OR sg.is_default = $3)
       ORDER BY sg.id
       LIMIT $4`,
 };
