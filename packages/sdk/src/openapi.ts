@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * List security groups (access profiles)
-         * @description The security groups defined at the API key's location and its departments; their codes are what `POST /keys` takes.
+         * @description The security groups the API key may give: those defined at its location, above it and in its departments (never a sibling department's); their codes are what `POST /keys` takes.
          */
         get: operations["listSecurityGroups"];
         put?: never;
