@@ -48,6 +48,29 @@ interface Stored {
   pending_events: PendingEvent[];
 }
 
+/**
+ * The entries of one message, its pieces joined: a key whose entry did not fit one packet comes as several
+ * entries with its `key_id`, each with some of its locks, and a lock may come in several with some of its
+ * windows each (docs/spec/gateway-mqtt.md). One entry per key, one item per lock, windows together.
+ */
+export function joinPieces(entries: CopyEntry[]): CopyEntry[] {
+  const byKey = new Map<number, CopyEntry>();
+  for (const entry of entries) {
+    const joined = byKey.get(entry.key_id);
+    byKey.set(entry.key_id, joined ? { ...joined, locks: [...joined.locks, ...entry.locks] } : entry);
+  }
+  return [...byKey.values()].map((entry) => {
+    const locks = new Map<number, CopyEntry['locks'][number]>();
+    for (const lock of entry.locks) {
+      const seen = locks.get(lock.lock_id);
+      // Open at all times in one piece: at all times.
+      const windows = !seen ? lock.windows : seen.windows === null || lock.windows === null ? null : [...seen.windows, ...lock.windows];
+      locks.set(lock.lock_id, { ...(seen ?? lock), windows });
+    }
+    return locks.size === entry.locks.length ? entry : { ...entry, locks: [...locks.values()] };
+  });
+}
+
 export class AccessCopy {
   version = 0;
   validUntil: Date | null = null;
@@ -129,10 +152,8 @@ export class AccessCopy {
       this.byKey.clear();
       this.byHash.clear();
     }
-    for (const part of parts) {
-      for (const keyId of part.removed) this.remove(keyId);
-      for (const entry of part.entries) this.put(entry);
-    }
+    for (const part of parts) for (const keyId of part.removed) this.remove(keyId);
+    for (const entry of joinPieces(parts.flatMap((part) => part.entries))) this.put(entry);
     this.version = message.version;
     this.validUntil = new Date(message.valid_until);
     return { outcome: 'applied', version: message.version };

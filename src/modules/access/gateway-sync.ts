@@ -13,6 +13,7 @@ import { CredentialCache } from './credential-cache.ts';
 import { parseCredential } from './credentials.ts';
 import { decide } from './decision.ts';
 import { ACCESS_LISTS_CHANNEL, CATALOG_CHANNEL } from '../../platform/channels.ts';
+import { listMessages } from './list-messages.ts';
 import type { AccessLists } from './lists.ts';
 import { keyGroupIds, lockAccess, type AccountFacts } from './resolve.ts';
 import {
@@ -36,8 +37,6 @@ export interface GatewayIo {
   record(gatewayId: number, event: GatewayEvent): Promise<void>;
 }
 
-/** Room left in a packet for the topic, the header of a list message and MQTT's own fields. */
-const PACKET_MARGIN_BYTES = 1024;
 /** How often lists that gateways have not applied are pushed again (a push lost with the broker, a gateway back). */
 const PUSH_AGAIN_SECONDS = 5;
 /**
@@ -255,34 +254,4 @@ export class GatewaySync {
     facts.catch(() => this.facts.delete(accountId));
     return facts;
   }
-}
-
-/**
- * A list message in as many parts as the packet limit needs, each complete JSON:
- * `{type, [from,] version, valid_until, part, parts, entries, removed}`. Entries are JSON text already.
- */
-export function listMessages(header: Record<string, unknown>, entries: string[], removed: number[], maxPacketBytes: number): string[] {
-  const budget = Math.max(1024, maxPacketBytes - PACKET_MARGIN_BYTES);
-  const parts: Array<{ entries: string[]; removed: number[] }> = [];
-  let current = { entries: [] as string[], removed: [] as number[] };
-  let size = 0;
-  const room = (bytes: number) => {
-    if (size + bytes > budget && (current.entries.length > 0 || current.removed.length > 0)) {
-      parts.push(current);
-      current = { entries: [], removed: [] };
-      size = 0;
-    }
-    size += bytes;
-  };
-  for (const entry of entries) {
-    room(Buffer.byteLength(entry) + 1);
-    current.entries.push(entry);
-  }
-  for (const id of removed) {
-    room(String(id).length + 1);
-    current.removed.push(id);
-  }
-  parts.push(current);
-  const head = JSON.stringify(header).slice(0, -1);
-  return parts.map((part, index) => `${head},"part":${index + 1},"parts":${parts.length},"entries":[${part.entries.join(',')}],"removed":[${part.removed.join(',')}]}`);
 }
