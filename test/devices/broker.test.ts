@@ -207,6 +207,45 @@ describe('what a gateway may publish and subscribe to', () => {
   });
 });
 
+describe('a gateway cut off while it logs in', () => {
+  test('a login whose password was read before the gateway was cut off (a rotation) is refused, not left open', async () => {
+    const { gateway } = await site();
+    // A broker of its own whose read of the password waits until the test has cut the gateway off.
+    let reading: () => void = () => undefined;
+    const read = new Promise<void>((resolve) => (reading = resolve));
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const db = ctx.database.db;
+    const slowDb = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
+        return async (...args: Parameters<typeof db.query>) => {
+          if (String(args[0]).includes('mqtt_username')) {
+            reading();
+            await released;
+          }
+          return target.query(...args);
+        };
+      },
+    });
+    const broker = new EmbeddedBroker(slowDb, { connected: () => undefined, disconnected: () => undefined }, () => undefined, MAX_PACKET_BYTES, pino({ level: 'silent' }));
+    const port = await broker.start(0, '127.0.0.1');
+    try {
+      const login = connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url: `mqtt://127.0.0.1:${port}` } }, { reconnectPeriod: 0 });
+      await within(read, 5000, 'the password being read');
+      broker.disconnectGateway(gateway.id);
+      release();
+      await assert.rejects(login, /not authorized|bad user name or password|Connection refused/i);
+      // A login that starts after the cut is checked afresh.
+      const again = await connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url: `mqtt://127.0.0.1:${port}` } }, { reconnectPeriod: 0 });
+      assert.equal(again.connected, true);
+    } finally {
+      release();
+      await broker.close();
+    }
+  });
+});
+
 describe('payloads that are not what the protocol says', () => {
   test('JSON that is not an object (null, a number, a list, a string) on any topic is dropped and acknowledged; the service carries on', async () => {
     const { gateway, lock } = await site();

@@ -46,6 +46,12 @@ export class EmbeddedBroker {
   private readonly gatewayOf = new Map<Client, number>();
   /** The open authenticated connections of each gateway. */
   private readonly connectionsOf = new Map<number, Set<Client>>();
+  /**
+   * When each gateway was last cut off (a count of cuts): a login whose password was read before it is
+   * refused, so a connection checked against the old password during a rotation does not stay open.
+   */
+  private readonly cutOffAt = new Map<number, number>();
+  private cuts = 0;
   private readonly subscribeRefusals: SubscribeRefusals;
 
   constructor(
@@ -147,11 +153,14 @@ export class EmbeddedBroker {
     if (!username || !password) return false;
     // The client id must be the gateway's user name, so a gateway cannot pose as another.
     if (client.id !== username) return false;
+    const readAt = this.cuts;
     const row = await gatewayByUsername(this.db, username);
     if (!row || !sameHash(hashToken(password.toString()), row.password_hash)) return false;
     // Gone while the password was checked: its 'close' has been emitted already.
     if (client.closed) return false;
     const gatewayId = Number(row.id);
+    // Cut off (its password rotated, say) while the password was read: what was read may be the old one.
+    if ((this.cutOffAt.get(gatewayId) ?? 0) > readAt) return false;
     this.gatewayOf.set(client, gatewayId);
     let open = this.connectionsOf.get(gatewayId);
     if (!open) this.connectionsOf.set(gatewayId, (open = new Set()));
@@ -178,6 +187,7 @@ export class EmbeddedBroker {
 
   /** Drops a gateway's live connection (its password was rotated or it was deleted): it must connect anew. */
   disconnectGateway(gatewayId: number): void {
+    this.cutOffAt.set(gatewayId, ++this.cuts);
     for (const client of this.connectionsOf.get(gatewayId) ?? []) client.close();
   }
 }
