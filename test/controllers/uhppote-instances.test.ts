@@ -69,3 +69,38 @@ test('two instances: writes through either reach the board, pushed and polled ev
   assert.equal(revoked.status, 204);
   await waitFor(() => !simulated.cards.has(504321), 'the card deleted after a revocation through A');
 });
+
+test('two instances writing new schedules to one board at once never give one profile id two schedules', { skip }, async () => {
+  const common = { CONTROLLER_POLL_SECONDS: '60', CONTROLLER_TIMEOUT_MS: '1000' };
+  const a: TestService = await startService(await ctx.database.openAnother(), common);
+  closers.push(() => a.close());
+  const b: TestService = await startService(await ctx.database.openAnother(), common);
+  closers.push(() => b.close());
+  const simulated = await startSimulatedController({ serial: 515151616 });
+  closers.push(() => simulated.close());
+  // A slow board: each instance's write of a new profile is still on its way when the other picks an id.
+  simulated.delayAnswers(300);
+
+  const account = await createAccount(a, { locking_system: 'uhppote' });
+  const root = account.rootLocationId;
+  const every = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+  await createSecurityGroup(a, root, 'early', { windows: [{ days: every, start: '06:00', end: '08:00' }] });
+  await createSecurityGroup(a, root, 'late', { windows: [{ days: every, start: '18:00', end: '20:00' }] });
+  const front = await createLock(a, root, { name: 'Front', security_groups: ['early', 'late'] });
+  const controller = await a.admin('POST', '/admin/v1/controllers', {
+    location_id: root, name: 'Board', serial_number: simulated.serial, address: '127.0.0.1', port: simulated.address.port, door_locks: [{ door: 1, lock_id: front }],
+  });
+  assert.equal(controller.status, 201, controller.text);
+  const person = await a.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Shift', email: `shift-${randomUUID()}@example.com`, location_id: root });
+  const card = (service: TestService, group: string, credential: string) =>
+    service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: group, security_groups: [group], credential });
+  const [early, late] = await Promise.all([card(a, 'early', 'wiegand26:6:1001'), card(b, 'late', 'wiegand26:6:1002')]);
+  assert.equal(early.status, 201, early.text);
+  assert.equal(late.status, 201, late.text);
+  await waitFor(() => simulated.cards.has(601001) && simulated.cards.has(601002), 'both cards on the board');
+
+  // Each card's door 1 names a profile holding its own group's window (the board's ends are inclusive).
+  const segmentsOf = (cardNumber: number) => simulated.profiles.get(simulated.cards.get(cardNumber)?.doors[0] ?? -1)?.segments;
+  assert.deepEqual(segmentsOf(601001)?.filter((s) => s.start !== '00:00' || s.end !== '00:00'), [{ start: '06:00', end: '07:59' }]);
+  assert.deepEqual(segmentsOf(601002)?.filter((s) => s.start !== '00:00' || s.end !== '00:00'), [{ start: '18:00', end: '19:59' }]);
+});

@@ -199,12 +199,19 @@ export async function profileIds(db: Queryable, gatewayId: number): Promise<Map<
   return new Map(rows.map((r) => [r.definition, Number(r.profile_id)]));
 }
 
-export async function saveProfile(db: Queryable, gatewayId: number, profileId: number, definition: string): Promise<void> {
-  await db.query(
+/** Takes a free profile id of the board for a definition; false when the id, or the definition, is held already. */
+export async function reserveProfileId(db: Queryable, gatewayId: number, profileId: number, definition: string): Promise<boolean> {
+  const rows = await db.query(
     `INSERT INTO uhppote_time_profiles (gateway_id, profile_id, definition) VALUES ($1, $2, $3)
-     ON CONFLICT (gateway_id, profile_id) DO UPDATE SET definition = EXCLUDED.definition`,
+     ON CONFLICT DO NOTHING RETURNING profile_id`,
     [gatewayId, profileId, definition],
   );
+  return rows.length > 0;
+}
+
+/** Gives back a reserved id the board refused. */
+export async function releaseProfile(db: Queryable, gatewayId: number, profileId: number, definition: string): Promise<void> {
+  await db.query('DELETE FROM uhppote_time_profiles WHERE gateway_id = $1 AND profile_id = $2 AND definition = $3', [gatewayId, profileId, definition]);
 }
 
 export async function forgetProfiles(db: Queryable, gatewayId: number): Promise<void> {

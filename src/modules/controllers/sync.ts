@@ -1,7 +1,7 @@
 // Bringing UHPPOTE boards in line with what Latchkey holds: a key's card on every board of its account (put-card
 // when its record differs from what was last written, delete-card when it should be there no more), the time
-// profiles its doors need written first. Work on one board runs one at a time in this instance (its profile
-// ids are allocated here); another instance doing the same is repaired by the next reconciliation.
+// profiles its doors need written first. Work on one board runs one at a time in this instance; a new profile's
+// id is reserved in the database before the board is written, so two instances never give one id two schedules.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
@@ -13,7 +13,8 @@ import {
   forgetCard,
   profileIds,
   saveCard,
-  saveProfile,
+  releaseProfile,
+  reserveProfileId,
   storedCards,
   type ControllerRow,
   type StoredCard,
@@ -137,15 +138,17 @@ export class ControllerSync {
         for (const day of shape.weekdays) weekdays[day] = true;
         const profile = (profileId: number): TimeProfile => ({ id: profileId, from: PROFILE_FROM, to: PROFILE_TO, weekdays, segments: shape.segments, linkedTo: next });
         if (id === undefined) {
-          const used = new Set(known.values());
-          let free = FIRST_PROFILE_ID;
-          while (used.has(free) && free <= LAST_PROFILE_ID) free++;
-          if (free > LAST_PROFILE_ID) return `Controller ${controller.serial_number} has no free time profile (it holds ${LAST_PROFILE_ID - FIRST_PROFILE_ID + 1}).`;
-          const ok = await this.deps.client.setTimeProfile(addressOf(controller), profile(free));
-          if (!ok) return `Controller ${controller.serial_number} refused time profile ${free}.`;
-          await saveProfile(this.deps.db, controller.gateway_id, free, definition);
-          known.set(definition, free);
-          id = free;
+          const reserved = await this.reserveProfile(controller, definition, known);
+          if (typeof reserved === 'string') return reserved;
+          // Written to the board even when another instance reserved it first: the same profile again is
+          // harmless, and the card written next must not name a profile the board does not hold yet.
+          const ok = await this.deps.client.setTimeProfile(addressOf(controller), profile(reserved.id));
+          if (!ok) {
+            if (reserved.ours) await releaseProfile(this.deps.db, controller.gateway_id, reserved.id, definition);
+            known.delete(definition);
+            return `Controller ${controller.serial_number} refused time profile ${reserved.id}.`;
+          }
+          id = reserved.id;
         }
         expected?.set(id, profile(id));
         next = id;
@@ -153,6 +156,30 @@ export class ControllerSync {
       result.push(next);
     }
     return result;
+  }
+
+  /**
+   * A profile id for a new definition on the board, reserved in the database before the board is written:
+   * another instance writing the same board at once cannot take the same id for another schedule (its cards
+   * would follow this one's). One it reserved first for the same definition is shared (`ours: false`).
+   */
+  private async reserveProfile(controller: ControllerRow, definition: string, known: Map<string, number>): Promise<{ id: number; ours: boolean } | string> {
+    for (;;) {
+      const used = new Set(known.values());
+      let free = FIRST_PROFILE_ID;
+      while (used.has(free) && free <= LAST_PROFILE_ID) free++;
+      if (free > LAST_PROFILE_ID) return `Controller ${controller.serial_number} has no free time profile (it holds ${LAST_PROFILE_ID - FIRST_PROFILE_ID + 1}).`;
+      if (await reserveProfileId(this.deps.db, controller.gateway_id, free, definition)) {
+        known.set(definition, free);
+        return { id: free, ours: true };
+      }
+      // Taken meanwhile (the id, or this definition under another id): read what the board holds now, again.
+      const current = await profileIds(this.deps.db, controller.gateway_id);
+      known.clear();
+      for (const [held, heldId] of current) known.set(held, heldId);
+      const shared = known.get(definition);
+      if (shared !== undefined) return { id: shared, ours: false };
+    }
   }
 
   private async syncBoard(controller: ControllerRow, keyIds: number[] | null, proposals: Map<number, KeyProposal> | undefined, outcome: SyncOutcome): Promise<void> {
