@@ -491,6 +491,32 @@ describe('remote unlock and presence', () => {
   });
 });
 
+describe('a new time profile the board did not take', () => {
+  test('written while the board is away, it is written again when the board is back: the card never names a profile the board lacks', async () => {
+    const s = await site([{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '08:00', end: '18:00' }]);
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    // Reconciled now, so that the hourly reconciliation (which rewrites missing profiles) is not what repairs it.
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/controllers/${controller.id}/reconcile`)).status, 200);
+    simulated.setReachable(false);
+    // The lab's windows need a profile: its write to the board fails (unreachable) and is tried again.
+    const changed = await ctx.service.request('PATCH', `/v1/keys/${key.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(changed.status, 200, changed.text);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await runJobs();
+    simulated.setReachable(true);
+    await waitFor(async () => {
+      await runJobs();
+      return (await ctx.service.request<{ state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token })).body.state === 'handed_over';
+    }, 'the key confirmed once the board holds it');
+    const labProfile = simulated.cards.get(CARD_NUMBER)?.doors[1] as number;
+    assert.ok(labProfile > 1, `door 2 follows a profile (${labProfile})`);
+    assert.deepEqual(simulated.profiles.get(labProfile)?.segments.filter((segment) => segment.start !== '00:00' || segment.end !== '00:00'), [{ start: '08:00', end: '17:59' }]);
+  });
+});
+
 describe('reconciliation', () => {
   test('a card added on the board by hand is found and removed; a card deleted by hand is put back; a cleared time profile is rewritten', async () => {
     const s = await site([{ days: ['sat'], start: '10:00', end: '12:00' }]);

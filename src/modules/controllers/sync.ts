@@ -142,10 +142,17 @@ export class ControllerSync {
           if (typeof reserved === 'string') return reserved;
           // Written to the board even when another instance reserved it first: the same profile again is
           // harmless, and the card written next must not name a profile the board does not hold yet.
-          const ok = await this.deps.client.setTimeProfile(addressOf(controller), profile(reserved.id));
-          if (!ok) {
-            if (reserved.ours) await releaseProfile(this.deps.db, controller.gateway_id, reserved.id, definition);
+          // Refused or unreachable: an id of ours is given back, so the next try writes the board again.
+          const giveBack = async () => {
             known.delete(definition);
+            if (reserved.ours) await releaseProfile(this.deps.db, controller.gateway_id, reserved.id, definition);
+          };
+          const ok = await this.deps.client.setTimeProfile(addressOf(controller), profile(reserved.id)).catch(async (error: unknown) => {
+            await giveBack();
+            throw error;
+          });
+          if (!ok) {
+            await giveBack();
             return `Controller ${controller.serial_number} refused time profile ${reserved.id}.`;
           }
           id = reserved.id;
