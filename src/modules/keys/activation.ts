@@ -27,7 +27,7 @@ export class ActivationService {
   async describeLink(token: string): Promise<{ invitation: InvitationRow; opens: string[] } | null> {
     const invitation = await findInvitationByToken(this.db, this.now(), hashToken(token));
     if (!invitation || invitation.state !== 'pending') return null;
-    return { invitation, opens: await whatItOpens(this.db, invitation.account_id, invitation.security_groups) };
+    return { invitation, opens: await whatItOpens(this.db, invitation.account_id, invitation.person_location_id, invitation.security_groups) };
   }
 
   /**

@@ -80,20 +80,42 @@ export async function listInvitations(
   );
 }
 
-/** Names of what a set of security groups opens in an account: lock names, else the groups' titles. */
-export async function whatItOpens(db: Queryable, accountId: number, codes: string[]): Promise<string[]> {
+/**
+ * The groups a key's codes name at its person's location, as the access decision resolves them
+ * (access/resolve.ts `groupAt`): for each code, the group defined at the location or the nearest one above it.
+ * `$1` the account, `$2` the person's location, `$3` the codes.
+ */
+const KEY_GROUPS = `
+  SELECT DISTINCT ON (sg.code) sg.id, sg.title
+    FROM locations pl JOIN security_groups sg ON sg.location_id = ANY(pl.path)
+   WHERE pl.id = $2 AND pl.account_id = $1 AND sg.code = ANY($3::text[])
+   ORDER BY sg.code, array_position(pl.path, sg.location_id) DESC`;
+
+/**
+ * Names of what a key with these security groups opens, for its setup-link message and page: the locks it
+ * opens at some time, as `decide` judges them (the key's codes resolved at its person's location, each lock's
+ * codes at the lock's location; a lock is opened when they share a group), else the titles of the groups its
+ * codes name at its person's location, else the codes themselves. The same code defined separately in a
+ * sibling department is another group: its locks and its title are never named.
+ */
+export async function whatItOpens(db: Queryable, accountId: number, personLocationId: number, codes: string[]): Promise<string[]> {
+  const groups = await db.query<{ id: number; title: string }>(KEY_GROUPS, [accountId, personLocationId, codes]);
+  if (groups.length === 0) return codes;
   const locks = await db.query<{ name: string }>(
     `SELECT k.name FROM locks k JOIN locations l ON l.id = k.location_id
-      WHERE l.account_id = $1 AND k.security_group_codes && $2::text[] ORDER BY k.id LIMIT 5`,
-    [accountId, codes],
+      WHERE l.account_id = $1 AND k.security_group_codes && $2::text[]
+        AND EXISTS (
+          SELECT 1 FROM unnest(k.security_group_codes) AS c(code)
+           CROSS JOIN LATERAL (
+             SELECT sg.id FROM security_groups sg
+              WHERE sg.code = c.code AND sg.location_id = ANY(l.path)
+              ORDER BY array_position(l.path, sg.location_id) DESC LIMIT 1) lg
+           WHERE lg.id = ANY($3::bigint[]))
+      ORDER BY k.id LIMIT 5`,
+    [accountId, codes, groups.map((g) => g.id)],
   );
   if (locks.length > 0) return locks.map((l) => l.name);
-  const groups = await db.query<{ title: string }>(
-    `SELECT DISTINCT sg.title FROM security_groups sg JOIN locations l ON l.id = sg.location_id
-      WHERE l.account_id = $1 AND sg.code = ANY($2::text[]) ORDER BY sg.title LIMIT 5`,
-    [accountId, codes],
-  );
-  return groups.length > 0 ? groups.map((g) => g.title) : codes;
+  return [...new Set(groups.map((g) => g.title))].sort().slice(0, 5);
 }
 
 export interface NewInvitation {

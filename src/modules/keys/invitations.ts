@@ -185,7 +185,7 @@ export class InvitationsService {
     const text = {
       brand: this.deps.brandName,
       personName: invitation.person_name,
-      opens: await whatItOpens(tx, invitation.account_id, invitation.security_groups),
+      opens: await whatItOpens(tx, invitation.account_id, invitation.person_location_id, invitation.security_groups),
       link,
       expiresAt: invitation.expires_at,
     };
