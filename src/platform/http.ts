@@ -257,9 +257,41 @@ export function answerClientError(this: { log: FastifyBaseLogger }, error: Conne
 
 export const genReqId = (): string => randomUUID();
 
-/** A path safe to log: no query string (it may hold e-mail or phone), no setup-link token. */
+/**
+ * A path's printable ASCII escapes decoded, again and again (`%2561` is `%61` is `a`), so that every spelling
+ * of `/activate/…` a client may send (`/%61ctivate/…`, `/activate%2F…`) reads as one. Other escapes (control
+ * characters, UTF-8 bytes) stay as they are: what comes out is printable, never a NUL the request log cannot hold.
+ */
+function decodedAscii(path: string): string {
+  let current = path;
+  for (;;) {
+    const next = current.replace(/%([2-7][0-9a-fA-F])/g, (escape, hex: string) => {
+      const code = parseInt(hex, 16);
+      return code >= 0x20 && code < 0x7f ? String.fromCharCode(code) : escape;
+    });
+    if (next === current) return current;
+    current = next;
+  }
+}
+
+/**
+ * A path safe to log: no query string (it may hold e-mail or phone), no setup-link token. The token is masked
+ * on the path as the router reads it and in any other spelling: whatever segment follows one that reads
+ * `activate` once decoded, whatever its case, with repeated or encoded slashes
+ * (`GET /%61ctivate/<token>` reaches the activation page).
+ */
 export function safePath(url: string): string {
-  const query = url.indexOf('?');
-  const path = query === -1 ? url : url.slice(0, query);
-  return path.startsWith('/activate/') ? path.replace(/^\/activate\/[^/]+/, '/activate/[token]') : path;
+  const end = url.search(/[?#]/);
+  const path = end === -1 ? url : url.slice(0, end);
+  if (!path.includes('%') && !/activate/i.test(path)) return path;
+  const segments = decodedAscii(path).split('/').filter((segment) => segment !== '');
+  let masked = false;
+  for (let i = 0; i < segments.length - 1; i++) {
+    if ((segments[i] as string).toLowerCase() === 'activate') {
+      segments[i + 1] = '[token]';
+      masked = true;
+      i++;
+    }
+  }
+  return masked ? `/${segments.join('/')}` : path;
 }
