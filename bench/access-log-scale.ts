@@ -51,7 +51,7 @@ function queriesOf(d: Dataset): Array<{ name: string; path: string; floorKey?: b
   const since = new Date(Date.now() - 3600_000).toISOString();
   return [
     { name: 'page 1', path: '/v1/events?limit=50' },
-    { name: 'deep page (after the middle id)', path: `/v1/events?limit=50&cursor=${encodeURIComponent(encodeCursor(d.middleId))}` },
+    { name: 'deep page (after the middle id)', path: `/v1/events?limit=50&cursor=${encodeURIComponent(encodeCursor(d.middleId, 'events'))}` },
     { name: 'since 1 h ago', path: `/v1/events?limit=50&since=${encodeURIComponent(since)}` },
     { name: 'lock_id', path: `/v1/events?limit=50&lock_id=${d.lockId}` },
     { name: 'person_id', path: `/v1/events?limit=50&person_id=${d.personId}` },

@@ -4,7 +4,7 @@
 // schema's properties in the schema's order gives the bytes the route's serializer gave (each list's test
 // holds the two side by side). Timestamps are written with ISO_MILLISECONDS, as Date.toISOString writes them.
 import type { Queryable, Sql } from './db/index.ts';
-import { encodeCursor } from './pagination.ts';
+import { encodeCursor, type CursorTag } from './pagination.ts';
 
 /** A timestamptz column as Date.toISOString writes it (milliseconds, truncated, and Z), for row_to_json. */
 export const isoMilliseconds = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -29,16 +29,16 @@ export async function readJsonPage(
   db: Queryable,
   sql: Sql,
   params: readonly unknown[],
-  page: { limit: number; key: 'number' | 'uuid' },
+  page: { limit: number; key: 'number' | 'uuid'; tag: CursorTag },
 ): Promise<string> {
   const [row] = await db.query<{ items: string | null; read: number; last_key: string | null }>(sql, params);
   const more = (row?.read ?? 0) > page.limit && row?.last_key != null;
-  return pageEnvelope(row?.items ?? '', more ? (page.key === 'number' ? Number(row.last_key) : (row.last_key as string)) : null);
+  return pageEnvelope(row?.items ?? '', more ? encodeCursor(page.key === 'number' ? Number(row.last_key) : (row.last_key as string), page.tag) : null);
 }
 
-/** A page as the Page schema has it, around its items' JSON (comma-separated); `nextKey`: the key the next page starts after. */
-export const pageEnvelope = (items: string, nextKey: string | number | null): string =>
-  `{"data":[${items}],"next_cursor":${nextKey === null ? 'null' : JSON.stringify(encodeCursor(nextKey))}}`;
+/** A page as the Page schema has it, around its items' JSON (comma-separated); `nextCursor`: encodeCursor of the key the next page starts after. */
+export const pageEnvelope = (items: string, nextCursor: string | null): string =>
+  `{"data":[${items}],"next_cursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`;
 
 /** A filter of a list: its condition on its parameter (`$n`) and its value; null where the query does not filter on it. */
 export type Condition = { sql: (param: string) => string; value: unknown } | null;
@@ -56,7 +56,7 @@ const shapedTexts = new Map<string, string>();
  */
 export async function readFilteredJsonPage(
   db: Queryable,
-  list: { name: string; conditions: readonly Condition[]; limit: number; key: 'number' | 'uuid' },
+  list: { name: string; conditions: readonly Condition[]; limit: number; key: 'number' | 'uuid'; tag: CursorTag },
   rows: (where: string, read: string) => string,
 ): Promise<string> {
   const present = list.conditions.filter((c): c is NonNullable<Condition> => c !== null);

@@ -27,23 +27,53 @@ export function clampLimit(limit: number | undefined): number {
   return Math.min(MAX_LIMIT, Math.max(1, limit));
 }
 
-/** Cursors are opaque to clients: base64url of the last row's sort key. */
-export function encodeCursor(key: string | number): string {
-  return Buffer.from(JSON.stringify([key])).toString('base64url');
+/**
+ * The list a cursor belongs to, written into it, so that a cursor one list handed out is refused by every other
+ * (README, API notes: "A `cursor` that this endpoint did not hand out answers `400 invalid_request`"). Short:
+ * a cursor travels in the URL of every next page. Operator lists have tags of their own (`op.`).
+ */
+export type CursorTag =
+  | 'locks'
+  | 'security_groups'
+  | 'people'
+  | 'keys'
+  | 'invitations'
+  | 'events'
+  | 'webhooks'
+  | 'deliveries'
+  | 'op.accounts'
+  | 'op.locations'
+  | 'op.users'
+  | 'op.api_keys'
+  | 'op.security_groups'
+  | 'op.gateways'
+  | 'op.locks'
+  | 'op.people'
+  | 'op.controllers';
+
+/** Cursors are opaque to clients: base64url of the list's tag and the last row's sort key. */
+export function encodeCursor(key: string | number, tag: CursorTag): string {
+  return Buffer.from(JSON.stringify([tag, key])).toString('base64url');
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * The key a cursor of list `tag` holds; null without a cursor. 400 invalid_request for anything else: a cursor
+ * of another list, one that is not base64url of `[tag, key]`, or a key no row can have (an id below 1, not a
+ * safe integer, not a uuid).
+ */
 export function decodeCursor<K extends 'number' | 'uuid'>(
   cursor: string | undefined,
   kind: K,
+  tag: CursorTag,
 ): (K extends 'number' ? number : string) | null {
   if (cursor === undefined || cursor === '') return null;
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const key: unknown = Array.isArray(parsed) && parsed.length === 1 ? parsed[0] : undefined;
+    const key: unknown = Array.isArray(parsed) && parsed.length === 2 && parsed[0] === tag ? parsed[1] : undefined;
     // The key must be one the database can take (a safe integer id, a uuid): a forged one is a 400.
-    if (kind === 'number' ? Number.isSafeInteger(key) : typeof key === 'string' && UUID.test(key)) {
+    if (kind === 'number' ? Number.isSafeInteger(key) && (key as number) >= 1 : typeof key === 'string' && UUID.test(key)) {
       return key as K extends 'number' ? number : string;
     }
   } catch {
@@ -57,13 +87,13 @@ export interface PageRequest {
   afterId: number | null;
 }
 
-export function pageRequest(query: PageQueryValues): PageRequest {
-  return { limit: clampLimit(query.limit), afterId: decodeCursor(query.cursor, 'number') };
+export function pageRequest(query: PageQueryValues, tag: CursorTag): PageRequest {
+  return { limit: clampLimit(query.limit), afterId: decodeCursor(query.cursor, 'number', tag) };
 }
 
 /** Rows were fetched with LIMIT limit + 1: the extra row says there is a next page. */
-export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => string | number): PageOf<T> {
+export function toPage<T>(rows: T[], limit: number, keyOf: (row: T) => string | number, tag: CursorTag): PageOf<T> {
   if (rows.length <= limit) return { data: rows, next_cursor: null };
   const data = rows.slice(0, limit);
-  return { data, next_cursor: encodeCursor(keyOf(data[data.length - 1] as T)) };
+  return { data, next_cursor: encodeCursor(keyOf(data[data.length - 1] as T), tag) };
 }

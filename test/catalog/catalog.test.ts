@@ -184,7 +184,7 @@ describe('pagination', () => {
   });
 
   test('a non-numeric limit or a forged cursor answers 400 invalid_request', async () => {
-    for (const query of ['?limit=abc', '?limit=1.5', '?cursor=not-a-cursor', `?cursor=${Buffer.from('["x"]').toString('base64url')}`]) {
+    for (const query of ['?limit=abc', '?limit=1.5', '?cursor=not-a-cursor', `?cursor=${Buffer.from('["x"]').toString('base64url')}`, `?cursor=${Buffer.from('["locks","x"]').toString('base64url')}`]) {
       const res = await ctx.service.request<{ error: { code: string } }>('GET', `/v1/locks${query}`, { token: key });
       assert.equal(res.status, 400, query);
       assert.equal(res.body.error.code, 'invalid_request', query);

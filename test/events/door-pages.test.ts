@@ -86,7 +86,7 @@ async function expectedPage(lockId: number, seen: boolean, afterId: number, limi
     .map((r) => r.data)
     .filter((e) => types.includes(e.type));
   const data = rows.slice(0, limit);
-  return { data, next_cursor: rows.length > limit ? encodeCursor((data.at(-1) as AccessEvent).id) : null };
+  return { data, next_cursor: rows.length > limit ? encodeCursor((data.at(-1) as AccessEvent).id, 'events') : null };
 }
 
 describe('pages of door pollers', () => {
@@ -99,7 +99,7 @@ describe('pages of door pollers', () => {
     for (const who of ['root', 'dept', 'other'] as const) {
       for (const lock of s.all) {
         asked.push({ who, query: { lock_id: lock, limit: 2 } });
-        asked.push({ who, query: { lock_id: lock, limit: 3, cursor: encodeCursor((firstId as number) + 7) } });
+        asked.push({ who, query: { lock_id: lock, limit: 3, cursor: encodeCursor((firstId as number) + 7, 'events') } });
         asked.push({ who, query: { lock_id: lock, type: 'door.closed' } });
       }
     }

@@ -10,7 +10,7 @@ import { createAccount, createApiKey, createDepartment, createLock } from '../he
 import { AccessLogWriter, type AccessEntry, type AccessEvent, type AccessLogLock } from '../../src/modules/events/index.ts';
 import { EventSchema } from '../../src/modules/events/schemas.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import { encodeCursor } from '../../src/platform/pagination.ts';
+import { decodeCursor, encodeCursor } from '../../src/platform/pagination.ts';
 import { useTestService } from '../helpers/service.ts';
 import type { Page } from '../helpers/types.ts';
 
@@ -70,14 +70,14 @@ test('the JSON page the database makes is the page of the objects, with exactly 
   const all = (await ctx.database.db.query<{ data: AccessEvent }>('SELECT coalesce(body::jsonb, data) AS data FROM access_events WHERE account_id = $1 ORDER BY id', [account.id])).map((r) => r.data);
   const expected = (q: Record<string, string | number>): Page<AccessEvent> => {
     const wanted: string[] = q.type === undefined ? [...types] : String(q.type).split(',').filter((t) => (types as readonly string[]).includes(t));
-    const after = q.cursor === undefined ? 0 : (JSON.parse(Buffer.from(String(q.cursor), 'base64url').toString()) as [number])[0];
+    const after = q.cursor === undefined ? 0 : (decodeCursor(String(q.cursor), 'number', 'events') ?? 0);
     const since = q.since === undefined ? null : Date.parse(String(q.since));
     const limit = q.limit === undefined ? 50 : Number(q.limit);
     const rows = all.filter(
       (e) => e.id > after && wanted.includes(e.type) && (q.lock_id === undefined || e.lock.id === q.lock_id) && (since === null || Date.parse(e.occurred_at) >= since),
     );
     const data = rows.slice(0, limit);
-    return { data, next_cursor: rows.length > limit ? encodeCursor((data.at(-1) as AccessEvent).id) : null };
+    return { data, next_cursor: rows.length > limit ? encodeCursor((data.at(-1) as AccessEvent).id, 'events') : null };
   };
 
   await fc.assert(

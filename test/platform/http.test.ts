@@ -96,16 +96,16 @@ describe('routing errors', () => {
 describe('absurd numbers', () => {
   test('ids and cursors beyond what the database holds answer 400 or 422, never 500', async () => {
     const huge = '99999999999999999999';
-    const forged = (key: unknown) => Buffer.from(JSON.stringify([key])).toString('base64url');
+    const forged = (tag: string, key: unknown) => Buffer.from(JSON.stringify([tag, key])).toString('base64url');
     const account = await createAccount(ctx.service);
     const wide = (await createApiKey(ctx.service, account.rootLocationId, ['catalog:read', 'people:write', 'events:read', 'keys:read'])).token;
     for (const path of [
       `/v1/locks/${huge}`,
       `/v1/locks?location_id=${huge}`,
-      `/v1/locks?cursor=${forged(1e30)}`,
+      `/v1/locks?cursor=${forged('locks', 1e30)}`,
       `/v1/keys/${huge}`,
       `/v1/events?lock_id=${huge}`,
-      `/v1/people?cursor=${forged('not-a-uuid')}`,
+      `/v1/people?cursor=${forged('people', 'not-a-uuid')}`,
     ]) {
       const res = await ctx.service.request<ErrorBody>('GET', path, { token: wide });
       assert.equal(res.status, 400, path);

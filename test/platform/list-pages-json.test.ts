@@ -99,7 +99,7 @@ test('lock pages written by PostgreSQL are the bytes the serializer wrote, on ev
   for (const under of [[root], [root, department], [department]]) {
     for (const limit of [1, 2, 7, 50, 200]) {
       const seen = await walk<number>(`locks under ${under.join(',')}`, limit, (after) => locksPageJson(db, under, after, limit), async (after) => {
-        const page = toPage((await listLocks(db, under, after, limit + 1)).map(publicLock), limit, (lock) => lock.id);
+        const page = toPage((await listLocks(db, under, after, limit + 1)).map(publicLock), limit, (lock) => lock.id, 'locks');
         const last = page.data[page.data.length - 1];
         return { page: write(page), lastKey: page.next_cursor && last ? last.id : null, size: page.data.length };
       });
@@ -115,7 +115,7 @@ test('person pages written by PostgreSQL are the bytes the serializer wrote, wit
     for (const filter of filters) {
       for (const limit of [1, 3, 50]) {
         await walk<string>(`people in ${scope} ${JSON.stringify(filter)}`, limit, (after) => peoplePageJson(db, scope, filter, after, limit), async (after) => {
-          const page = toPage((await listPeople(db, scope, filter, after, limit + 1)).map(toPerson), limit, (person) => person.id);
+          const page = toPage((await listPeople(db, scope, filter, after, limit + 1)).map(toPerson), limit, (person) => person.id, 'people');
           const last = page.data[page.data.length - 1];
           return { page: write(page), lastKey: page.next_cursor && last ? last.id : null, size: page.data.length };
         });
@@ -141,7 +141,7 @@ test('key pages written by PostgreSQL are the bytes the serializer wrote, with a
     for (const filter of filters) {
       for (const limit of [1, 4, 50]) {
         await walk<number>(`keys in ${scope} ${JSON.stringify(filter)}`, limit, (after) => keysPageJson(db, scope, filter, after, limit), async (after) => {
-          const page = toPage((await listKeys(db, scope, filter, after, limit + 1)).map(toKey), limit, (key) => key.id);
+          const page = toPage((await listKeys(db, scope, filter, after, limit + 1)).map(toKey), limit, (key) => key.id, 'keys');
           const last = page.data[page.data.length - 1];
           return { page: write(page), lastKey: page.next_cursor && last ? last.id : null, size: page.data.length };
         });

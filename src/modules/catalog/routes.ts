@@ -57,6 +57,6 @@ export function catalogRoutes(app: ApiInstance, catalog: CatalogService): void {
         response: { 200: ref(SecurityGroupPage) },
       },
     },
-    async (request) => catalog.listSecurityGroups(callerOf(request), pageRequest(request.query), request.query.is_default),
+    async (request) => catalog.listSecurityGroups(callerOf(request), pageRequest(request.query, 'security_groups'), request.query.is_default),
   );
 }

@@ -45,7 +45,7 @@ export class CatalogService {
   /** GET /v1/locks as the JSON sent, from the page cache when it has it, else as PostgreSQL writes it. */
   async listLocksJson(caller: Caller, query: LockListQuery): Promise<Buffer> {
     return this.pageCache.page(caller, query, async () => {
-      const page = pageRequest(query);
+      const page = pageRequest(query, 'locks');
       return locksPageJson(this.db, this.underLocations(caller, query), page.afterId, page.limit);
     });
   }
@@ -56,7 +56,7 @@ export class CatalogService {
 
   async listSecurityGroups(caller: Caller, page: PageRequest, isDefault: boolean | undefined): Promise<PageOf<SecurityGroup>> {
     const rows = await listSecurityGroups(this.db, caller.locationId, isDefault, page.afterId, page.limit + 1);
-    return toPage(rows, page.limit, (group) => group.id);
+    return toPage(rows, page.limit, (group) => group.id, 'security_groups');
   }
 }
 

@@ -111,7 +111,7 @@ export async function listLocks(
 
 /** listLocks' page as the JSON GET /v1/locks sends. */
 export async function locksPageJson(db: Queryable, underLocations: number[], afterId: number | null, limit: number): Promise<string> {
-  return readJsonPage(db, LOCKS_PAGE_JSON, [underLocations, afterId ?? 0, limit + 1], { limit, key: 'number' });
+  return readJsonPage(db, LOCKS_PAGE_JSON, [underLocations, afterId ?? 0, limit + 1], { limit, key: 'number', tag: 'locks' });
 }
 
 export async function listSecurityGroups(

@@ -34,7 +34,7 @@ export function controllerRoutes(app: ApiInstance, controllers: ControllersServi
   app.get(
     '/admin/v1/controllers',
     { config: admin, schema: { operationId: 'listControllers', tags, summary: 'List controllers', description: 'With presence, clock, listener and the last reconciliation.', querystring: ListQuery, response: { 200: ref(ControllerPage) } } },
-    async (request) => controllers.list(pageRequest(request.query), { accountId: request.query.account_id, locationId: request.query.location_id }),
+    async (request) => controllers.list(pageRequest(request.query, 'op.controllers'), { accountId: request.query.account_id, locationId: request.query.location_id }),
   );
   app.get(
     '/admin/v1/controllers/:id',

@@ -106,7 +106,7 @@ export class ControllersService {
 
   async list(page: PageRequest, filter: { accountId?: number | undefined; locationId?: number | undefined }): Promise<PageOf<Controller>> {
     const rows = await listControllers(this.deps.db, filter, page.afterId ?? 0, page.limit + 1);
-    return toPage(rows.map(toController), page.limit, (c) => c.id);
+    return toPage(rows.map(toController), page.limit, (c) => c.id, 'op.controllers');
   }
 
   async get(id: number): Promise<Controller> {

@@ -5,7 +5,7 @@ import { errors } from '../../platform/errors.ts';
 import { CoalescedCalls } from '../../platform/coalesced-calls.ts';
 import { ROWS_CHANGED, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { pageEnvelope } from '../../platform/page-json.ts';
-import { clampLimit, decodeCursor } from '../../platform/pagination.ts';
+import { clampLimit, decodeCursor, encodeCursor } from '../../platform/pagination.ts';
 import { parseClientTimestamp } from '../../platform/time.ts';
 import { DOOR_EVENT_TYPES, EventQuery, type DoorEventType } from './schemas.ts';
 import { listDoorPagesJson, listEventsJson, type EventFilter, type EventRowsJson } from './store.ts';
@@ -118,7 +118,7 @@ export class AccessLogReader {
       const filter = this.filter(caller, query);
       if (!filter) return { json: pageEnvelope('', null), tail: { filter: null, json: '', count: 0, lastRowId: null } };
       const rows = isDoorPage(filter) ? ((await this.doorPages.call([filter]))[0] as EventRowsJson) : await listEventsJson(this.db, filter);
-      if (rows.read > filter.limit - 1 && rows.lastId !== null) return { json: pageEnvelope(rows.json, rows.lastId), lastId: rows.lastId };
+      if (rows.read > filter.limit - 1 && rows.lastId !== null) return { json: pageEnvelope(rows.json, encodeCursor(rows.lastId, 'events')), lastId: rows.lastId };
       return { json: pageEnvelope(rows.json, null), tail: { filter, json: rows.json, count: rows.read, lastRowId: rows.lastId } };
     });
   }
@@ -130,7 +130,7 @@ export class AccessLogReader {
    */
   private filter(caller: Caller, query: EventQuery): EventFilter | null {
     const limit = clampLimit(query.limit);
-    const afterId = decodeCursor(query.cursor, 'number');
+    const afterId = decodeCursor(query.cursor, 'number', 'events');
     let since: Date | null = null;
     if (query.since !== undefined) {
       since = parseClientTimestamp(query.since);

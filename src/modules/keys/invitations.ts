@@ -102,10 +102,10 @@ export class InvitationsService {
       this.now(),
       caller.locationId,
       { personId: query.person_id ?? null, state: query.state ?? null },
-      decodeCursor(query.cursor, 'number'),
+      decodeCursor(query.cursor, 'number', 'invitations'),
       limit + 1,
     );
-    return toPage(rows.map(toInvitation), limit, (i) => i.id);
+    return toPage(rows.map(toInvitation), limit, (i) => i.id, 'invitations');
   }
 
   async getInvitation(caller: Caller, id: number): Promise<Invitation> {

@@ -82,7 +82,7 @@ export class KeysService {
   /** GET /v1/keys as the JSON sent, from memory when nothing changed since, else as PostgreSQL writes it. */
   async listJson(caller: Caller, query: KeyListQuery): Promise<Buffer> {
     return this.pages.page(caller, query, async () =>
-      this.store.keysPageJson(this.db, caller.locationId, this.listFilter(query), decodeCursor(query.cursor, 'number'), clampLimit(query.limit)),
+      this.store.keysPageJson(this.db, caller.locationId, this.listFilter(query), decodeCursor(query.cursor, 'number', 'keys'), clampLimit(query.limit)),
     );
   }
 

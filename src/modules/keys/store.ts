@@ -99,7 +99,7 @@ export async function keysPageJson(
   ];
   return readFilteredJsonPage(
     db,
-    { name: 'keys.pageJson', conditions, limit, key: 'number' },
+    { name: 'keys.pageJson', conditions, limit, key: 'number', tag: 'keys' },
     (where, read) => `SELECT k.id AS key, row_to_json(item)::text AS item
          FROM keys k
          JOIN people p ON p.id = k.person_id

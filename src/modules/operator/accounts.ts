@@ -59,18 +59,18 @@ export class AccountsService {
 
   async list(page: PageRequest, q: string | undefined): Promise<PageOf<Account>> {
     const rows = await listAccounts(this.deps.db, q === undefined || q === '' ? null : q, page.afterId, page.limit + 1);
-    return toPage(rows, page.limit, (a) => a.id);
+    return toPage(rows, page.limit, (a) => a.id, 'op.accounts');
   }
 
   /** Every location of the account, a parent before its children (ids grow down the tree). */
   async listLocations(accountId: number, page: PageRequest): Promise<PageOf<Location>> {
     await this.requireAccount(accountId);
-    return toPage(await listLocations(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (l) => l.id);
+    return toPage(await listLocations(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (l) => l.id, 'op.locations');
   }
 
   async listUsers(accountId: number, page: PageRequest): Promise<PageOf<User>> {
     await this.requireAccount(accountId);
-    return toPage(await listUsers(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (u) => u.id);
+    return toPage(await listUsers(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (u) => u.id, 'op.users');
   }
 
   /** The counts of the console's first page. */

@@ -96,7 +96,7 @@ export class ApiKeysService {
 
   async list(page: PageRequest, owner: OwnerFilter): Promise<PageOf<ApiKey>> {
     const rows = await listApiKeys(this.deps.db, owner, page.afterId, page.limit + 1);
-    return toPage(rows.map(toApiKey), page.limit, (k) => k.id);
+    return toPage(rows.map(toApiKey), page.limit, (k) => k.id, 'op.api_keys');
   }
 
   /** Revocation bites at once on every instance: cached keys are dropped everywhere. Revoking twice is harmless. */

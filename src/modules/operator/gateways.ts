@@ -56,7 +56,7 @@ export class GatewaysService {
 
   async list(page: PageRequest, owner: OwnerFilter): Promise<PageOf<GatewaySummary>> {
     const rows = await listGateways(this.deps.db, owner, page.afterId, page.limit + 1);
-    return toPage(rows.map((row) => this.toSummary(row)), page.limit, (g) => g.id);
+    return toPage(rows.map((row) => this.toSummary(row)), page.limit, (g) => g.id, 'op.gateways');
   }
 
   async get(id: number): Promise<GatewaySummary> {

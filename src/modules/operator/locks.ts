@@ -72,7 +72,7 @@ export class LocksService {
 
   async listSecurityGroups(accountId: number, page: PageRequest): Promise<PageOf<OperatorSecurityGroup>> {
     if (!(await accountExists(this.deps.db, accountId))) throw errors.notFound('account');
-    return toPage(await listAccountSecurityGroups(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (g) => g.id);
+    return toPage(await listAccountSecurityGroups(this.deps.db, accountId, page.afterId, page.limit + 1), page.limit, (g) => g.id, 'op.security_groups');
   }
 
   /** Every lock, or those of an account or at a location and below (the operator sees every account). */
@@ -84,7 +84,7 @@ export class LocksService {
       if (root === null) throw errors.notFound('account');
       under.push(root);
     }
-    return toPage(await locksUnder(this.deps.db, under, page.afterId, page.limit + 1), page.limit, (lock) => lock.id);
+    return toPage(await locksUnder(this.deps.db, under, page.afterId, page.limit + 1), page.limit, (lock) => lock.id, 'op.locks');
   }
 
   /** `gateway_id` makes it remote (a gateway of the same account); groups are codes of its location or above. */

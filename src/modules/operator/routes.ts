@@ -60,7 +60,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/accounts',
     { config: admin, schema: { operationId: 'listAccounts', tags, summary: 'List accounts', description: 'In creation order; `q` filters by name.', querystring: AccountsQuery, response: { 200: ref(AccountPage) } } },
-    async (request) => operator.accounts.list(pageRequest(request.query), request.query.q));
+    async (request) => operator.accounts.list(pageRequest(request.query, 'op.accounts'), request.query.q));
 
   app.get('/admin/v1/accounts/:id',
     { config: admin, schema: { operationId: 'getAccount', tags, summary: 'Get an account', description: 'One account with its root location.', params: IdParams, response: { 200: ref(Account), ...notFound } } },
@@ -90,11 +90,11 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/locations',
     { config: admin, schema: { operationId: 'listLocations', tags, summary: "List an account's locations", description: 'The root and every department, a parent before its children.', querystring: OfAccountQuery, response: { 200: ref(LocationPage), ...notFound } } },
-    async (request) => operator.accounts.listLocations(request.query.account_id, pageRequest(request.query)));
+    async (request) => operator.accounts.listLocations(request.query.account_id, pageRequest(request.query, 'op.locations')));
 
   app.get('/admin/v1/users',
     { config: admin, schema: { operationId: 'listUsers', tags, summary: "List an account's dashboard users", description: 'In creation order.', querystring: OfAccountQuery, response: { 200: ref(UserPage), ...notFound } } },
-    async (request) => operator.accounts.listUsers(request.query.account_id, pageRequest(request.query)));
+    async (request) => operator.accounts.listUsers(request.query.account_id, pageRequest(request.query, 'op.users')));
 
   app.post('/admin/v1/users',
     { config: admin, schema: { operationId: 'createUser', tags, summary: 'Create a dashboard user', description: 'A dashboard user of an account (e-mailed when its API keys\' webhooks auto-pause).', body: ref(UserCreate), response: { 201: ref(User), ...invalid } } },
@@ -110,7 +110,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/api_keys',
     { config: admin, schema: { operationId: 'listApiKeys', tags: keyTags, summary: 'List API keys', description: 'Never with the token.', querystring: ListQuery, response: { 200: ref(ApiKeyPage) } } },
-    async (request) => operator.apiKeys.list(pageRequest(request.query), { locationId: request.query.location_id, accountId: request.query.account_id }));
+    async (request) => operator.apiKeys.list(pageRequest(request.query, 'op.api_keys'), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.delete('/admin/v1/api_keys/:id',
     { config: admin, schema: { operationId: 'revokeApiKey', tags: keyTags, summary: 'Revoke an API key', description: 'Its token answers 401 at once on every instance.', params: IdParams, response: { 204: NoContent, ...notFound } } },
@@ -132,7 +132,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/security_groups',
     { config: admin, schema: { operationId: 'listSecurityGroups', tags: ['Locks'], summary: "List an account's security groups", description: 'Every location of the account, with windows.', querystring: OfAccountQuery, response: { 200: ref(OperatorSecurityGroupPage), ...notFound } } },
-    async (request) => operator.locks.listSecurityGroups(request.query.account_id, pageRequest(request.query)));
+    async (request) => operator.locks.listSecurityGroups(request.query.account_id, pageRequest(request.query, 'op.security_groups')));
 
   app.patch('/admin/v1/security_groups/:id',
     {
@@ -159,7 +159,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/gateways',
     { config: admin, schema: { operationId: 'listGateways', tags: gatewayTags, summary: 'List gateways', description: 'With `online` and `last_seen_at`; never the password.', querystring: ListQuery, response: { 200: ref(GatewayPage) } } },
-    async (request) => operator.gateways.list(pageRequest(request.query), { locationId: request.query.location_id, accountId: request.query.account_id }));
+    async (request) => operator.gateways.list(pageRequest(request.query, 'op.gateways'), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.get('/admin/v1/gateways/:id',
     { config: admin, schema: { operationId: 'getGateway', tags: gatewayTags, summary: 'Get a gateway', description: 'The fields of the list; never the password.', params: IdParams, response: { 200: ref(GatewaySummary), ...notFound } } },
@@ -199,7 +199,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
 
   app.get('/admin/v1/locks',
     { config: admin, schema: { operationId: 'listLocks', tags: ['Locks'], summary: 'List locks', description: 'Every lock, or those of an account (`account_id`) or at a location and below (`location_id`), as the public API shows them.', querystring: ListQuery, response: { 200: ref(LockPage), ...notFound } } },
-    async (request) => operator.locks.list(pageRequest(request.query), { locationId: request.query.location_id, accountId: request.query.account_id }));
+    async (request) => operator.locks.list(pageRequest(request.query, 'op.locks'), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.patch('/admin/v1/locks/:id',
     {

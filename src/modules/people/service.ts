@@ -113,7 +113,7 @@ export class PeopleService {
 
   private listRequest(query: PersonListQuery): { limit: number; afterId: string | null; filter: { email: string | null; phone: string | null } } {
     const limit = clampLimit(query.limit);
-    const afterId = decodeCursor(query.cursor, 'uuid');
+    const afterId = decodeCursor(query.cursor, 'uuid', 'people');
     let phone: string | null = null;
     if (query.phone !== undefined) {
       phone = normalisePhone(query.phone);
@@ -125,10 +125,10 @@ export class PeopleService {
   /** GET /admin/v1/people: the console's search by name, e-mail or phone within an account. */
   async search(query: PersonSearchQuery): Promise<PageOf<Person>> {
     const limit = clampLimit(query.limit);
-    const afterId = decodeCursor(query.cursor, 'uuid');
+    const afterId = decodeCursor(query.cursor, 'uuid', 'op.people');
     const q = query.q === undefined || query.q.trim() === '' ? null : query.q.trim();
     const rows = await this.store.searchPeople(this.db, query.account_id, q, afterId, limit + 1);
-    return toPage(rows.map(toPerson), limit, (p) => p.id);
+    return toPage(rows.map(toPerson), limit, (p) => p.id, 'op.people');
   }
 
   async get(caller: Caller, id: string): Promise<Person & { keys: EmbeddedKey[] }> {

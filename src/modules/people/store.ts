@@ -108,7 +108,7 @@ export async function peoplePageJson(
   ];
   return readFilteredJsonPage(
     db,
-    { name: 'people.pageJson', conditions, limit, key: 'uuid' },
+    { name: 'people.pageJson', conditions, limit, key: 'uuid', tag: 'people' },
     (where, read) => `SELECT p.id AS key, row_to_json(item)::text AS item
          FROM people p
          JOIN locations l ON l.id = p.location_id

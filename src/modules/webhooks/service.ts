@@ -86,9 +86,9 @@ export class WebhooksService {
 
   async list(caller: Caller, query: { limit?: number; cursor?: string }): Promise<PageOf<Subscription>> {
     const limit = clampLimit(query.limit);
-    const after = decodeCursor(query.cursor, 'uuid');
+    const after = decodeCursor(query.cursor, 'uuid', 'webhooks');
     const rows = await listSubscriptions(this.db, caller.locationId, after, limit + 1);
-    return toPage(rows.map(toSubscription), limit, (s) => s.id);
+    return toPage(rows.map(toSubscription), limit, (s) => s.id, 'webhooks');
   }
 
   async get(caller: Caller, id: string): Promise<Subscription> {
@@ -150,7 +150,7 @@ export class WebhooksService {
   ): Promise<PageOf<Delivery>> {
     await this.subscription(caller, id);
     const limit = clampLimit(query.limit);
-    const before = decodeCursor(query.cursor, 'uuid');
+    const before = decodeCursor(query.cursor, 'uuid', 'deliveries');
     let since: Date | null = null;
     if (query.since !== undefined) {
       since = parseClientTimestamp(query.since);
@@ -163,7 +163,7 @@ export class WebhooksService {
       { beforeId: before, status: query.status ?? null, eventType: query.event_type ?? null, since },
       limit + 1,
     );
-    return toPage(rows.map(toDelivery), limit, (d) => d.id);
+    return toPage(rows.map(toDelivery), limit, (d) => d.id, 'deliveries');
   }
 
   /** A fresh delivery of the same type and payload, `event_id` the original's id, on the full ladder. */
