@@ -21,8 +21,11 @@ export function parseClientTimestamp(value: string): Date | null {
   // The fields are checked without the fraction, which is rounded to the millisecond after: 23:59:59.9996 is
   // a real time, however it rounds.
   const ms = Math.round(Number(`0.${frac}`) * 1000);
-  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
-  const check = new Date(utc);
+  // Not Date.UTC, which reads years 0–99 as 1900–1999 (0001-01-01 would be 1901): setUTCFullYear takes the year as given.
+  const check = new Date(0);
+  check.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  check.setUTCHours(Number(h), Number(mi), Number(s), 0);
+  const utc = check.getTime();
   if (
     check.getUTCFullYear() !== Number(y) ||
     check.getUTCMonth() !== Number(mo) - 1 ||

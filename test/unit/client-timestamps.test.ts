@@ -49,3 +49,27 @@ test('an offset beyond ±14:00 or 59 minutes, and an instant past 9999 or before
 test('a real time whose fraction rounds into the next second is not refused', () => {
   assert.equal(iso('2030-06-30T23:59:59.9995Z'), '2030-07-01T00:00:00.000Z');
 });
+
+test('years 0001 to 0099 are those years, not 1901 to 1999; year 0000 is before the first instant', () => {
+  for (const [value, expected] of [
+    ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+    ['0001-01-01T00:00:00.000Z', '0001-01-01T00:00:00.000Z'],
+    ['0001-01-01T01:00:00+01:00', '0001-01-01T00:00:00.000Z'],
+    ['0001-12-31T23:59:59Z', '0001-12-31T23:59:59.000Z'],
+    ['0004-02-29T12:00:00Z', '0004-02-29T12:00:00.000Z'],
+    ['0050-06-15T08:30:00Z', '0050-06-15T08:30:00.000Z'],
+    ['0099-12-31T23:59:59.999Z', '0099-12-31T23:59:59.999Z'],
+    ['0100-01-01T00:00:00Z', '0100-01-01T00:00:00.000Z'],
+    ['0100-01-01T00:30:00+01:00', '0099-12-31T23:30:00.000Z'],
+    ['9999-12-31T23:59:59Z', '9999-12-31T23:59:59.000Z'],
+    ['1999-12-31T23:59:59Z', '1999-12-31T23:59:59.000Z'],
+  ] as const) {
+    assert.equal(iso(value), expected, value);
+  }
+  const first = parseClientTimestamp('0001-01-01T00:00:00Z') as Date;
+  assert.equal(first.getUTCFullYear(), 1);
+  assert.equal(first.getTime(), -62135596800000);
+  for (const value of ['0000-12-31T23:59:59Z', '0000-01-01T00:00:00Z', '0001-01-01T00:00:00+00:01', '0001-01-01T00:59:59+01:00', '0001-02-29T00:00:00Z', '0100-02-29T00:00:00Z', '0099-13-01T00:00:00Z']) {
+    assert.equal(parseClientTimestamp(value), null, value);
+  }
+});
