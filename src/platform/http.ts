@@ -198,11 +198,18 @@ export function escapeMalformedPath(req: IncomingMessage): string {
 }
 
 /**
+ * No request line is longer: Node's HTTP parser refuses headers over 16 KiB, the request line among them, with
+ * 431 before anything else runs. The bound of query values that match nothing when unrecognised (spec: an
+ * empty page, not an error), where a schema's limit is only a guard.
+ */
+export const MAX_REQUEST_LINE_LENGTH = 16 * 1024;
+
+/**
  * The router's parameter length limit: longer than any request line Node's parser accepts (16 KiB of
  * headers), so an over-long parameter reaches its schema and answers 400 invalid_request, counted, rather
  * than the router's own 414.
  */
-export const ROUTER_MAX_PARAM_LENGTH = 16 * 1024;
+export const ROUTER_MAX_PARAM_LENGTH = MAX_REQUEST_LINE_LENGTH;
 
 /**
  * Fastify's `frameworkErrors`: what the router still answers itself (a URL it cannot decode despite the

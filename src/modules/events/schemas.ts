@@ -3,6 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
+import { MAX_REQUEST_LINE_LENGTH } from '../../platform/http.ts';
 import { Id, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 
@@ -33,7 +34,9 @@ export const EventQuery = Type.Object({
   since: Type.Optional(Type.String({ maxLength: 64, description: 'inclusive, compared with `occurred_at`; UTC unless an offset is given; not a date-time: 400' })),
   lock_id: Type.Optional(Id()),
   person_id: Type.Optional(Type.String({ format: 'uuid' })),
-  type: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated event types; an unrecognised list matches nothing' })),
+  // Any length a request line can carry: the door types spaced or repeated run past 200 characters, and an
+  // unrecognised list is an empty page (spec), however long.
+  type: Type.Optional(Type.String({ maxLength: MAX_REQUEST_LINE_LENGTH, description: 'comma-separated event types; an unrecognised list matches nothing' })),
 });
 export type EventQuery = Static<typeof EventQuery>;
 

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
+import { MAX_REQUEST_LINE_LENGTH } from '../../platform/http.ts';
 import { Nullable } from '../../platform/schemas.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -39,7 +40,8 @@ export type EmbeddedKey = Static<typeof EmbeddedKey>;
 export const KeyListQuery = Type.Object({
   ...PageQuery,
   person_id: Type.Optional(Type.String({ format: 'uuid' })),
-  state: Type.Optional(Type.String({ maxLength: 32, description: 'an unrecognised state matches nothing' })),
+  // Any length a request line can carry: an unrecognised state is an empty page (spec), however long.
+  state: Type.Optional(Type.String({ maxLength: MAX_REQUEST_LINE_LENGTH, description: 'an unrecognised state matches nothing' })),
   security_group: Type.Optional(Type.String({ maxLength: 64, description: 'a security group code' })),
 });
 export type KeyListQuery = Static<typeof KeyListQuery>;
