@@ -43,3 +43,15 @@ export async function decideForKey(db: Queryable, key: HolderKey, lockId: number
   const access = lock ? lockAccess(keyGroupIds(facts, key.securityGroups, key.personPath), lock) : null;
   return decide(key.revoked ? null : key, access, lock?.timeZone ?? 'UTC', at);
 }
+
+/**
+ * What a key with these codes at its person's location would open, as `decide` resolves its groups (a sibling
+ * department's group of the same code is another group): the locks one of them opens at some time (by id), and
+ * the groups the codes name there. For the setup link's words, before the key exists.
+ */
+export async function whatGroupsOpen(db: Queryable, accountId: number, codes: readonly string[], personPath: readonly number[]): Promise<{ lockIds: number[]; groupIds: number[] }> {
+  const facts = await loadAccountFacts(db, accountId);
+  const groups = keyGroupIds(facts, codes, personPath);
+  const lockIds = [...facts.locks.values()].filter((lock) => lockAccess(groups, lock) !== null).map((lock) => lock.id);
+  return { lockIds: lockIds.sort((a, b) => a - b), groupIds: [...groups] };
+}

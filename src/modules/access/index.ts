@@ -6,7 +6,7 @@ export { GatewaySync } from './gateway-sync.ts';
 export { AccessLists } from './lists.ts';
 export { checkWindows, isValidTimeZone } from './schedule.ts';
 export type { Decision, TimeWindow } from './types.ts';
-export { decideForKey, keyDoors, type HolderKey, type KeyDoor } from './doors.ts';
+export { decideForKey, keyDoors, whatGroupsOpen, type HolderKey, type KeyDoor } from './doors.ts';
 export { readKeyGrants, type KeyGrant, type KeyProposal } from './grants.ts';
 export { GRANTING_KEY_STATES, WEEKDAYS, type Weekday } from './types.ts';
 export { startAccess, type Access } from './start.ts';

@@ -1,6 +1,7 @@
 // The SQL of invitations and their setup links. Scope follows the person: an invitation is in a caller's
 // scope when its person's location is. A link is stored only as the hash of its token.
 import type { Queryable } from '../../platform/db/index.ts';
+import { whatGroupsOpen } from '../access/index.ts';
 import type { Channel, Invitation } from './schemas.ts';
 
 /** An invitation as read: the fields an Invitation shows as they are (schemas.ts), its times as Dates, and its person. */
@@ -81,41 +82,22 @@ export async function listInvitations(
 }
 
 /**
- * The groups a key's codes name at its person's location, as the access decision resolves them
- * (access/resolve.ts `groupAt`): for each code, the group defined at the location or the nearest one above it.
- * `$1` the account, `$2` the person's location, `$3` the codes.
- */
-const KEY_GROUPS = `
-  SELECT DISTINCT ON (sg.code) sg.id, sg.title
-    FROM locations pl JOIN security_groups sg ON sg.location_id = ANY(pl.path)
-   WHERE pl.id = $2 AND pl.account_id = $1 AND sg.code = ANY($3::text[])
-   ORDER BY sg.code, array_position(pl.path, sg.location_id) DESC`;
-
-/**
- * Names of what a key with these security groups opens, for its setup-link message and page: the locks it
- * opens at some time, as `decide` judges them (the key's codes resolved at its person's location, each lock's
- * codes at the lock's location; a lock is opened when they share a group), else the titles of the groups its
- * codes name at its person's location, else the codes themselves. The same code defined separately in a
- * sibling department is another group: its locks and its title are never named.
+ * Names of what a key with these security groups opens, for its setup-link message and page: the locks it opens
+ * at some time, as the access decision resolves its groups (access/doors.ts), else the titles of the groups its
+ * codes name at its person's location, else the codes themselves. A sibling department's group of the same code
+ * is another group: its locks and its title are never named.
  */
 export async function whatItOpens(db: Queryable, accountId: number, personLocationId: number, codes: string[]): Promise<string[]> {
-  const groups = await db.query<{ id: number; title: string }>(KEY_GROUPS, [accountId, personLocationId, codes]);
-  if (groups.length === 0) return codes;
-  const locks = await db.query<{ name: string }>(
-    `SELECT k.name FROM locks k JOIN locations l ON l.id = k.location_id
-      WHERE l.account_id = $1 AND k.security_group_codes && $2::text[]
-        AND EXISTS (
-          SELECT 1 FROM unnest(k.security_group_codes) AS c(code)
-           CROSS JOIN LATERAL (
-             SELECT sg.id FROM security_groups sg
-              WHERE sg.code = c.code AND sg.location_id = ANY(l.path)
-              ORDER BY array_position(l.path, sg.location_id) DESC LIMIT 1) lg
-           WHERE lg.id = ANY($3::bigint[]))
-      ORDER BY k.id LIMIT 5`,
-    [accountId, codes, groups.map((g) => g.id)],
-  );
-  if (locks.length > 0) return locks.map((l) => l.name);
-  return [...new Set(groups.map((g) => g.title))].sort().slice(0, 5);
+  const [person] = await db.query<{ path: Array<number | string> }>('SELECT path FROM locations WHERE id = $1 AND account_id = $2', [personLocationId, accountId]);
+  if (!person) return codes;
+  const { lockIds, groupIds } = await whatGroupsOpen(db, accountId, codes, person.path.map(Number));
+  if (lockIds.length > 0) {
+    const locks = await db.query<{ name: string }>('SELECT name FROM locks WHERE id = ANY($1::bigint[]) ORDER BY id', [lockIds.slice(0, 5)]);
+    return locks.map((lock) => lock.name);
+  }
+  if (groupIds.length === 0) return codes;
+  const groups = await db.query<{ title: string }>('SELECT DISTINCT title FROM security_groups WHERE id = ANY($1::bigint[]) ORDER BY title LIMIT 5', [groupIds]);
+  return groups.map((group) => group.title);
 }
 
 export interface NewInvitation {
