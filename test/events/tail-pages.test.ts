@@ -43,7 +43,8 @@ async function site() {
   const gateway = await createGateway(service, account.rootLocationId);
   const front = await createLock(service, account.rootLocationId, { name: 'Front', gateway_id: gateway.id });
   const annex = await createLock(service, dept, { name: 'Annex "door" \\ ü', gateway_id: gateway.id });
-  const person = await service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Zoë\tDoor', email: 'zoe@example.com', location_id: account.rootLocationId });
+  // A name with a tab is refused now (README: People: name characters); the key name below still holds a control character.
+  const person = await service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Zoë "Door"', email: 'zoe@example.com', location_id: account.rootLocationId });
   const card = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge\n1' });
   const root = { accountId: account.id, locationId: account.rootLocationId, token: (await createApiKey(service, account.rootLocationId, ['events:read'])).token };
   const department = { accountId: account.id, locationId: dept, token: (await createApiKey(service, dept, ['events:read'])).token };

@@ -18,6 +18,30 @@ interface Template {
   email: (t: InvitationText) => string;
 }
 
+/** The longest a name stands in a message, in characters; a longer one is cut and ends in `…`. */
+export const NAME_IN_MESSAGE_MAX = 64;
+
+const GRAPHEMES = new Intl.Segmenter('en', { granularity: 'grapheme' });
+
+/**
+ * A name as a message shows it: on one line (every run of whitespace, control characters and line or
+ * paragraph separators read as one space), trimmed, and at most NAME_IN_MESSAGE_MAX characters. Names are
+ * refused with control characters (README: People: name characters), but ones stored before that rule,
+ * and lock names, still reach the texts: no name can put a line of its own above the setup link.
+ */
+export function nameInMessage(name: string, max = NAME_IN_MESSAGE_MAX): string {
+  const line = name.replace(/[\s\p{Cc}\u2028\u2029]+/gu, ' ').trim();
+  // Counted in what reads as one character (a grapheme: an accented letter, an emoji with its modifiers), so
+  // that the cut never splits one.
+  const characters = Array.from(GRAPHEMES.segment(line), (part) => part.segment);
+  return characters.length <= max ? line : `${characters.slice(0, max - 1).join('').trimEnd()}…`;
+}
+
+/** The text with its names as messages show them (nameInMessage); the brand comes from the configuration. */
+function shown(t: InvitationText): InvitationText {
+  return { ...t, personName: nameInMessage(t.personName), opens: t.opens.map((name) => nameInMessage(name)) };
+}
+
 const list = (items: string[], and: string) =>
   items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} ${and} ${items[items.length - 1]}`;
 const day = (date: Date) => date.toISOString().slice(0, 10);
@@ -68,5 +92,6 @@ const templates: Record<string, Template> = {
 /** The template for a language code such as `de` or `de-AT`, English when there is none. */
 export function invitationTemplate(language: string | null): Template {
   const primary = (language ?? 'en').split('-')[0]?.toLowerCase() ?? 'en';
-  return templates[primary] ?? (templates.en as Template);
+  const template = templates[primary] ?? (templates.en as Template);
+  return { subject: (t) => template.subject(shown(t)), sms: (t) => template.sms(shown(t)), email: (t) => template.email(shown(t)) };
 }

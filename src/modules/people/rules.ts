@@ -29,6 +29,18 @@ export function emailKey(email: string): string {
   return email.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 
+/**
+ * Characters a name may not hold: control characters (Unicode Cc: CR, LF, TAB, ESC, NEL …) and the line and
+ * paragraph separators U+2028 and U+2029. A name is put into the service's SMS and e-mails, just above the
+ * setup link (README: People: name characters), where a line of its own would read as the service's words.
+ */
+const LINE_BREAKING = /[\p{Cc}\u2028\u2029]/u;
+
+/** True when the name holds a control character or a line or paragraph separator. */
+export function hasControlCharacter(name: string): boolean {
+  return LINE_BREAKING.test(name);
+}
+
 export const RESERVED_NAMES = ['Admin', 'ServiceUser'];
 
 /**

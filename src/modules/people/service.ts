@@ -16,7 +16,7 @@ import { decodeCursor, clampLimit, toPage, type PageOf } from '../../platform/pa
 import type { EmbeddedKey } from '../keys/schemas.ts';
 import type { LockingSystem, LockingSystems } from '../locking-system/index.ts';
 import { emitDomainEvent, forgetPersonInDeliveries } from '../webhooks/index.ts';
-import { emailKey, isReservedName, normalisePhone } from './rules.ts';
+import { emailKey, hasControlCharacter, isReservedName, normalisePhone } from './rules.ts';
 import {
   PersonListQuery,
   type OperatorPersonCreate,
@@ -294,6 +294,9 @@ export class PeopleService {
       body[field] === undefined ? fallback : (body[field] as string | null);
 
     const name = (pick('name', current?.name ?? null) ?? '').trim();
+    if (body.name !== undefined && hasControlCharacter(body.name)) {
+      details.push({ field: 'name', code: 'invalid', message: 'name must not contain control characters or line breaks.' });
+    }
     if (body.name !== undefined && isReservedName(name, this.deps.brandName)) {
       details.push({ field: 'name', code: 'reserved_name', message: 'name is a reserved service name.' });
     }
