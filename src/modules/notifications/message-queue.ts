@@ -20,6 +20,7 @@ import {
   endMessage,
   insertMessage,
   markMessageSent,
+  messageStatus,
   scheduleMessageRetry,
   withdrawMessages,
   type MessageRow,
@@ -52,6 +53,9 @@ function withoutRecipient(text: string, to: string): string {
   if (pattern === '') return text;
   return text.replace(new RegExp(pattern, 'gi'), '[recipient]');
 }
+
+/** Rolls back the sent time of a message that was no longer pending when its provider accepted it. */
+class NoLongerPending extends Error {}
 
 interface SealedContent {
   body: string;
@@ -135,11 +139,24 @@ export class MessageQueue {
       return;
     }
     const sentAt = this.clock.now();
-    // The invitation first, then its message (see InvitationMessageSent).
-    await this.db.transaction(async (tx) => {
-      if (row.invitation_id !== null) await this.invitationMessageSent(tx, { invitationId: row.invitation_id, channel: row.channel, sentAt });
-      await markMessageSent(tx, row.id, sentAt);
-    });
+    // The invitation first, then its message (see InvitationMessageSent). A message no longer pending (a
+    // resend or cancel withdrew it while it was at the provider) stays as it is, and the invitation's sent
+    // time written just before is rolled back with it: `sent.sms_at` never comes from a withdrawn message.
+    const marked = await this.db
+      .transaction(async (tx) => {
+        if (row.invitation_id !== null) await this.invitationMessageSent(tx, { invitationId: row.invitation_id, channel: row.channel, sentAt });
+        if (!(await markMessageSent(tx, row.id, sentAt))) throw new NoLongerPending();
+        return true;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof NoLongerPending) return false;
+        throw error;
+      });
+    if (!marked) {
+      // Handed to the provider already, which cannot be undone: recorded as it stands, its link no longer works.
+      const status = await messageStatus(this.db, row.id);
+      this.log.info({ messageId: row.id, channel: row.channel, status }, 'message accepted by the provider after it stopped waiting; it stays as it is');
+    }
   }
 
   /** Sends soon after a commit without making the API call wait for the provider. */

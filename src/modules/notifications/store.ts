@@ -65,7 +65,7 @@ export function claimDueMessages(db: Queryable, lease: Lease): Promise<MessageRo
   );
 }
 
-// `status = 'pending'` in the two below: a message withdrawn while its attempt ran stays withdrawn.
+// `status = 'pending'` in the two below and in markMessageSent: a message withdrawn while its attempt ran stays withdrawn.
 
 export async function scheduleMessageRetry(db: Queryable, id: number, error: string, at: Date): Promise<void> {
   await db.query(`UPDATE outbound_messages SET next_attempt_at = $3, claimed_until = NULL, last_error = $2 WHERE id = $1 AND status = 'pending'`, [
@@ -84,11 +84,23 @@ export async function endMessage(db: Queryable, id: number, endState: string, er
   );
 }
 
-export async function markMessageSent(tx: Queryable, id: number, sentAt: Date): Promise<void> {
-  await tx.query(
-    `UPDATE outbound_messages SET status = 'sent', sent_at = $2, claimed_until = NULL, last_error = NULL, ${FORGET_CONTENT} WHERE id = $1`,
+/**
+ * The provider accepted the message: it is `sent`, if it was still waiting. False when it was not: withdrawn
+ * (a resend or cancel) while its attempt ran, or ended by another worker after its lease; it keeps that state.
+ */
+export async function markMessageSent(tx: Queryable, id: number, sentAt: Date): Promise<boolean> {
+  const rows = await tx.query(
+    `UPDATE outbound_messages SET status = 'sent', sent_at = $2, claimed_until = NULL, last_error = NULL, ${FORGET_CONTENT}
+      WHERE id = $1 AND status = 'pending' RETURNING id`,
     [id, sentAt],
   );
+  return rows.length > 0;
+}
+
+/** A message's status now (null: no such message). */
+export async function messageStatus(db: Queryable, id: number): Promise<string | null> {
+  const [row] = await db.query<{ status: string }>('SELECT status FROM outbound_messages WHERE id = $1', [id]);
+  return row?.status ?? null;
 }
 
 // ---- the sandbox outbox: what the sandbox notifier "sent" -------------------------------------------
