@@ -13,7 +13,7 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { STANDARD_LADDER_SECONDS, WorkQueue, type WorkKind } from '../../platform/work-queue.ts';
-import type { Channel, Notifier, OutgoingMessage } from './notifier.ts';
+import { SEND_TIMEOUT_MS, type Channel, type Notifier, type OutgoingMessage } from './notifier.ts';
 import { LINK_REMOVED } from './templates.ts';
 import {
   claimDueMessages,
@@ -21,6 +21,7 @@ import {
   insertMessage,
   markMessageSent,
   messageStatus,
+  releaseMessages,
   scheduleMessageRetry,
   withdrawMessages,
   type MessageRow,
@@ -36,6 +37,21 @@ export const MESSAGE_WORK: WorkKind = {
   leaseSeconds: 120,
   batchSize: 20,
 };
+
+/** Room a lease keeps after a send's bound (SEND_TIMEOUT_MS) for recording what the provider answered. */
+export const RECORD_MARGIN_MS = 10_000;
+
+/**
+ * A claimed message is sent only while its lease outlasts the longest the send may take plus the write after
+ * it: otherwise it could still be at the provider when the lease runs out and another instance claims it.
+ */
+export function mayStartSend(channel: Channel, leaseEnds: Date, now: Date): boolean {
+  return leaseEnds.getTime() - now.getTime() >= SEND_TIMEOUT_MS[channel] + RECORD_MARGIN_MS;
+}
+
+if (MESSAGE_WORK.leaseSeconds * 1000 < Math.max(...Object.values(SEND_TIMEOUT_MS)) + RECORD_MARGIN_MS) {
+  throw new RangeError('the message lease is shorter than a send may take');
+}
 
 /**
  * The port through which the invitation's owner learns that the provider accepted one of its messages
@@ -114,10 +130,37 @@ export class MessageQueue {
     return run;
   }
 
+  /**
+   * Claims due messages and sends them one after another, each only while the claim's lease has room for
+   * the send's bound and the write after it (mayStartSend): a batch whose lease runs low gives its other
+   * messages back (their attempt not counted) and claims them again under a lease of their own. So no
+   * message is still being sent when its lease runs out and another instance may claim it and send it again.
+   */
   private async dispatchDue(): Promise<number> {
-    const claimed = await this.queue.claim();
-    for (const row of claimed) await this.sendOne(row);
-    return claimed.length;
+    let handled = 0;
+    for (;;) {
+      const claimedAt = this.clock.now();
+      const claimed = await this.queue.claim(claimedAt);
+      const leaseEnds = new Date(claimedAt.getTime() + MESSAGE_WORK.leaseSeconds * 1000);
+      let done = 0;
+      for (const row of claimed) {
+        if (!mayStartSend(row.channel, leaseEnds, this.clock.now())) break;
+        await this.sendOne(row);
+        done++;
+      }
+      handled += done;
+      const rest = claimed.slice(done);
+      if (rest.length === 0) return handled;
+      await releaseMessages(
+        this.db,
+        rest.map((row) => row.id),
+        leaseEnds,
+      );
+      this.log.info({ sent: done, released: rest.length }, 'message lease running low: the rest of the batch is claimed again');
+      // A fresh lease has room for any send (checked at load): one that had none saw the clock jump ahead,
+      // and the job's next run takes the rest.
+      if (done === 0) return handled;
+    }
   }
 
   /** The message as it is to be sent; rows queued before migration 009 hold it in clear. */

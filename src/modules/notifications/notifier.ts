@@ -17,6 +17,17 @@ export interface OutgoingMessage {
   link: string | null;
 }
 
+/**
+ * The longest one send may take, per channel: the SMS provider's whole request, the e-mail's whole SMTP
+ * conversation (connecting, greeting, every command), each aborted when it runs over. The message queue
+ * starts a send only while its lease outlasts this (message-queue.ts), so that no message is still being sent
+ * when its lease runs out and another instance may claim it again.
+ */
+export const SEND_TIMEOUT_MS: Readonly<Record<Channel, number>> = { sms: 10_000, email: 30_000 };
+
+/** nodemailer's own timeouts (defaults: 2 minutes to connect, 30 s for the greeting, 10 minutes of silence). */
+const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 10_000, dnsTimeout: 10_000 };
+
 export interface Notifier {
   /** Sends one message; throws when the provider refuses or cannot be reached (the caller retries). */
   send(message: OutgoingMessage): Promise<void>;
@@ -40,11 +51,14 @@ class SmtpNotifier implements Notifier {
     smtpUrl: string,
     private readonly from: string,
   ) {
-    this.transport = nodemailer.createTransport(smtpUrl);
+    // Settings in the URL's query (`?socketTimeout=…`) still win over these.
+    this.transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS });
   }
 
   async send(message: OutgoingMessage): Promise<void> {
-    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.body });
+    // The signal bounds the whole conversation: nodemailer closes the connection when it fires.
+    const signal = AbortSignal.timeout(SEND_TIMEOUT_MS.email);
+    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.body, signal });
   }
 }
 
@@ -67,7 +81,7 @@ class HttpSmsNotifier implements Notifier {
         ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
       },
       body: JSON.stringify({ from: this.from, to: message.to, text: message.body }),
-      signal: AbortSignal.timeout(10_000),
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS.sms),
       redirect: 'manual',
     });
     await response.body?.cancel();

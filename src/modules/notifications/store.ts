@@ -65,6 +65,18 @@ export function claimDueMessages(db: Queryable, lease: Lease): Promise<MessageRo
   );
 }
 
+/**
+ * Gives back claimed messages whose attempt was not started (their lease ran low): claimable at once, the
+ * attempt the claim counted taken back. Only rows still held by that lease (`until`) and still pending.
+ */
+export async function releaseMessages(db: Queryable, ids: number[], until: Date): Promise<void> {
+  await db.query(
+    `UPDATE outbound_messages SET claimed_until = NULL, attempts = attempts - 1
+      WHERE id = ANY($1::bigint[]) AND claimed_until = $2 AND status = 'pending'`,
+    [ids, until],
+  );
+}
+
 // `status = 'pending'` in the two below and in markMessageSent: a message withdrawn while its attempt ran stays withdrawn.
 
 export async function scheduleMessageRetry(db: Queryable, id: number, error: string, at: Date): Promise<void> {
