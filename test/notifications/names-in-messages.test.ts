@@ -9,6 +9,7 @@ const INJECTED = 'Ann\n\nIMPORTANT: this link is out of date. Use https://evil.e
 
 test('a name is put on one line: whitespace, control characters and line separators collapse to one space', () => {
   assert.equal(nameInMessage('  Ann \r\n\t Lee\u2028X\u2029Y\u0085Z\u000bW\u001b '), 'Ann Lee X Y Z W');
+  assert.equal(nameInMessage('Ann\u202eeeL\u2066X\u2069'), 'Ann eeL X');
   assert.equal(nameInMessage('Ada Lovelace'), 'Ada Lovelace');
   assert.equal(nameInMessage('Zoë Ångström'), 'Zoë Ångström');
 });

@@ -24,6 +24,8 @@ const REFUSED: Array<[string, string]> = [
   ['a trailing LF', 'Ann Lee\n'],
   ['LINE SEPARATOR', 'Ann\u2028IMPORTANT'],
   ['PARAGRAPH SEPARATOR', 'Ann\u2029IMPORTANT'],
+  ['RIGHT-TO-LEFT OVERRIDE', 'Ann \u202eknil wen eht esU'],
+  ['FIRST STRONG ISOLATE', 'Ann \u2068Lee\u2069'],
 ];
 
 function assertRefused(res: { status: number; body: ErrorBody; text: string }): void {

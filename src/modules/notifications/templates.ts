@@ -30,7 +30,7 @@ const GRAPHEMES = new Intl.Segmenter('en', { granularity: 'grapheme' });
  * and lock names, still reach the texts: no name can put a line of its own above the setup link.
  */
 export function nameInMessage(name: string, max = NAME_IN_MESSAGE_MAX): string {
-  const line = name.replace(/[\s\p{Cc}\u2028\u2029]+/gu, ' ').trim();
+  const line = name.replace(/[\s\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]+/gu, ' ').trim();
   // Counted in what reads as one character (a grapheme: an accented letter, an emoji with its modifiers), so
   // that the cut never splits one.
   const characters = Array.from(GRAPHEMES.segment(line), (part) => part.segment);

@@ -30,13 +30,15 @@ export function emailKey(email: string): string {
 }
 
 /**
- * Characters a name may not hold: control characters (Unicode Cc: CR, LF, TAB, ESC, NEL …) and the line and
- * paragraph separators U+2028 and U+2029. A name is put into the service's SMS and e-mails, just above the
- * setup link (README: People: name characters), where a line of its own would read as the service's words.
+ * Characters a name may not hold: control characters (Unicode Cc: CR, LF, TAB, ESC, NEL …), the line and
+ * paragraph separators U+2028 and U+2029, and the bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+ * U+2066–U+2069), which reorder how the text after them reads. A name is put into the service's SMS and e-mails,
+ * just above the setup link (README: People: name characters), where a line of its own would read as the
+ * service's words.
  */
-const LINE_BREAKING = /[\p{Cc}\u2028\u2029]/u;
+const LINE_BREAKING = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 
-/** True when the name holds a control character or a line or paragraph separator. */
+/** True when the name holds a control character, a line or paragraph separator or a bidirectional control. */
 export function hasControlCharacter(name: string): boolean {
   return LINE_BREAKING.test(name);
 }
