@@ -7,7 +7,8 @@ import type { DeliveryToSend } from './sender.ts';
 /**
  * The work queue's claim (platform/work-queue.ts): due deliveries of active subscriptions whose failure
  * streak began after `streakLimit`, oldest due first, the attempt counted; with the URL and sealed secret
- * to send them. The streak test holds even if another instance's pause has not committed yet.
+ * to send them. The streak test holds even if another instance's pause has not committed yet. A delivery
+ * without a payload (purged) is never claimed: a body with `data: null` is never sent.
  * Subscriptions are excluded through NOT IN (a hashed filter, never turned into a join) so the plan always
  * walks the due index in order and stops at the limit; a join was planned as a scan and sort of every
  * pending row (4 ms a claim at 5,000 pending, 0.4 ms this way).
@@ -23,7 +24,7 @@ const CLAIM_DUE = {
   text: `WITH claimed AS (
        UPDATE webhook_deliveries SET claimed_until = $2, attempt = attempt + 1
         WHERE id IN (SELECT d.id FROM webhook_deliveries d
-                      WHERE ${dueAndUnleased('d')}
+                      WHERE ${dueAndUnleased('d')} AND d.payload IS NOT NULL
                         AND d.subscription_id NOT IN (SELECT s.id FROM webhook_subscriptions s WHERE s.status <> 'active' OR s.failing_since <= $3)
                       ORDER BY d.next_attempt_at LIMIT $4 FOR UPDATE OF d SKIP LOCKED)
         RETURNING id, subscription_id, event_type, payload, attempt, created_at)
@@ -62,23 +63,34 @@ export async function failPendingOfPausedSubscriptions(db: Queryable): Promise<v
   );
 }
 
+/**
+ * An attempt's outcome is recorded only on the delivery as the attempt claimed it: still `pending`, at the
+ * attempt's number. A delivery ended meanwhile (its person deleted and its payload purged, its subscription
+ * paused) keeps its end; a delivery claimed again by another instance (this claim's lease ran out) is left to
+ * that attempt. The outcome is then dropped, the subscription's streak included.
+ */
+const CLAIMED_BY_THE_ATTEMPT = `status = 'pending'`;
+
 /** Successes of one batch, and the end of their subscriptions' failure streaks: one statement, so no transaction. */
-export async function recordDelivered(db: Queryable, delivered: Array<{ id: string; status: number | null }>, now: Date): Promise<void> {
-  await db.query(RECORD_DELIVERED, [delivered.map((d) => d.id), delivered.map((d) => d.status), now]);
+export async function recordDelivered(db: Queryable, delivered: Array<{ id: string; attempt: number; status: number | null }>, now: Date): Promise<void> {
+  await db.query(RECORD_DELIVERED, [delivered.map((d) => d.id), delivered.map((d) => d.attempt), delivered.map((d) => d.status), now]);
 }
 
 const RECORD_DELIVERED = {
   name: 'webhookDeliveries.recordDelivered',
   text: `WITH done AS (
-       UPDATE webhook_deliveries w SET status = 'delivered', response_status = d.status, last_error = NULL, delivered_at = $3,
+       UPDATE webhook_deliveries w SET status = 'delivered', response_status = d.status, last_error = NULL, delivered_at = $4,
               next_attempt_at = NULL, claimed_until = NULL
-         FROM unnest($1::uuid[], $2::int[]) AS d (id, status) WHERE w.id = d.id
+         FROM unnest($1::uuid[], $2::int[], $3::int[]) AS d (id, attempt, status)
+        WHERE w.id = d.id AND w.attempt = d.attempt AND w.${CLAIMED_BY_THE_ATTEMPT}
        RETURNING w.subscription_id)
-     UPDATE webhook_subscriptions SET failing_since = NULL, last_delivery_at = $3 WHERE id IN (SELECT subscription_id FROM done)`,
+     UPDATE webhook_subscriptions SET failing_since = NULL, last_delivery_at = $4 WHERE id IN (SELECT subscription_id FROM done)`,
 };
 
 export interface DeliveryFailure {
   id: string;
+  /** The attempt's number, as its claim counted it. */
+  attempt: number;
   subscriptionId: string;
   /** `pending` with the next attempt's time, or the end state with none. */
   status: string;
@@ -87,12 +99,18 @@ export interface DeliveryFailure {
   error: string | null;
 }
 
-/** A failed attempt; the first failure after a success starts the subscription's streak. */
+/**
+ * A failed attempt; the first failure after a success starts the subscription's streak. Only on the delivery
+ * as the attempt claimed it (CLAIMED_BY_THE_ATTEMPT): a delivery ended while the attempt was under way (its
+ * payload purged) is never set back to pending, so never retried.
+ */
 export async function recordDeliveryFailure(tx: Queryable, failure: DeliveryFailure, now: Date): Promise<void> {
-  await tx.query(
-    `UPDATE webhook_deliveries SET status = $2, response_status = $3, last_error = $4, next_attempt_at = $5, claimed_until = NULL WHERE id = $1`,
-    [failure.id, failure.status, failure.responseStatus, failure.error, failure.nextAttemptAt],
+  const recorded = await tx.query(
+    `UPDATE webhook_deliveries SET status = $2, response_status = $3, last_error = $4, next_attempt_at = $5, claimed_until = NULL
+      WHERE id = $1 AND attempt = $6 AND ${CLAIMED_BY_THE_ATTEMPT} RETURNING id`,
+    [failure.id, failure.status, failure.responseStatus, failure.error, failure.nextAttemptAt, failure.attempt],
   );
+  if (recorded.length === 0) return;
   await tx.query(`UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2), last_delivery_at = $2 WHERE id = $1`, [
     failure.subscriptionId,
     now,

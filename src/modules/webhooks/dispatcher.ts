@@ -133,7 +133,7 @@ export class WebhookDispatcher {
     if (done.length === 0) return;
     await recordDelivered(
       this.db,
-      done.map(({ delivery, result }) => ({ id: delivery.id, status: result.status })),
+      done.map(({ delivery, result }) => ({ id: delivery.id, attempt: delivery.attempt, status: result.status })),
       this.clock.now(),
     );
     for (const { seconds } of done) this.metrics.attempted('delivered', seconds);
@@ -147,6 +147,7 @@ export class WebhookDispatcher {
         tx,
         {
           id: delivery.id,
+          attempt: delivery.attempt,
           subscriptionId: delivery.subscription_id,
           status: next.retry ? 'pending' : next.endState,
           nextAttemptAt: next.retry ? next.at : null,

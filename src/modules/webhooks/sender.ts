@@ -83,6 +83,8 @@ export class WebhookSender {
 
   /** One HTTP attempt; never throws. `secrets` caches decrypted signing secrets by subscription. */
   async attempt(delivery: DeliveryToSend, secrets = new Map<string, string>()): Promise<AttemptResult> {
+    // A purged payload is never claimed (delivery-store.ts); should one get here, nothing is sent.
+    if (delivery.payload === null || delivery.payload === undefined) return { ok: false, status: null, error: 'payload purged: not sent' };
     const body = JSON.stringify({
       id: delivery.id,
       type: delivery.event_type,
