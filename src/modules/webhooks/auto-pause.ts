@@ -1,11 +1,13 @@
 // Auto-pause is a rule of time, not of attempts (README: Webhooks: failure streak and auto-pause): every
 // active subscription whose failure streak is 24 hours old on the service clock is paused, whether or not an
 // attempt is due; its pending deliveries fail and the dashboard user who made its API key is e-mailed, all in
-// one transaction, once however many instances run it.
+// one transaction, once however many instances run it. The URL goes into the e-mail percent-encoded where it
+// holds whitespace or control characters (refused since, but a subscription made before may hold them).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../platform/db/index.ts';
 import type { MessageQueue } from '../notifications/index.ts';
 import { anyStreakSince, pauseStreaksSince } from './delivery-store.ts';
+import { printableUrl } from './url-guard.ts';
 
 export const AUTO_PAUSE_AFTER_MS = 24 * 3600_000;
 
@@ -27,7 +29,7 @@ export async function pauseLongFailures(db: Database, messages: MessageQueue, lo
         to: row.email,
         subject: 'Webhook subscription paused',
         body: [
-          `Deliveries to ${row.url} have failed for 24 hours, so the subscription ${row.id} is now paused.`,
+          `Deliveries to ${printableUrl(row.url)} have failed for 24 hours, so the subscription ${row.id} is now paused.`,
           'Fix the endpoint, resume the subscription (PATCH status "active"), and recover the gap with GET /events?since=…',
         ].join('\n\n'),
         link: null,

@@ -84,11 +84,24 @@ export interface UrlVerdict {
 }
 
 /**
+ * Control characters (C0, DEL, C1) and whitespace of any kind. The WHATWG URL parser strips tabs and line
+ * breaks anywhere and spaces and C0 controls at either end, so such a URL would parse and be delivered to,
+ * while the text stored, shown by the API and mailed (the auto-pause e-mail) still held them.
+ */
+const CONTROL_OR_WHITESPACE = /[\p{Cc}\s]/u;
+
+/** A URL as text safe to put in a message: control characters and whitespace percent-encoded. */
+export function printableUrl(url: string): string {
+  return url.replace(/[\p{Cc}\s]/gu, (c) => encodeURIComponent(c));
+}
+
+/**
  * Checks a subscription URL. The WHATWG URL parser has already turned numeric, octal and hex spellings
  * of IPv4 addresses into dotted decimal, so they are judged like any other address.
  */
 export async function vetWebhookUrl(raw: string, allowHosts: readonly string[], lookup: LookupOptions = {}): Promise<UrlVerdict> {
   if (raw.length > MAX_URL_LENGTH) return { ok: false, reason: `url may be at most ${MAX_URL_LENGTH} characters.` };
+  if (CONTROL_OR_WHITESPACE.test(raw)) return { ok: false, reason: 'url must not contain whitespace or control characters (percent-encode them).' };
   let url: URL;
   try {
     url = new URL(raw);
