@@ -11,8 +11,9 @@
 // last SETTLE_MS are read again at each read and what was already streamed is skipped, so a transaction that
 // commits within SETTLE_MS of taking its id is never missed. A poll every POLL_MS is the net for a lost NOTIFY.
 //
-// The stream ends when the key is revoked, expires or loses `webhooks:manage` (checked on the auth channel's
-// NOTIFY and at every heartbeat), when the client goes, or when it cannot keep up.
+// The stream ends when the key is revoked, expires or loses `webhooks:manage`, or its account becomes a
+// reseller (checked on the auth channel's NOTIFY and at every heartbeat; the end's reason is `key_revoked`),
+// when the client goes, or when it cannot keep up.
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
@@ -281,7 +282,7 @@ export class WebhookListeners {
     response.write(text);
   }
 
-  /** Ends the streams of keys that were revoked, expired or lost `webhooks:manage` (on every instance: a NOTIFY, and each heartbeat). */
+  /** Ends the streams of keys that were revoked, expired, lost `webhooks:manage` or whose account became a reseller (on every instance: a NOTIFY, and each heartbeat). */
   private async checkKeys(): Promise<void> {
     if (this.listeners.size === 0) return;
     const ids = [...new Set([...this.listeners].map((l) => l.caller.apiKeyId))];

@@ -157,11 +157,17 @@ export async function domainEventsAfter(db: Queryable, after: bigint, accountIds
   );
 }
 
-/** Which of these API keys are still live (not revoked, not expired) and hold `webhooks:manage`. */
+/**
+ * Which of these API keys are still live (not revoked, not expired), hold `webhooks:manage` and belong to an
+ * account that is not a reseller (every request of a reseller's key answers 403 not_available).
+ */
 export async function keysThatMayListen(db: Queryable, apiKeyIds: readonly number[], now: Date): Promise<Set<number>> {
   const rows = await db.query<{ id: string }>(
-    `SELECT id::text AS id FROM api_keys
-      WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL AND expires_at > $2 AND 'webhooks:manage' = ANY(scopes)`,
+    `SELECT k.id::text AS id FROM api_keys k
+       JOIN locations l ON l.id = k.location_id
+       JOIN accounts a ON a.id = l.account_id
+      WHERE k.id = ANY($1::bigint[]) AND k.revoked_at IS NULL AND k.expires_at > $2 AND 'webhooks:manage' = ANY(k.scopes)
+        AND NOT a.reseller`,
     [apiKeyIds, now],
   );
   return new Set(rows.map((row) => Number(row.id)));
