@@ -23,6 +23,7 @@ import {
   renewDeliveryClaims,
 } from './delivery-store.ts';
 import { DeliveryWindow, type Sent } from './delivery-window.ts';
+import { deleteDomainEventsBefore, OUTBOX_PURGE_BATCH } from './fan-out-store.ts';
 import { WebhookSender, type AttemptResult, type DeliveryToSend } from './sender.ts';
 import { DELIVERY_WINDOW } from './window-machine.ts';
 
@@ -41,6 +42,8 @@ export const DELIVERY_WORK: WorkKind = {
   batchSize: DELIVERY_WINDOW,
 };
 export const PAYLOAD_RETENTION_MS = 30 * 86_400_000;
+/** Batches of the outbox's purge in one run of the retention job (OUTBOX_PURGE_BATCH rows each). */
+const OUTBOX_PURGE_MAX_BATCHES = 20;
 
 /** While deliveries keep coming, the auto-pause check runs at most once a second of the service clock. */
 const PAUSE_CHECK_EVERY_MS = 1000;
@@ -177,12 +180,25 @@ export class WebhookDispatcher {
     };
   }
 
-  /** Payloads are kept 30 days. */
+  /**
+   * Payloads are kept 30 days, and so are the domain events (the outbox: its rows hold the same data, and
+   * nothing reads them once they are fanned out and streamed). The outbox takes a door event a row, so a run
+   * deletes up to OUTBOX_PURGE_MAX_BATCHES batches while they come full.
+   */
   retentionJob(): Job {
     return {
       name: 'webhook-payload-retention',
       everySeconds: 3600,
-      run: () => purgePayloadsBefore(this.db, new Date(this.clock.now().getTime() - PAYLOAD_RETENTION_MS)),
+      run: async () => {
+        const cutoff = new Date(this.clock.now().getTime() - PAYLOAD_RETENTION_MS);
+        let handled = await purgePayloadsBefore(this.db, cutoff);
+        for (let batch = 0; batch < OUTBOX_PURGE_MAX_BATCHES; batch++) {
+          const deleted = await deleteDomainEventsBefore(this.db, cutoff);
+          handled += deleted;
+          if (deleted < OUTBOX_PURGE_BATCH) break;
+        }
+        return handled;
+      },
     };
   }
 

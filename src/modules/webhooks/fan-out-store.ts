@@ -84,3 +84,37 @@ const EMIT_EVENTS = fanOutSql({
 export async function insertOutgoing(tx: Queryable, rows: OutgoingColumns): Promise<void> {
   await tx.query(EMIT_EVENTS, [rows.types, rows.accountIds, rows.locationIds, rows.personIds, rows.data, rows.occurredAt]);
 }
+
+// ---- the outbox's personal data and retention -----------------------------------------------------
+//
+// The outbox has no reader once an event is fanned out, apart from the listen streams (listen.ts), which read
+// each row within seconds of its commit. An event is fanned out in the very statement that writes it, so no
+// committed row waits for its deliveries: a purge never loses one, and a purged row is never streamed.
+
+/**
+ * A deleted person's events keep their type, ids and time, and lose their data: `data` becomes JSON null
+ * (the column is NOT NULL), which the listen streams skip. In the person's deletion transaction, before its
+ * own events are emitted.
+ */
+export async function purgePersonEventData(tx: Queryable, personId: string): Promise<void> {
+  await tx.query(`UPDATE domain_events SET data = 'null'::jsonb WHERE person_id = $1 AND data <> 'null'::jsonb`, [personId]);
+}
+
+export const OUTBOX_PURGE_BATCH = 5000;
+
+/**
+ * Deletes the oldest events, those of the first OUTBOX_PURGE_BATCH ids whose time is before `cutoff`; returns
+ * how many. The table has no index on time, so it walks the primary key from its start (the oldest rows
+ * written) rather than scanning the whole outbox. An event whose time lies after it was written (a door whose
+ * clock runs ahead) is kept until its own time is past the cutoff: a full batch of them at the start would
+ * hold the purge back until then.
+ */
+export async function deleteDomainEventsBefore(db: Queryable, cutoff: Date): Promise<number> {
+  const rows = await db.query(
+    `DELETE FROM domain_events
+      WHERE id IN (SELECT id FROM (SELECT id, occurred_at FROM domain_events ORDER BY id LIMIT ${OUTBOX_PURGE_BATCH}) AS head WHERE occurred_at < $1)
+      RETURNING id`,
+    [cutoff],
+  );
+  return rows.length;
+}

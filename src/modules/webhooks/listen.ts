@@ -246,6 +246,7 @@ export class WebhookListeners {
 
   /** Sends one event to every stream that may see it: its account, its location or one above, its type. */
   private stream(row: EventRow, id: bigint): void {
+    if (row.data === null) return; // purged (domainEventsAfter leaves these out): never data null
     let body: string | null = null;
     let deliveryId = '';
     for (const listener of this.listeners) {

@@ -146,12 +146,15 @@ export async function newestDomainEventId(db: Queryable): Promise<bigint> {
   return BigInt(row?.id ?? 0);
 }
 
-/** The domain events of these accounts with an id above `after`, in id order, at most `limit`. */
+/**
+ * The domain events of these accounts with an id above `after`, in id order, at most `limit`; not those whose
+ * data was purged (JSON null: their person was deleted), which are never streamed.
+ */
 export async function domainEventsAfter(db: Queryable, after: bigint, accountIds: readonly number[], limit: number): Promise<ListenedEventRow[]> {
   return db.query<ListenedEventRow>(
     `SELECT e.id::text AS id, e.type, e.account_id::text AS account_id, l.path::text[] AS path, e.data, e.occurred_at
        FROM domain_events e JOIN locations l ON l.id = e.location_id
-      WHERE e.id > $1 AND e.account_id = ANY($2::bigint[])
+      WHERE e.id > $1 AND e.account_id = ANY($2::bigint[]) AND e.data <> 'null'::jsonb
       ORDER BY e.id LIMIT $3`,
     [after.toString(), accountIds, limit],
   );
