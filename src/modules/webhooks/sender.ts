@@ -146,7 +146,10 @@ export class WebhookSender {
   }
 }
 
-/** One POST's answer: its status once it has ended or its first 4 KB are read; the 10-second deadline. */
+/**
+ * One POST's answer: its status once it has ended, its first 4 KB are read, or the 10-second deadline passed
+ * (or the body failed) after the final status arrived; without a final status by the deadline, a time-out.
+ */
 class PostHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   private timedOut: Error | null = null;
@@ -170,11 +173,18 @@ class PostHandler implements Dispatcher.DispatchHandler {
     else this.resolve(this.status);
   }
 
+  /** The final status (not a 1xx) has arrived: the receiver has answered, whatever becomes of the body. */
+  private get answered(): boolean {
+    return this.status >= 200;
+  }
+
   private timeOut(): void {
     // Before the request reaches a socket there is nothing to abort yet: it is aborted as it starts.
     this.timedOut = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
     this.controller?.abort(this.timedOut);
-    this.settle(this.timedOut);
+    // A status line and headers that arrived within the 10 seconds are the answer (spec: "respond with any
+    // 2xx within 10 seconds"): a body that then stalls is not read to its end, and the status stands.
+    this.settle(this.answered ? null : this.timedOut);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -198,6 +208,7 @@ class PostHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.settle(error);
+    // Likewise a body cut off (a reset, undici's body timeout) after the final status: the status stands.
+    this.settle(this.answered ? null : error);
   }
 }
