@@ -5,66 +5,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createAccount, createApiKey } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/gateways.ts';
+import { openListenStream } from '../helpers/listen.ts';
 import { useTestService } from '../helpers/service.ts';
 
 const ctx = useTestService();
 
-interface Message {
-  event: string;
-  data: string;
-}
-
-/** A listen stream read as a client would: its messages in order, comment lines counted. */
-async function listen(token: string, query = '') {
-  const abort = new AbortController();
-  const response = await fetch(`${ctx.service.url}/v1/webhooks/listen${query}`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
-  const messages: Message[] = [];
-  let comments = 0;
-  let ended = false;
-  const reading = (async () => {
-    if (!response.ok || !response.body) return;
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let at: number;
-        while ((at = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, at);
-          buffer = buffer.slice(at + 2);
-          let event = 'message';
-          const data: string[] = [];
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) comments++;
-            else if (line.startsWith('event: ')) event = line.slice(7);
-            else if (line.startsWith('data: ')) data.push(line.slice(6));
-          }
-          if (data.length > 0) messages.push({ event, data: data.join('\n') });
-        }
-      }
-    } catch {
-      // aborted by the test
-    }
-    ended = true;
-  })();
-  return {
-    response,
-    messages,
-    comments: () => comments,
-    ended: () => ended,
-    deliveries: () => messages.filter((m) => m.event === 'delivery').map((m) => JSON.parse(m.data) as { headers: Record<string, string>; body: string }),
-    async ready() {
-      await waitFor(() => messages.length > 0, 'the ready message');
-      const first = messages[0] as Message;
-      assert.equal(first.event, 'ready');
-      return JSON.parse(first.data) as { secret: string; events: string[]; location_id: number };
-    },
-    async close() {
-      abort.abort();
-      await reading;
-    },
-  };
-}
+/** A listen stream of the test's service. */
+const listen = (token: string, query = '') => openListenStream(ctx.service.url, token, query);
 
 async function tenant() {
   const account = await createAccount(ctx.service);
