@@ -85,8 +85,9 @@ test('an entry larger than a packet reaches the gateway in pieces: the copy deci
   };
   await waitFor(() => applied() > 0, 'the whole list applied', 15_000);
 
-  const roster = await card('roster card', 'roster', 'wiegand26:2:2');
+  // Counted before the card is made: its change may be pushed and applied before the call returns.
   const appliedBefore = applied();
+  const roster = await card('roster card', 'roster', 'wiegand26:2:2');
   await waitFor(() => applied() > appliedBefore, 'the roster card applied (a message in parts)', 15_000);
 
   // Five minutes into the next window that starts at least two minutes from now.
