@@ -25,6 +25,7 @@ function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
   // ajv-formats' uuid also takes the URN form (`urn:uuid:…`), which PostgreSQL's uuid type refuses: such an id
   // reached the database and answered 500. Ids are the plain form, in either case.
   ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+  ajv.addFormat(SINGLE_LINE, SINGLE_LINE_TEXT);
   return ajv;
 }
 
@@ -32,6 +33,16 @@ const NUL = '\u0000';
 
 /** The pattern of a text that must show something: a character that is not whitespace (names, titles). */
 export const NOT_BLANK = '\\S';
+
+/**
+ * The format of a text shown on one line (names, titles, a lock's place, a group's code): no control character
+ * (Unicode Cc: CR, LF, TAB, ESC, NEL …), no line or paragraph separator (U+2028, U+2029) and no bidirectional
+ * embedding, override or isolate (U+202A–U+202E, U+2066–U+2069), which reorder how the text after them reads. Such
+ * a text reaches SMS and e-mails, webhooks, the console and gateways' displays, where a line of its own or
+ * reordered words would read as someone else's (README: API notes, "Names on one line").
+ */
+export const SINGLE_LINE = 'single-line';
+export const SINGLE_LINE_TEXT = /^[^\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]*$/u;
 
 /** A JSON pointer segment, as ajv writes them in `instancePath`. */
 const pointer = (key: string | number): string => `/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
@@ -244,6 +255,9 @@ export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
       // ajv would say `must match pattern "\S"`.
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} must not be blank.` };
+    } else if (error.keyword === 'format' && params.format === SINGLE_LINE) {
+      const field = fieldPath(error.instancePath) || 'body';
+      detail = { field, code: 'invalid', message: `${field} must not contain control characters or line breaks.` };
     } else {
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} ${error.message ?? 'is invalid'}.` };

@@ -43,9 +43,11 @@ async function site() {
   const gateway = await createGateway(service, account.rootLocationId);
   const front = await createLock(service, account.rootLocationId, { name: 'Front', gateway_id: gateway.id });
   const annex = await createLock(service, dept, { name: 'Annex "door" \\ ü', gateway_id: gateway.id });
-  // A name with a tab is refused now (README: People: name characters); the key name below still holds a control character.
+  // A name with a control character is refused now (README: API notes, "Names on one line"); one stored before the
+  // rule still reaches the log, so the key's name is given one by SQL.
   const person = await service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Zoë "Door"', email: 'zoe@example.com', location_id: account.rootLocationId });
-  const card = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge\n1' });
+  const card = await service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge 1' });
+  await ctx.database.db.query("UPDATE keys SET name = 'Badge' || chr(10) || '1' WHERE id = $1", [card.body.id]);
   const root = { accountId: account.id, locationId: account.rootLocationId, token: (await createApiKey(service, account.rootLocationId, ['events:read'])).token };
   const department = { accountId: account.id, locationId: dept, token: (await createApiKey(service, dept, ['events:read'])).token };
   const client = await connect(gateway);

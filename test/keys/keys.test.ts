@@ -534,6 +534,23 @@ describe('keys', () => {
     assert.equal(empty.status, 422);
   });
 
+  test("a key's name on more than one line, or with a bidirectional control, answers 422 on POST and PATCH and changes nothing", async () => {
+    const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
+    const id = await activatedKey(ctx.service, t, { security_groups: ['staff'] });
+    const invitations = await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM invitations');
+    for (const name of ['Phone\nIMPORTANT', 'Phone\t2', 'Phone \u202e2', 'Phone\u2029']) {
+      const issued = await issueKey(ctx.service, t, { name, channel: 'email' });
+      assert.equal(issued.status, 422, issued.text);
+      assert.deepEqual(issued.body.error.details?.map((d) => [d.field, d.code, d.message]), [['name', 'invalid', 'name must not contain control characters or line breaks.']]);
+      const renamed = await ctx.service.request<ErrorBody>('PATCH', `/v1/keys/${id}`, { token: t.token, body: { name } });
+      assert.equal(renamed.status, 422, renamed.text);
+      assert.deepEqual(renamed.body.error.details?.map((d) => [d.field, d.code]), [['name', 'invalid']]);
+    }
+    assert.deepEqual(await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM invitations'), invitations, 'no setup link was sent');
+    const key = await ctx.service.request<Key>('GET', `/v1/keys/${id}`, { token: t.token });
+    assert.equal(key.body.name, 'Phone key');
+  });
+
   test('PATCH with the locking system accepting returns to handed_over at once with key.activated', async () => {
     const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
     const id = await activatedKey(ctx.service, t);

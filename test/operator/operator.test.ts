@@ -110,7 +110,8 @@ describe('accounts and locations', () => {
 });
 
 describe('names', () => {
-  test('a name (or title) of whitespace only answers 422 validation_failed on it, on every create and update', async () => {
+  /** Every create and update of the operator API that takes a name or title: method, path, the rest of the body, field. */
+  async function nameCases(): Promise<{ root: number; cases: Array<[string, string, Record<string, unknown>, string]> }> {
     const account = await createAccount(ctx.service);
     const root = account.rootLocationId;
     const lock = await createLock(ctx.service, root);
@@ -131,6 +132,11 @@ describe('names', () => {
       ['POST', '/admin/v1/controllers', { location_id: root, serial_number: 423187757, address: '192.0.2.10' }, 'name'],
       ['PATCH', '/admin/v1/controllers/999999', {}, 'name'],
     ];
+    return { root, cases };
+  }
+
+  test('a name (or title) of whitespace only answers 422 validation_failed on it, on every create and update', async () => {
+    const { root, cases } = await nameCases();
     for (const blank of ['   ', '\t\n', '\u00a0\u3000']) {
       for (const [method, path, body, field] of cases) {
         const res = await ctx.service.admin<ErrorBody>(method, path, { ...body, [field]: blank });
@@ -144,6 +150,48 @@ describe('names', () => {
     // Spaces around a name are still allowed.
     const padded = await ctx.service.admin<{ name: string }>('POST', '/admin/v1/locations', { parent_id: root, name: ' Annex ' });
     assert.equal(padded.status, 201, padded.text);
+  });
+
+  // Names, titles, a lock's place and a group's code reach SMS and e-mails, webhooks, the console and gateways'
+  // displays: a line break or a right-to-left override there would put words of the sender's own in the
+  // service's mouth (README: API notes, "Names on one line").
+  test('a name, title, place or code with a control character, line break or bidirectional control answers 422, and nothing is written', async () => {
+    const { root, cases } = await nameCases();
+    const lock = await createLock(ctx.service, root);
+    const oneLine: Array<[string, string, Record<string, unknown>, string]> = [
+      ...cases,
+      ['POST', '/admin/v1/locks', { location_id: root, name: 'Door' }, 'place'],
+      ['PATCH', `/admin/v1/locks/${lock}`, {}, 'place'],
+      ['POST', '/admin/v1/security_groups', { location_id: root, title: 'Night' }, 'code'],
+    ];
+    const before = await ctx.database.db.query<{ n: number }>(
+      'SELECT (SELECT count(*) FROM locks)::int + (SELECT count(*) FROM security_groups)::int + (SELECT count(*) FROM locations)::int AS n',
+    );
+    for (const text of ['Door\nIMPORTANT: call +44 20 7946 0000', 'Door\rB', 'Door\u001b[2J', 'Door\u0085B', 'Door\u2028B', 'Door \u202eroirf', 'Door \u2066B\u2069']) {
+      for (const [method, path, body, field] of oneLine) {
+        const res = await ctx.service.admin<ErrorBody>(method, path, { ...body, [field]: text });
+        const what = `${method} ${path} ${field}=${JSON.stringify(text)}`;
+        assert.equal(res.status, 422, `${what}: ${res.text}`);
+        assert.equal(res.body.error.code, 'validation_failed', what);
+        assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]), [[field, 'invalid']], what);
+        // A code holds no whitespace at all: a line break in one is told as that rule.
+        const message = field === 'code' && /\s/.test(text) ? 'code must match pattern "^\\S+$".' : `${field} must not contain control characters or line breaks.`;
+        assert.equal(res.body.error.details?.[0]?.message, message, what);
+      }
+    }
+    const after = await ctx.database.db.query<{ n: number }>(
+      'SELECT (SELECT count(*) FROM locks)::int + (SELECT count(*) FROM security_groups)::int + (SELECT count(*) FROM locations)::int AS n',
+    );
+    assert.equal(after[0]?.n, before[0]?.n, 'no lock, group or location was created');
+    const stored = await ctx.database.db.query<{ name: string; place: string }>('SELECT name, place FROM locks WHERE id = $1', [lock]);
+    assert.doesNotMatch(`${stored[0]?.name}${stored[0]?.place}`, /[\n\r\u202e]/, 'the lock is unchanged');
+
+    // One line in any script, with emoji and no-break spaces, is still a name.
+    for (const name of ['Porte d\u2019entrée', '正面玄関', 'Lab 🔬 2', 'Gate\u00a0A', 'باب']) {
+      const res = await ctx.service.admin<{ name: string }>('PATCH', `/admin/v1/locks/${lock}`, { name });
+      assert.equal(res.status, 200, `${name}: ${res.text}`);
+      assert.equal(res.body.name, name);
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 // A person's name goes into the service's own SMS and e-mails, just above the setup link: it may not hold
-// a line of its own (README: People: name characters). Refused on the way in (public create and update, the
+// a line of its own (README: API notes, "Names on one line"). Refused on the way in (public create and update, the
 // operator's create); a name stored before the rule reaches the messages on one line, cut to its bound.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

@@ -558,7 +558,10 @@ export interface components {
             /** Format: uuid */
             person_id: string;
             security_groups: string[];
-            /** @default Phone key */
+            /**
+             * Format: single-line
+             * @default Phone key
+             */
             name?: string;
             /**
              * @description ISO 8601 date-time; UTC unless an offset is given. default: now
@@ -584,6 +587,7 @@ export interface components {
         };
         /** @description At least one field; only the fields sent change. */
         KeyUpdate: {
+            /** Format: single-line */
             name?: string;
             security_groups?: string[];
             /**
@@ -653,7 +657,10 @@ export interface components {
         };
         /** @description A new person: `name` is required; unknown fields are refused. */
         PersonCreate: {
-            /** @description a reserved name is refused */
+            /**
+             * Format: single-line
+             * @description a reserved name is refused
+             */
             name: string;
             email?: string | null;
             phone?: string | null;
@@ -689,7 +696,10 @@ export interface components {
         };
         /** @description Only the fields sent change; `null` clears a field (except `name`). */
         PersonUpdate: {
-            /** @description a reserved name is refused */
+            /**
+             * Format: single-line
+             * @description a reserved name is refused
+             */
             name?: string;
             email?: string | null;
             phone?: string | null;

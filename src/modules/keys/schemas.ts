@@ -3,7 +3,7 @@ import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 import { MAX_REQUEST_LINE_LENGTH } from '../../platform/http.ts';
-import { Nullable } from '../../platform/schemas.ts';
+import { Name, Nullable } from '../../platform/schemas.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
 /** Where a setup link goes. */
@@ -52,7 +52,7 @@ export const KeyCreate = named(
     {
       person_id: Type.String({ format: 'uuid' }),
       security_groups: GroupCodes,
-      name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', default: 'Phone key' })),
+      name: Type.Optional(Name({ default: 'Phone key' })),
       starts_at: Type.Optional(ClientTimestamp('default: now')),
       expires_at: Type.Optional(ClientTimestamp('default: no expiry')),
       channel: Type.Optional(Type.Union(Channel.anyOf, { default: 'sms', description: 'where the setup link goes' })),
@@ -66,7 +66,7 @@ export const KeyUpdate = named(
   'KeyUpdate',
   Type.Object(
     {
-      name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })),
+      name: Type.Optional(Name()),
       security_groups: Type.Optional(GroupCodes),
       starts_at: Type.Optional(ClientTimestamp()),
       expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()], { description: 'null removes the expiry' })),
@@ -161,7 +161,7 @@ export const OperatorKeyCreate = named(
     {
       person_id: Type.String({ format: 'uuid' }),
       type: Type.Union([Type.Literal('digital'), Type.Literal('card'), Type.Literal('fob')]),
-      name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+      name: Name(),
       security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { uniqueItems: true, maxItems: 100 })),
       starts_at: Type.Optional(ClientTimestamp('default: now')),
       expires_at: Type.Optional(Type.Union([ClientTimestamp(), Type.Null()])),

@@ -26,7 +26,7 @@ const GRAPHEMES = new Intl.Segmenter('en', { granularity: 'grapheme' });
 /**
  * A name as a message shows it: on one line (every run of whitespace, control characters and line or
  * paragraph separators read as one space), trimmed, and at most NAME_IN_MESSAGE_MAX characters. Names are
- * refused with control characters (README: People: name characters), but ones stored before that rule,
+ * refused with control characters (README: API notes, "Names on one line"), but ones stored before that rule,
  * and lock names, still reach the texts: no name can put a line of its own above the setup link.
  */
 export function nameInMessage(name: string, max = NAME_IN_MESSAGE_MAX): string {

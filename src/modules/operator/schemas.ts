@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page } from '../../platform/pagination.ts';
-import { Id, Name as NameSchema } from '../../platform/schemas.ts';
+import { Id, Name as NameSchema, SingleLine } from '../../platform/schemas.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 import { TimeZone, Windows } from '../access/schemas.ts';
@@ -111,7 +111,7 @@ export const ApiKeyWithToken = named('ApiKeyCreated', Type.Composite([ApiKey, Ty
 export const SecurityGroupCreate = named('SecurityGroupCreate', Type.Object(
   {
     location_id: RowId,
-    code: Type.String({ minLength: 1, maxLength: 64, pattern: '^\\S+$' }),
+    code: SingleLine({ minLength: 1, maxLength: 64, pattern: '^\\S+$' }),
     title: Name,
     description: Type.Optional(Type.String({ maxLength: 2000, default: '' })),
     is_default: Type.Optional(Type.Boolean({ default: false })),
@@ -189,7 +189,7 @@ export const LockCreate = named('LockCreate', Type.Object(
   {
     location_id: RowId,
     name: Name,
-    place: Type.Optional(Type.String({ maxLength: 200, default: '' })),
+    place: Type.Optional(SingleLine({ maxLength: 200, default: '' })),
     serial_number: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], { default: null })),
     provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'sandbox' })),
     gateway_id: Type.Optional(Type.Union([RowId, Type.Null()], { default: null })),
@@ -205,7 +205,7 @@ export const GatewayPage = named('GatewayPage', Page(ref(GatewaySummary), 'A pag
 export const LockUpdate = named('LockUpdate', Type.Object(
   {
     name: Type.Optional(Name),
-    place: Type.Optional(Type.String({ maxLength: 200 })),
+    place: Type.Optional(SingleLine({ maxLength: 200 })),
     gateway_id: Type.Optional(Type.Union([RowId, Type.Null()], { description: 'null: not remote any more' })),
     security_groups: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, description: 'codes; replaces the list' })),
   },

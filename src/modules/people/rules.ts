@@ -1,5 +1,6 @@
 // Pure rules of people: phone normalisation, e-mail comparison and reserved names.
 import { parsePhoneNumberWithError } from 'libphonenumber-js';
+import { SINGLE_LINE_TEXT } from '../../platform/validation.ts';
 
 /**
  * An international number (leading `+` and country code) in E.164, or null when it is not a valid one.
@@ -30,17 +31,12 @@ export function emailKey(email: string): string {
 }
 
 /**
- * Characters a name may not hold: control characters (Unicode Cc: CR, LF, TAB, ESC, NEL …), the line and
- * paragraph separators U+2028 and U+2029, and the bidirectional embeddings, overrides and isolates (U+202A–U+202E,
- * U+2066–U+2069), which reorder how the text after them reads. A name is put into the service's SMS and e-mails,
- * just above the setup link (README: People: name characters), where a line of its own would read as the
- * service's words.
+ * A name is put into the service's SMS and e-mails, just above the setup link (README: API notes, "Names on one line"),
+ * where a line of its own would read as the service's words: it is one line, by the rule of every name
+ * (SINGLE_LINE_TEXT). The schemas check it too; this check covers every caller of the service.
  */
-const LINE_BREAKING = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
-
-/** True when the name holds a control character, a line or paragraph separator or a bidirectional control. */
 export function hasControlCharacter(name: string): boolean {
-  return LINE_BREAKING.test(name);
+  return !SINGLE_LINE_TEXT.test(name);
 }
 
 export const RESERVED_NAMES = ['Admin', 'ServiceUser'];

@@ -1,14 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
-import { Id, Nullable } from '../../platform/schemas.ts';
+import { Id, Name, Nullable } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
 
 
 /** Fields of create and update; every one but name may be null (unknown). Bounds are in the README. */
 export const personFields = {
-  name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'a reserved name is refused' }),
+  name: Name({ description: 'a reserved name is refused' }),
   email: Nullable(Type.String({ format: 'email', maxLength: 254 })),
   phone: Nullable(Type.String({ minLength: 1, maxLength: 40, description: 'international format: + and the country code' })),
   company_name: Nullable(Type.String({ maxLength: 200 })),
