@@ -395,6 +395,42 @@ describe('deliveries', () => {
     assert.deepEqual(await payloads(), [null, null]);
   });
 
+  test('the retention job keeps up with a busy site: more than one batch of old payloads and outbox rows goes in one run', async () => {
+    const t = await tenant();
+    const sub = await subscribe(t.token, { url: receiver.url('/retention-volume'), events: ['person.created'] });
+    const person = await createPerson(t.token, 'Busy Bea');
+    await runJobs();
+    const now = await advanceClock(ctx.service, 0);
+    const old = new Date(now.getTime() - 31 * 86_400_000);
+    // 12,000 of each, over two batches of 5,000: a site with a few subscriptions and doors makes that in hours.
+    const copies = 12_000;
+    await ctx.database.db.query(
+      `INSERT INTO webhook_deliveries (id, subscription_id, event_type, event_id, person_id, payload, status, attempt, created_at)
+       SELECT gen_random_uuid(), d.subscription_id, d.event_type, d.event_id, d.person_id, d.payload, 'delivered', 1, $2
+         FROM webhook_deliveries d, generate_series(1, ${copies}) WHERE d.subscription_id = $1`,
+      [sub.body.id, old],
+    );
+    await ctx.database.db.query(
+      `INSERT INTO domain_events (type, account_id, location_id, person_id, data, occurred_at)
+       SELECT e.type, e.account_id, e.location_id, e.person_id, e.data, $2 FROM domain_events e, generate_series(1, ${copies})
+        WHERE e.id = (SELECT min(id) FROM domain_events WHERE person_id = $1)`,
+      [person, old],
+    );
+    const left = async () =>
+      (
+        await ctx.database.db.query<{ payloads: number; events: number }>(
+          `SELECT (SELECT count(*) FROM webhook_deliveries WHERE payload IS NOT NULL AND created_at < $1)::int AS payloads,
+                  (SELECT count(*) FROM domain_events WHERE occurred_at < $1)::int AS events`,
+          [new Date(now.getTime() - 30 * 86_400_000)],
+        )
+      )[0];
+    assert.deepEqual(await left(), { payloads: copies, events: copies });
+    await advanceClock(ctx.service, 300); // one run of the job
+    assert.deepEqual(await left(), { payloads: 0, events: 0 });
+    const recent = await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE subscription_id = $1 AND payload IS NOT NULL', [sub.body.id]);
+    assert.equal(recent[0]?.n, 1, "the delivery of today keeps its payload");
+  });
+
   test('ping is limited to 10 a minute and redeliver to 30 a minute per API key', async () => {
     const t = await tenant();
     const sub = await subscribe(t.token, { url: receiver.url('/limits') });

@@ -54,12 +54,18 @@ export async function pendingSummary(db: Queryable): Promise<{ count: number; ol
   return { count: row?.count ?? 0, oldest: row?.oldest ?? null };
 }
 
-/** Deliveries of a paused subscription stop: their pending retries fail. */
-export async function failPendingOfPausedSubscriptions(db: Queryable): Promise<void> {
+/**
+ * Deliveries of a paused subscription stop: their pending retries fail. One whose attempt is under way (its claim
+ * runs) is left to that attempt: a 2xx then reads `delivered`, as the receiver has it, and a failure sets it
+ * pending again, for the next run of this (every second) to fail. A claim whose instance died runs out in 20 s.
+ */
+export async function failPendingOfPausedSubscriptions(db: Queryable, now: Date): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries d SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL
        FROM webhook_subscriptions s
-      WHERE d.subscription_id = s.id AND s.status = 'paused' AND d.status = 'pending'`,
+      WHERE d.subscription_id = s.id AND s.status = 'paused' AND d.status = 'pending'
+        AND (d.claimed_until IS NULL OR d.claimed_until <= $1)`,
+    [now],
   );
 }
 
@@ -132,9 +138,10 @@ export interface PausedSubscription {
 }
 
 /**
- * Pauses every active subscription whose streak began at or before `streakLimit` and fails its pending
- * deliveries. The conditional UPDATE pauses each once even when several instances run it together: the
- * second waits for the first's row lock and then finds it no longer active.
+ * Pauses every active subscription whose streak began at or before `streakLimit` (its pending deliveries are then
+ * failed by failPendingOfPausedSubscriptions, which the dispatcher runs right after). The conditional UPDATE pauses
+ * each once even when several instances run it together: the second waits for the first's row lock and then finds
+ * it no longer active.
  */
 export async function pauseStreaksSince(tx: Queryable, streakLimit: Date): Promise<PausedSubscription[]> {
   const rows = await tx.query<PausedSubscription>(
@@ -148,20 +155,17 @@ export async function pauseStreaksSince(tx: Queryable, streakLimit: Date): Promi
        LEFT JOIN dashboard_users u ON u.id = k.created_by_user_id`,
     [streakLimit],
   );
-  if (rows.length === 0) return rows;
-  await tx.query(
-    `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription paused', next_attempt_at = NULL
-      WHERE subscription_id = ANY($1::uuid[]) AND status = 'pending'`,
-    [rows.map((r) => r.id)],
-  );
   return rows;
 }
 
-/** Nulls the payloads of ended deliveries made before `cutoff`, at most 5,000 a call; returns how many. */
+/** Rows of one statement of the retention job's purges (payloads here, the outbox's rows in fan-out-store.ts). */
+export const PURGE_BATCH = 5000;
+
+/** Nulls the payloads of ended deliveries made before `cutoff`, at most PURGE_BATCH a call; returns how many. */
 export async function purgePayloadsBefore(db: Queryable, cutoff: Date): Promise<number> {
   const rows = await db.query(
     `UPDATE webhook_deliveries SET payload = NULL
-      WHERE id IN (SELECT id FROM webhook_deliveries WHERE payload IS NOT NULL AND created_at < $1 AND status <> 'pending' LIMIT 5000)
+      WHERE id IN (SELECT id FROM webhook_deliveries WHERE payload IS NOT NULL AND created_at < $1 AND status <> 'pending' LIMIT ${PURGE_BATCH})
       RETURNING id`,
     [cutoff],
   );

@@ -6,6 +6,7 @@
 // it, whose `events` hold the event's type or `*`.
 import { WEBHOOK_DUE_CHANNEL } from '../../platform/channels.ts';
 import type { PreparedSql, Queryable } from '../../platform/db/index.ts';
+import { PURGE_BATCH } from './delivery-store.ts';
 
 /**
  * Emits the rows of a CTE named `outgoing` (type, account_id, location_id, person_id, data jsonb, occurred_at,
@@ -100,10 +101,8 @@ export async function purgePersonEventData(tx: Queryable, personId: string): Pro
   await tx.query(`UPDATE domain_events SET data = 'null'::jsonb WHERE person_id = $1 AND data <> 'null'::jsonb`, [personId]);
 }
 
-export const OUTBOX_PURGE_BATCH = 5000;
-
 /**
- * Deletes the oldest events, those of the first OUTBOX_PURGE_BATCH ids whose time is before `cutoff`; returns
+ * Deletes the oldest events, those of the first PURGE_BATCH ids whose time is before `cutoff`; returns
  * how many. The table has no index on time, so it walks the primary key from its start (the oldest rows
  * written) rather than scanning the whole outbox. An event whose time lies after it was written (a door whose
  * clock runs ahead) is kept until its own time is past the cutoff: a full batch of them at the start would
@@ -112,7 +111,7 @@ export const OUTBOX_PURGE_BATCH = 5000;
 export async function deleteDomainEventsBefore(db: Queryable, cutoff: Date): Promise<number> {
   const rows = await db.query(
     `DELETE FROM domain_events
-      WHERE id IN (SELECT id FROM (SELECT id, occurred_at FROM domain_events ORDER BY id LIMIT ${OUTBOX_PURGE_BATCH}) AS head WHERE occurred_at < $1)
+      WHERE id IN (SELECT id FROM (SELECT id, occurred_at FROM domain_events ORDER BY id LIMIT ${PURGE_BATCH}) AS head WHERE occurred_at < $1)
       RETURNING id`,
     [cutoff],
   );
