@@ -678,6 +678,7 @@ export interface components {
             };
         };
         AccountCreate: {
+            /** Format: single-line */
             name: string;
             /** @default false */
             reseller?: boolean;
@@ -706,6 +707,7 @@ export interface components {
             next_cursor: string | null;
         };
         AccountUpdate: {
+            /** Format: single-line */
             name?: string;
             /** @default false */
             reseller?: boolean;
@@ -744,6 +746,7 @@ export interface components {
         ApiKeyCreate: {
             /** Format: int64 */
             location_id: number;
+            /** Format: single-line */
             name: string;
             scopes: ("catalog:read" | "people:read" | "people:write" | "keys:read" | "keys:write" | "locks:control" | "events:read" | "webhooks:manage")[];
             lock_allowlist?: number[];
@@ -805,6 +808,7 @@ export interface components {
         ControllerCreate: {
             /** Format: int64 */
             location_id: number;
+            /** Format: single-line */
             name: string;
             /** @description the board's serial number (printed on it; uhppote-cli get-devices) */
             serial_number: number;
@@ -859,6 +863,7 @@ export interface components {
             problems: string[];
         };
         ControllerUpdate: {
+            /** Format: single-line */
             name?: string;
             /**
              * Format: ipv4
@@ -907,6 +912,7 @@ export interface components {
         GatewayCreate: {
             /** Format: int64 */
             location_id: number;
+            /** Format: single-line */
             name: string;
         };
         /** @description A page of gateways. */
@@ -969,6 +975,7 @@ export interface components {
         LocationCreate: {
             /** Format: int64 */
             parent_id: number;
+            /** Format: single-line */
             name: string;
             /** @description an IANA time-zone name; null: the parent's (UTC at a root without one) */
             time_zone?: string | null;
@@ -985,6 +992,7 @@ export interface components {
             name: string;
         };
         LocationUpdate: {
+            /** Format: single-line */
             name?: string;
             /** @description an IANA time-zone name; null: the parent's (UTC at a root without one) */
             time_zone?: string | null;
@@ -1007,8 +1015,12 @@ export interface components {
         LockCreate: {
             /** Format: int64 */
             location_id: number;
+            /** Format: single-line */
             name: string;
-            /** @default  */
+            /**
+             * Format: single-line
+             * @default
+             */
             place?: string;
             /** @default null */
             serial_number?: string | null;
@@ -1026,7 +1038,9 @@ export interface components {
             next_cursor: string | null;
         };
         LockUpdate: {
+            /** Format: single-line */
             name?: string;
+            /** Format: single-line */
             place?: string;
             /** @description null: not remote any more */
             gateway_id?: number | null;
@@ -1065,6 +1079,7 @@ export interface components {
             /** Format: uuid */
             person_id: string;
             type: "digital" | "card" | "fob";
+            /** Format: single-line */
             name: string;
             security_groups?: string[];
             /**
@@ -1086,7 +1101,10 @@ export interface components {
         };
         /** @description The public create fields, `location_id` required, plus `managed`. */
         OperatorPersonCreate: {
-            /** @description a reserved name is refused */
+            /**
+             * Format: single-line
+             * @description a reserved name is refused
+             */
             name: string;
             email?: string | null;
             phone?: string | null;
@@ -1219,7 +1237,9 @@ export interface components {
         SecurityGroupCreate: {
             /** Format: int64 */
             location_id: number;
+            /** Format: single-line */
             code: string;
+            /** Format: single-line */
             title: string;
             /** @default  */
             description?: string;
@@ -1235,6 +1255,7 @@ export interface components {
             }[] | null;
         };
         SecurityGroupUpdate: {
+            /** Format: single-line */
             title?: string;
             description?: string;
             is_default?: boolean;
@@ -1256,6 +1277,7 @@ export interface components {
         UserCreate: {
             /** Format: int64 */
             account_id: number;
+            /** Format: single-line */
             name: string;
             /** Format: email */
             email: string;
