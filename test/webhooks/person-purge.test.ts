@@ -1,12 +1,16 @@
 // A person's deletion and the webhook deliveries carrying their data (spec: General rules, a deletion purges
 // the person's delivery payloads at once): a delivery whose attempt is under way when the person is deleted
-// keeps the end the purge gave it, whatever the attempt's answer, and a body with `data: null` is never sent.
+// keeps the end the purge gave it, whatever the attempt's answer, and a body with `data: null` is never sent;
+// what a transaction beside the deletion wrote with their data is purged by the sweep. And the other end a
+// delivery can meet under way, its subscription paused: there the receiver's answer is what the delivery reads.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { failPendingOfPausedSubscriptions } from '../../src/modules/webhooks/delivery-store.ts';
+import { sweepDeletedPeople } from '../../src/modules/webhooks/person-data.ts';
 import { WebhookSender } from '../../src/modules/webhooks/sender.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { SecretBox } from '../../src/platform/secret-box.ts';
@@ -53,6 +57,7 @@ interface Delivery {
   event_type: string;
   status: string;
   attempt: number;
+  response_status: number | null;
   last_error: string | null;
   next_attempt_at: string | null;
   payload: Record<string, unknown> | null;
@@ -114,6 +119,80 @@ describe('a person deleted while their delivery is in flight', () => {
     const [record] = await deliveries(t.token, t.subscriptionId);
     assert.deepEqual([record?.status, record?.last_error, record?.payload], ['failed', 'payload purged: person deleted', null]);
   });
+});
+
+describe("what a transaction beside the deletion wrote with the person's data", () => {
+  test("is purged by the sweep within minutes; the deletion's own person.deleted keeps its payload", async () => {
+    const account = await createAccount(ctx.service);
+    const { token } = await createApiKey(ctx.service, account.rootLocationId, ['webhooks:manage', 'people:write']);
+    const sub = await ctx.service.request<{ id: string }>('POST', '/v1/webhooks', {
+      token,
+      body: { url: `https://localhost:${port}/sweep`, events: ['person.created', 'person.updated', 'person.deleted'] },
+    });
+    assert.equal(sub.status, 201, sub.text);
+    const person = await ctx.service.request<{ id: string }>('POST', '/v1/people', { token, body: { name: 'Sweep Sue', email: 'sweep.sue@example.com' } });
+    assert.equal(person.status, 201, person.text);
+    assert.equal((await ctx.service.request('DELETE', `/v1/people/${person.body.id}`, { token })).status, 204);
+    // A person.updated that committed just after the deletion's purge, as one begun before it would: its outbox
+    // row and its delivery carry the name.
+    const late = await ctx.database.db.query<{ id: string }>(
+      `INSERT INTO domain_events (type, account_id, location_id, person_id, data, occurred_at)
+       SELECT 'person.updated', account_id, location_id, person_id, '{"name":"Sweep Sue"}'::jsonb, occurred_at FROM domain_events
+        WHERE person_id = $1 AND type = 'person.deleted' RETURNING id::text`,
+      [person.body.id],
+    );
+    await ctx.database.db.query(
+      `INSERT INTO webhook_deliveries (id, subscription_id, event_type, event_id, person_id, payload, status, attempt, created_at)
+       VALUES ($1, $2, 'person.updated', $3, $4, '{"data":{"name":"Sweep Sue"}}'::jsonb, 'delivered', 1, now())`,
+      [randomUUID(), sub.body.id, late[0]?.id, person.body.id],
+    );
+    const named = async () =>
+      (
+        await ctx.database.db.query<{ type: string }>(
+          `SELECT type FROM domain_events WHERE person_id = $1 AND data::text LIKE '%Sweep Sue%'
+           UNION ALL SELECT event_type FROM webhook_deliveries WHERE person_id = $1 AND payload::text LIKE '%Sweep Sue%' ORDER BY 1`,
+          [person.body.id],
+        )
+      ).map((r) => r.type);
+    const deletedOnly = ['person.deleted', 'person.deleted'];
+    assert.deepEqual(await named(), [...deletedOnly, 'person.updated', 'person.updated'].sort());
+    await advanceClock(ctx.service, 60); // the sweep runs with the due jobs
+    assert.deepEqual(await named(), deletedOnly, "only the deletion's own event and its delivery keep the name");
+
+    // Past its window the sweep leaves the person alone.
+    const clock = await advanceClock(ctx.service, 6 * 60);
+    await ctx.database.db.query(`UPDATE domain_events SET data = '{"name":"Sweep Sue"}'::jsonb WHERE id = $1::bigint`, [late[0]?.id]);
+    assert.equal(await sweepDeletedPeople(ctx.database.db, clock), 0);
+  });
+});
+
+describe('a subscription paused while its delivery is in flight', () => {
+  for (const [answer, expected] of [
+    [200, { status: 'delivered', response_status: 200, last_error: null, next_attempt_at: null }],
+    [503, { status: 'failed', response_status: 503, last_error: 'subscription paused', next_attempt_at: null }],
+  ] as const) {
+    test(`the receiver's ${answer} is what the delivery reads`, async () => {
+      const path = `/paused-${answer}`;
+      const t = await tenantWithSubscription(path);
+      assert.equal((await ctx.service.request('POST', '/v1/people', { token: t.token, body: { name: 'Held Hal' } })).status, 201);
+      await waitFor(() => held.some((h) => h.path === path), 'the attempt at the receiver');
+      const paused = await ctx.service.request('PATCH', `/v1/webhooks/${t.subscriptionId}`, { token: t.token, body: { status: 'paused' } });
+      assert.equal(paused.status, 200, paused.text);
+      // The sweep that fails a paused subscription's pending deliveries (every second) runs during the attempt.
+      // (The service clock read, not advanced: advancing waits for the attempt under way.)
+      const now = await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock');
+      await failPendingOfPausedSubscriptions(ctx.database.db, new Date(now.body.now));
+      assert.equal((await deliveries(t.token, t.subscriptionId))[0]?.status, 'pending', 'the attempt under way keeps its delivery');
+      await (held.find((h) => h.path === path) as Held).answer(answer);
+      await advanceClock(ctx.service, 0); // the attempt's outcome is recorded
+      await advanceClock(ctx.service, 0); // and the sweep runs again
+      const [record] = await deliveries(t.token, t.subscriptionId);
+      assert.deepEqual(
+        { status: record?.status, response_status: record?.response_status, last_error: record?.last_error, next_attempt_at: record?.next_attempt_at },
+        expected,
+      );
+    });
+  }
 });
 
 test('a pending delivery without a payload is never claimed, so never sent with data null', async () => {

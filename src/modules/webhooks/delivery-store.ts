@@ -174,16 +174,25 @@ export async function purgePayloadsBefore(db: Queryable, cutoff: Date): Promise<
 
 /**
  * Deleting a person purges that person's delivery payloads at once (spec: General rules); a delivery
- * still waiting to be sent is not sent. Call it inside the deletion's transaction, before emitting the
- * deletion's own events, which must still be delivered.
+ * still waiting to be sent is not sent. In the deletion's transaction, before emitting the deletion's own
+ * events, which must still be delivered; and again by the sweep (person-data.ts), sparing `keepTypes`.
+ * Returns how many it purged.
  */
-export async function purgePersonPayloads(tx: Queryable, personId: string): Promise<void> {
-  await tx.query(
+export async function purgePersonPayloads(tx: Queryable, personIds: string[], keepTypes: readonly string[] = []): Promise<number> {
+  const rows = await tx.query(
     `UPDATE webhook_deliveries SET payload = NULL,
             status = CASE WHEN status = 'pending' THEN 'failed' ELSE status END,
             last_error = CASE WHEN status = 'pending' THEN 'payload purged: person deleted' ELSE last_error END,
             next_attempt_at = CASE WHEN status = 'pending' THEN NULL ELSE next_attempt_at END
-      WHERE person_id = $1 AND payload IS NOT NULL`,
-    [personId],
+      WHERE person_id = ANY($1::uuid[]) AND payload IS NOT NULL AND event_type <> ALL($2::text[])
+      RETURNING id`,
+    [personIds, keepTypes],
   );
+  return rows.length;
+}
+
+/** The people deleted after `since` (an index on deleted_at: a few rows at most), for the sweep of person-data.ts. */
+export async function peopleDeletedSince(db: Queryable, since: Date): Promise<string[]> {
+  const rows = await db.query<{ id: string }>({ name: 'people.deletedSince', text: 'SELECT id FROM people WHERE deleted_at > $1' }, [since]);
+  return rows.map((row) => row.id);
 }

@@ -95,10 +95,14 @@ export async function insertOutgoing(tx: Queryable, rows: OutgoingColumns): Prom
 /**
  * A deleted person's events keep their type, ids and time, and lose their data: `data` becomes JSON null
  * (the column is NOT NULL), which the listen streams skip. In the person's deletion transaction, before its
- * own events are emitted.
+ * own events are emitted; and again by the sweep (person-data.ts), sparing `keepTypes`. Returns how many.
  */
-export async function purgePersonEventData(tx: Queryable, personId: string): Promise<void> {
-  await tx.query(`UPDATE domain_events SET data = 'null'::jsonb WHERE person_id = $1 AND data <> 'null'::jsonb`, [personId]);
+export async function purgePersonEventData(tx: Queryable, personIds: string[], keepTypes: readonly string[] = []): Promise<number> {
+  const rows = await tx.query(
+    `UPDATE domain_events SET data = 'null'::jsonb WHERE person_id = ANY($1::uuid[]) AND data <> 'null'::jsonb AND type <> ALL($2::text[]) RETURNING id`,
+    [personIds, keepTypes],
+  );
+  return rows.length;
 }
 
 /**

@@ -4,6 +4,7 @@ import { shared } from '../../platform/metrics.ts';
 import type { Core, Module } from '../../platform/module.ts';
 import type { MessageQueue } from '../notifications/index.ts';
 import { WebhookDispatcher } from './dispatcher.ts';
+import { deletedPeopleSweepJob } from './person-data.ts';
 import { webhooksRoutes } from './routes.ts';
 import { WebhooksService } from './service.ts';
 
@@ -21,6 +22,7 @@ export async function startWebhooks(core: Core, deps: WebhooksModuleDeps): Promi
   await dispatcher.start();
   jobs.register(dispatcher.job());
   jobs.register(dispatcher.retentionJob());
+  jobs.register(deletedPeopleSweepJob(db, clock));
   // Gauges read at scrape time, each within SCRAPE_QUERY_TIMEOUT_MS; one query for both.
   const pending = shared(() => dispatcher.pending());
   metrics.gauge('latchkey_webhook_deliveries_pending', 'Webhook deliveries waiting to be sent or sent again.', async () => (await pending()).count);
