@@ -313,6 +313,27 @@ describe('access lists', () => {
     assert.equal(changes.version, full.version);
   });
 
+  test('a flood of syncs naming every version is answered as one at a time: the lowest version asked, not one answer each', async () => {
+    const s = await site();
+    const gw = await door(s.gateway);
+    const first = await gw.start();
+    const cards: Array<{ id: number }> = [];
+    for (let i = 0; i < 12; i++) cards.push(await handOver(s.personId, { credential: `wiegand26:2:${2000 + i}` }));
+    const last = await gw.next((l) => l.type === 'changes' && l.entries.some((e) => e.key_id === cards[11]?.id), 'the last card pushed');
+    assert.ok(last.version >= first.version + 12, `a version per card (${first.version} to ${last.version})`);
+    const seen = gw.lists.length;
+    // Every version the service had, each twice, in one burst, highest first (as a misbehaving gateway might).
+    const versions = Array.from({ length: last.version - first.version }, (_, i) => last.version - 1 - i);
+    await Promise.all([...versions, ...versions].map((version) => gw.sync(version)));
+    await gw.ask(s.front, 'wiegand26:2:2000'); // answered after what came before it on this connection
+    const answers = gw.lists.slice(seen).filter((l) => l.type === 'changes' && l.part === 1);
+    assert.ok(answers.length >= 1 && answers.length <= 3, `${answers.length} answers to ${versions.length * 2} syncs`);
+    // The first sync handled may be any of them; those waiting behind it are answered from the lowest they asked.
+    const lowest = answers.find((a) => a.from === first.version);
+    assert.ok(lowest, `the lowest version asked is answered (from: ${answers.map((a) => a.from).join(', ')})`);
+    assert.deepEqual(lowest.entries.map((e) => e.key_id).sort(), cards.map((c) => c.id).sort(), 'its changes hold every card');
+  });
+
   test('a revocation reaches the online gateway as a change, not a new list', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:deadbeef' });

@@ -58,6 +58,11 @@ export class GatewaySync {
   private readonly pushed = new LRUCache<string, true>({ max: 10_000 });
   /** Each gateway's list messages go out one batch after another, never interleaved. */
   private readonly sending = new Map<number, Promise<void>>();
+  /**
+   * A gateway's syncs not answered yet, as one: the lowest version they asked for (its changes hold what every higher
+   * version lacks, and the contract has a gateway apply changes whose `from` is at or below the version it holds).
+   */
+  private readonly syncsWaiting = new Map<number, { version: number; answered: Promise<void> }>();
   private readonly keys: CredentialCache;
 
   constructor(
@@ -154,7 +159,9 @@ export class GatewaySync {
   /**
    * `{version}`: the version the gateway holds (0: none); it gets what it lacks. With an external broker every
    * instance receives it: the one that claims it answers, so the gateway is not sent the list once per instance;
-   * and a gateway asking again with other versions within SYNC_CLAIM_MS is sent no second whole list.
+   * and a gateway asking again with other versions within SYNC_CLAIM_MS is sent no second whole list. Syncs that
+   * arrive while the gateway's last answer is still going out wait as one (syncsWaiting): a gateway flooding syncs
+   * of every version gets one answer at a time, not one each.
    */
   sync(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
     const version = payload.version;
@@ -162,11 +169,20 @@ export class GatewaySync {
       this.log.warn({ gatewayId }, 'malformed access sync; dropped');
       return undefined;
     }
-    const now = this.clock.now();
+    const waiting = this.syncsWaiting.get(gatewayId);
+    if (waiting) {
+      waiting.version = Math.min(waiting.version, version);
+      return waiting.answered;
+    }
+    const sync = { version, answered: Promise.resolve() };
+    this.syncsWaiting.set(gatewayId, sync);
     // Never rejects (as request): a sync the database could not claim is the gateway's to send again.
-    return claimSync(this.db, gatewayId, version, now, new Date(now.getTime() - SYNC_CLAIM_MS))
-      .then((mine) => (mine ? this.send(gatewayId, version) : undefined))
-      .catch((error: unknown) => this.log.error({ err: error, gatewayId }, 'access sync not answered'));
+    sync.answered = this.inTurn(gatewayId, 'access sync not answered', async () => {
+      this.syncsWaiting.delete(gatewayId);
+      const now = this.clock.now();
+      if (await claimSync(this.db, gatewayId, sync.version, now, new Date(now.getTime() - SYNC_CLAIM_MS))) await this.sendNow(gatewayId, sync.version);
+    });
+    return sync.answered;
   }
 
   /** `{version}`: the gateway applied it; key changes that waited for it may end. */
@@ -196,8 +212,13 @@ export class GatewaySync {
 
   /** Sends the gateway what it lacks after `version` (null: after what it last applied), one batch at a time. */
   private send(gatewayId: number, version: number | null): Promise<void> {
+    return this.inTurn(gatewayId, 'access list not sent', () => this.sendNow(gatewayId, version));
+  }
+
+  /** Runs `work` after the gateway's earlier list work (never two at once for one gateway); never rejects. */
+  private inTurn(gatewayId: number, failure: string, work: () => Promise<void>): Promise<void> {
     const previous = this.sending.get(gatewayId) ?? Promise.resolve();
-    const next = previous.then(() => this.sendNow(gatewayId, version)).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access list not sent'));
+    const next = previous.then(work).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, failure));
     this.sending.set(gatewayId, next);
     void next.then(() => {
       if (this.sending.get(gatewayId) === next) this.sending.delete(gatewayId);
