@@ -143,6 +143,20 @@ describe('online decisions', () => {
     assert.ok((await accessEvents(s.token)).every((event) => event.type === 'access.denied'));
   });
 
+  test("a key its person's deletion missed opens nothing: a deleted person's card is unknown online and left out of a whole list", async () => {
+    const s = await site();
+    await handOver(s.personId, { credential: 'uid:0badc0de' });
+    // As a key written beside the deletion would be left: the person deleted, the key not revoked.
+    await ctx.database.db.query('UPDATE people SET deleted_at = now() WHERE id = $1', [s.personId]);
+    const gw = await door(s.gateway);
+    const answer = await gw.ask(s.front, 'uid:0badc0de');
+    assert.deepEqual([answer.granted, answer.reason, answer.key_id], [false, 'unknown_key', null]);
+    await ctx.database.db.query(`INSERT INTO access_rebuilds (account_id, requested_at) VALUES ($1, now()) ON CONFLICT (account_id) DO NOTHING`, [s.account.id]);
+    await advanceClock(ctx.service, 0); // the rebuild runs with the due jobs
+    const full = await gw.start();
+    assert.deepEqual(full.entries, [], 'nothing on the list');
+  });
+
   test('a returned card stays shut when a client changes its dates or groups: 422 not_editable; a rename keeps it returned', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:11223344' });

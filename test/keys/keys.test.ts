@@ -712,6 +712,33 @@ describe('keys', () => {
     }
   });
 
+  test('a card handed over while its person is deleted is refused (422 on person_id): no key outlives the deletion', async () => {
+    const t = await keysTenant(ctx.service);
+    // A service on the same database whose next transaction starts just after the person was deleted: after the
+    // hand-over's check that the person is there, before its key is written.
+    let beforeNext: (() => Promise<unknown>) | null = null;
+    const racing = await startService(
+      overriding(ctx.database.db, {
+        transaction: async (fn) => {
+          const hook = beforeNext;
+          beforeNext = null;
+          await hook?.();
+          return ctx.database.db.transaction(fn);
+        },
+      }),
+    );
+    try {
+      beforeNext = () => ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token });
+      const card = await racing.admin<ErrorBody>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge', credential: 'wiegand26:12:35001' });
+      assert.equal(card.status, 422, card.text);
+      assert.deepEqual(card.body.error.details?.map((d) => [d.field, d.code]), [['person_id', 'invalid']]);
+    } finally {
+      await racing.close();
+    }
+    const [live] = await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM keys WHERE person_id = $1 AND revoked_at IS NULL', [t.personId]);
+    assert.equal(live?.n, 0, 'no live key for the deleted person');
+  });
+
   test('a link activated while its person is deleted leaves no key: 410 link_unusable', async () => {
     const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
     assert.equal((await issueKey(ctx.service, t)).status, 202);

@@ -80,7 +80,7 @@ export interface AccessKeyRow {
 
 /** What a lookup by credential reads, and from where: follows SELECT or SELECT DISTINCT ON. */
 const KEY_BY_CREDENTIAL = `k.credential_hash, k.id, k.state, k.starts_at, k.expires_at, k.security_groups, l.path AS person_path
-               FROM keys k JOIN people p ON p.id = k.person_id JOIN locations l ON l.id = p.location_id`;
+               FROM keys k JOIN people p ON p.id = k.person_id AND p.deleted_at IS NULL JOIN locations l ON l.id = p.location_id`;
 
 /**
  * The live keys presenting the credentials whose lookup hashes are `hashes`, in one account, by hash; a hash
@@ -127,12 +127,13 @@ export type ListKeyRow = AccessKeyRow & { credential_box: string };
 
 /**
  * The keys that may be on an account's gateway lists: with a credential, not revoked, in a state that opens,
- * not expired at `now`; `keyIds` null: all of them.
+ * not expired at `now`, of a person not deleted (a deletion revokes their keys; this holds even for a key it
+ * missed); `keyIds` null: all of them.
  */
 export async function keysForLists(db: Queryable, accountId: number, keyIds: number[] | null, now: Date): Promise<ListKeyRow[]> {
   return db.query<ListKeyRow>(
     `SELECT k.id, k.state, k.starts_at, k.expires_at, k.security_groups, l.path AS person_path, k.credential_box
-       FROM keys k JOIN people p ON p.id = k.person_id JOIN locations l ON l.id = p.location_id
+       FROM keys k JOIN people p ON p.id = k.person_id AND p.deleted_at IS NULL JOIN locations l ON l.id = p.location_id
       WHERE k.account_id = $1 AND k.credential_box IS NOT NULL AND k.revoked_at IS NULL
         AND k.state IN ('handed_over', 'sent') AND (k.expires_at IS NULL OR k.expires_at > $2)
         AND ($3::bigint[] IS NULL OR k.id = ANY($3::bigint[]))`,

@@ -100,7 +100,7 @@ export async function findHolderKey(db: Queryable, keyId: number): Promise<Holde
       name: 'holder.findKey',
       text: `SELECT k.id, k.account_id, k.name, k.state, k.starts_at, k.expires_at, k.revoked_at, k.security_groups,
                     p.id AS person_id, p.name AS person_name, p.email AS person_email, l.path AS person_path
-               FROM keys k JOIN people p ON p.id = k.person_id JOIN locations l ON l.id = p.location_id
+               FROM keys k JOIN people p ON p.id = k.person_id AND p.deleted_at IS NULL JOIN locations l ON l.id = p.location_id
               WHERE k.id = $1`,
     },
     [keyId],

@@ -7,7 +7,7 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { livePerson } from '../people/index.ts';
 import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
 import type { OperatorKey, OperatorKeyCreate, OperatorKeyUpdate } from './schemas.ts';
-import { findKey, insertKey, lockLiveKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
+import { findKey, holdLivePerson, insertKey, lockLiveKey, markKeyReturned, setKeyCredential, toKey, type KeyRow, type StoredCredential } from './store.ts';
 
 /** The unique index on credentials refused a write: another key took the credential meanwhile. */
 function credentialTaken(error: unknown): boolean {
@@ -58,6 +58,9 @@ export class HandOverService {
     const now = this.now();
     try {
       return await this.db.transaction(async (tx) => {
+        // The person deleted since the check above: their deletion revoked the keys it saw, not this one. Holding
+        // their row makes a deletion under way finish first (then this refuses) or wait for this key (then it revokes it).
+        if (!(await holdLivePerson(tx, person.id))) throw errors.invalidField('person_id', `No person ${body.person_id}.`);
         const id = await insertKey(
           tx,
           {
