@@ -138,6 +138,15 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `expected true or false, got "${raw}"`);
 }
 
+/**
+ * A URL that does not parse, as an error may show it: its password (everything between the user's `:` and the last
+ * `@`, where a password holding `/` or `@` makes the URL unparsable) and its query are hidden, since the message is
+ * logged and configuration URLs carry credentials.
+ */
+export function maskedUrl(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:).*@/is, '$1***@').replace(/\?.*$/s, '?***');
+}
+
 function url(env: Env, name: string, protocols: string[]): string | null {
   const raw = text(env, name);
   if (raw === null) return null;
@@ -145,7 +154,7 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(name, `not a valid URL: "${raw}"`);
+    throw new ConfigError(name, `not a valid URL: "${maskedUrl(raw)}"`);
   }
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(name, `expected a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL`);

@@ -106,7 +106,7 @@ export function logWhatIsUsed(log: Logger, config: Config, version: string): voi
 /** Every secret the configuration holds, as written and as percent-decoded (URL passwords). */
 export function secretsOf(config: Config): string[] {
   const secrets: string[] = [];
-  for (const raw of [config.databaseUrl, config.mqttUrl, config.redisUrl, config.smtpUrl]) {
+  for (const raw of [config.databaseUrl, config.mqttUrl, config.redisUrl, config.smtpUrl, config.smsUrl]) {
     if (!raw) continue;
     try {
       const url = new URL(raw);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import { secretsOf } from '../../src/platform/startup.ts';
 
 describe('configuration', () => {
   test('defaults follow the contract table', () => {
@@ -53,6 +54,27 @@ describe('configuration', () => {
         JSON.stringify(env),
       );
     }
+  });
+
+  test("a URL that does not parse is not shown with its password or query: the message is logged", () => {
+    const cases: Array<[string, string, string]> = [
+      ['DATABASE_URL', 'postgres://app:S3cretPW@db.internal:65536/latchkey', 'postgres://app:***@db.internal:65536/latchkey'],
+      ['SMTP_URL', 'smtp://mailer:pa/ss@w0rd@mail.example:99999', 'smtp://mailer:***@mail.example:99999'],
+      ['SMS_URL', 'https://sms.example:123456/send?token=S3cretToken', 'https://sms.example:123456/send?***'],
+      ['REDIS_URL', 'redis://:S3cretPW@[::1:6379', 'redis://:***@[::1:6379'],
+    ];
+    for (const [variable, value, shown] of cases) {
+      assert.throws(
+        () => loadConfig({ [variable]: value }),
+        (error: unknown) => error instanceof ConfigError && error.message === `${variable}: not a valid URL: "${shown}"` && !/S3cret|w0rd/.test(error.message),
+        value,
+      );
+    }
+  });
+
+  test("the secrets a failed start scrubs from its log include every URL's password and token, SMS_URL's too", () => {
+    const secrets = secretsOf(loadConfig({ SMS_URL: 'https://sms:SmsPass99@sms.example/send?api_token=SmsToken99', REDIS_URL: 'redis://:RedisPass99@127.0.0.1:6379' }));
+    for (const secret of ['SmsPass99', 'SmsToken99', 'RedisPass99']) assert.ok(secrets.includes(secret), secret);
   });
 
   test('TRUST_PROXY: true is the one proxy in front, a number counts proxies, a list names them; never every hop', () => {
