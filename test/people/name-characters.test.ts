@@ -55,6 +55,20 @@ describe('a name with control characters or line breaks', () => {
     });
   }
 
+  test("a person's title and company name are one line too: 422 on each, nothing stored", async () => {
+    const tenant = await keysTenant(ctx.service);
+    const res = await ctx.service.request<ErrorBody>('PUT', `/v1/people/${tenant.personId}`, {
+      token: tenant.token,
+      body: { title: 'CEO\r\nAdmin\u202e', company_name: 'Acme\n\u0007Corp' },
+    });
+    assert.equal(res.status, 422, res.text);
+    assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]).sort(), [['company_name', 'invalid'], ['title', 'invalid']]);
+    const person = await ctx.service.request<Person & { title: string | null; company_name: string | null }>('GET', `/v1/people/${tenant.personId}`, { token: tenant.token });
+    assert.deepEqual([person.body.title, person.body.company_name], [null, null]);
+    const fine = await ctx.service.request('PUT', `/v1/people/${tenant.personId}`, { token: tenant.token, body: { title: 'Directrice générale', company_name: 'Acme & Söhne' } });
+    assert.equal(fine.status, 200, fine.text);
+  });
+
   test('names with spaces, accents, other scripts and emoji are still accepted', async () => {
     const tenant = await keysTenant(ctx.service);
     for (const name of ['Ann  Lee', 'Zoë Ångström', '山田 太郎', 'Ann 👩🏽‍🔬 Lee', 'Ann\u00a0Lee']) {

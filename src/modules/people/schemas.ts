@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
-import { Id, Name, Nullable } from '../../platform/schemas.ts';
+import { Id, Name, Nullable, SingleLine } from '../../platform/schemas.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
 
@@ -11,8 +11,8 @@ export const personFields = {
   name: Name({ description: 'a reserved name is refused' }),
   email: Nullable(Type.String({ format: 'email', maxLength: 254 })),
   phone: Nullable(Type.String({ minLength: 1, maxLength: 40, description: 'international format: + and the country code' })),
-  company_name: Nullable(Type.String({ maxLength: 200 })),
-  title: Nullable(Type.String({ maxLength: 200 })),
+  company_name: Nullable(SingleLine({ maxLength: 200 })),
+  title: Nullable(SingleLine({ maxLength: 200 })),
   language: Nullable(
     Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$', maxLength: 12, description: 'ISO 639 code, e.g. en or en-GB' }),
   ),
