@@ -1,6 +1,7 @@
 // Whose X-Forwarded-For entries are believed (TRUST_PROXY, README: Configuration and Security). Every per-IP
 // rule (failed-authentication lock-out, the anonymous budget, the request log) reads `request.ip`, which
-// Fastify takes from X-Forwarded-For through the proxies this trusts, right to left.
+// Fastify takes from X-Forwarded-For through the proxies this trusts, right to left; the limits count it by
+// ipKey.
 import ipaddr from 'ipaddr.js';
 import type { TrustProxy } from '../config.ts';
 
@@ -35,4 +36,23 @@ export function trustProxyOption(trust: TrustProxy, warn: (message: string) => v
     }
     return false;
   };
+}
+
+/**
+ * What a per-IP limit counts a client by: an IPv4 address (an IPv4-mapped IPv6 one as the IPv4 it is), or an IPv6
+ * address's /64. One subscriber, host or cloud instance is given a whole /64 and may write any address in it:
+ * counted by the address, each of its 2^64 addresses would have a budget of its own (README: Security).
+ */
+export function ipKey(address: string): string {
+  let ip: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    ip = ipaddr.process(address);
+  } catch {
+    return address; // not an address (a test's injected request): counted as given
+  }
+  if (ip.kind() === 'ipv4') return ip.toString();
+  return `${(ip as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((part) => part.toString(16))
+    .join(':')}::/64`;
 }

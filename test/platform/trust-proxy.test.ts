@@ -3,6 +3,7 @@
 // trusted hops is the client's own writing: neither a fresh budget per forged address, nor a lock-out of
 // someone else's address.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { alignToMinuteStart, createAccount, createApiKey } from '../helpers/fixtures.ts';
@@ -41,6 +42,26 @@ describe('TRUST_PROXY=true: one proxy in front, the right-most address is the cl
     }
     assert.deepEqual(statuses.slice(0, 30), Array(30).fill(401));
     assert.deepEqual(statuses.slice(30), Array(70).fill(429));
+  });
+
+  test("an IPv6 client is counted by its /64, and an IPv4-mapped address as its IPv4: a new address in the same /64 gets no new budget", async () => {
+    await alignToMinuteStart(ctx.service);
+    const prefix = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
+    const statuses: number[] = [];
+    for (let i = 1; i <= 40; i++) {
+      // Every address of the /64 the client holds, written as its proxy would pass it on.
+      statuses.push((await ctx.service.request('GET', '/v1/locks', { token: WRONG_KEY, headers: { 'x-forwarded-for': `${prefix}::${i.toString(16)}` } })).status);
+    }
+    assert.deepEqual(statuses.slice(0, 30), Array(30).fill(401));
+    assert.deepEqual(statuses.slice(30), Array(10).fill(429));
+    assert.equal((await ctx.service.request('POST', '/console/session', { body: { token: ADMIN_TOKEN }, headers: { 'x-forwarded-for': `${prefix}:ffff:1:2:3` } })).status, 429);
+    // Another /64 is someone else.
+    const next = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}::1`;
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { token: WRONG_KEY, headers: { 'x-forwarded-for': next } })).status, 401);
+
+    const v4 = freshIp();
+    for (let i = 0; i < 30; i++) await ctx.service.request('GET', '/v1/locks', { token: WRONG_KEY, headers: { 'x-forwarded-for': `::ffff:${v4}` } });
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { token: WRONG_KEY, headers: { 'x-forwarded-for': v4 } })).status, 429, 'the mapped form is the same client');
   });
 
   test("nobody locks a victim out by writing the victim's address: 30 wrong tokens in its name leave it alone", async () => {

@@ -2,6 +2,7 @@
 // activated, and every later action a fresh WebAuthn assertion over a single-use 60 s challenge. A
 // discoverable credential names the key, so no cookie or link is involved: a forwarded link or a copied
 // cookie opens nothing.
+import { ipKey } from '../../platform/client-ip.ts';
 import { randomBytes } from 'node:crypto';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { FastifyBaseLogger } from 'fastify';
@@ -123,14 +124,14 @@ export class HolderService {
   }
 
   private async failed(ip: string, keyId: number | null): Promise<never> {
-    await this.deps.limits.consume('holder-failed', ip, HOLDER_LIMITS.failedPerIp);
+    await this.deps.limits.consume('holder-failed', ipKey(ip), HOLDER_LIMITS.failedPerIp);
     if (keyId !== null) await this.deps.limits.consume('holder-failed-key', String(keyId), HOLDER_LIMITS.failedPerKey);
     throw errors.passkeyRefused();
   }
 
   /** Registration options for a usable setup link (410 otherwise). */
   async registrationOptions(token: string, ip: string) {
-    await this.limit('holder-challenge', ip, HOLDER_LIMITS.challengesPerIp);
+    await this.limit('holder-challenge', ipKey(ip), HOLDER_LIMITS.challengesPerIp);
     const link = await this.deps.linkUsable(token);
     if (!link) throw errors.linkUnusable();
     const challenge = await this.newChallenge('register', hashToken(token));
@@ -149,7 +150,7 @@ export class HolderService {
 
   /** Verifies the attestation, activates the link's key and binds the passkey to it. */
   async register(token: string, response: RegistrationResponseJSON, ip: string): Promise<{ key_id: number; invitation_id: number }> {
-    const lockout = await this.deps.limits.isExhausted('holder-failed', ip, HOLDER_LIMITS.failedPerIp);
+    const lockout = await this.deps.limits.isExhausted('holder-failed', ipKey(ip), HOLDER_LIMITS.failedPerIp);
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
     if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(ip, null);
@@ -176,7 +177,7 @@ export class HolderService {
 
   /** Options for an assertion: a new challenge, discoverable credentials (no list of ids). */
   async assertionOptions(ip: string) {
-    await this.limit('holder-challenge', ip, HOLDER_LIMITS.challengesPerIp);
+    await this.limit('holder-challenge', ipKey(ip), HOLDER_LIMITS.challengesPerIp);
     const challenge = await this.newChallenge('assert', null);
     const { generateAuthenticationOptions } = await webauthn();
     return generateAuthenticationOptions({ rpID: this.rpId, challenge, userVerification: 'preferred', timeout: CHALLENGE_TTL_MS });
@@ -184,7 +185,7 @@ export class HolderService {
 
   /** Checks an assertion (challenge spent once, signature, origin, RP id, counter): the key it names. */
   private async verify(response: AuthenticationResponseJSON, ip: string): Promise<HolderKeyRow> {
-    const lockout = await this.deps.limits.isExhausted('holder-failed', ip, HOLDER_LIMITS.failedPerIp);
+    const lockout = await this.deps.limits.isExhausted('holder-failed', ipKey(ip), HOLDER_LIMITS.failedPerIp);
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
     if (!challenge || typeof response.id !== 'string') return this.failed(ip, null);
