@@ -491,6 +491,28 @@ describe('remote unlock and presence', () => {
   });
 });
 
+describe('an edge of validity the board missed', () => {
+  test('a key expiring while its board does not answer comes off the board when it is back, not at the next reconciliation', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    await handOver(s, { expires_at: new Date(now.getTime() + 20_000).toISOString() });
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    // Reconciled now, so that the hourly reconciliation (which removes cards that should not be there) is not what repairs it.
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/controllers/${controller.id}/reconcile`)).status, 200);
+    simulated.setReachable(false);
+    await advanceClock(ctx.service, 45); // the key expires; the validity job's write finds the board away
+    assert.ok(simulated.cards.has(CARD_NUMBER), 'still on the board while it is away');
+    simulated.setReachable(true);
+    await waitFor(async () => {
+      await runJobs();
+      return !simulated.cards.has(CARD_NUMBER);
+    }, 'the expired card off the board once it answers');
+    assert.equal(simulated.swipe(CARD_NUMBER, 1).granted, false);
+  });
+});
+
 describe('a new time profile the board did not take', () => {
   test('written while the board is away, it is written again when the board is back: the card never names a profile the board lacks', async () => {
     const s = await site([{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '08:00', end: '18:00' }]);

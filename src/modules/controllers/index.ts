@@ -1,5 +1,6 @@
 // UHPPOTE controllers (README "Real controllers"): boards that keep their own card list and decide at the door,
 // an account's external locking system. The module's surface: start it, and its operator routes.
+import type { FastifyBaseLogger } from 'fastify';
 import { createHmac } from 'node:crypto';
 import { BOARD_WRITES_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -99,7 +100,7 @@ export async function startControllers(core: Core, deps: ControllersDeps): Promi
     pollSeconds: config.controllerPollSeconds,
   });
   jobs.register({ name: 'controller-poll', everySeconds: config.controllerPollSeconds, run: () => monitor.pollDue() });
-  jobs.register(validityEdgesJob(db, clock, sync));
+  jobs.register(validityEdgesJob(db, clock, sync, log));
   jobs.register(reconcileJob(core, sync, secrets, client, config.controllerReconcileMinutes));
 
   // Remote unlock: open-door on the board; its answer ends the command as a gateway's result would.
@@ -152,8 +153,13 @@ function concreteAddress(listen: { host: string; port: number } | null): { host:
   return listen;
 }
 
-/** Cards go on at starts_at and come off at expires_at: the boards know dates only. */
-function validityEdgesJob(db: Database, clock: Clock, sync: ControllerSync): Job {
+/**
+ * Cards go on at starts_at and come off at expires_at: the boards know dates only. A board that does not answer
+ * then (a reboot, a network blip) gets the keys from the work queue, retried and run at once when it is back:
+ * otherwise an expired card would stay on it until the next reconciliation. The edges are looked at again only
+ * when even that could not be queued (the database away).
+ */
+function validityEdgesJob(db: Database, clock: Clock, sync: ControllerSync, log: FastifyBaseLogger): Job {
   let checkedUpTo: Date | null = null;
   return {
     name: 'controller-validity-edges',
@@ -162,10 +168,16 @@ function validityEdgesJob(db: Database, clock: Clock, sync: ControllerSync): Job
       const now = clock.now();
       // The first run looks back a day: edges passed while no instance ran are caught at the start too.
       const from = checkedUpTo ?? new Date(now.getTime() - 86_400_000);
-      checkedUpTo = now;
       const byAccount = new Map<number, number[]>();
       for (const { account_id, key_id } of await keysWithValidityEdge(db, from, now)) byAccount.set(account_id, [...(byAccount.get(account_id) ?? []), key_id]);
-      for (const [accountId, keyIds] of byAccount) await sync.syncKeys(accountId, keyIds);
+      for (const [accountId, keyIds] of byAccount) {
+        const written = await sync.syncKeys(accountId, keyIds).then(
+          (outcome) => outcome.unreachable.length === 0,
+          (error: unknown) => void log.warn({ err: error, accountId }, 'validity edges not written to the boards; queued'),
+        );
+        if (!written) await db.transaction((tx) => queueBoardWrites(tx, accountId, keyIds, clock.now()));
+      }
+      checkedUpTo = now;
       return byAccount.size;
     },
   };
