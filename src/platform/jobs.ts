@@ -94,3 +94,22 @@ export class JobRunner {
     await Promise.allSettled([...this.running]);
   }
 }
+
+/** Rows of one statement of a retention purge (webhook payloads, the outbox, messages). */
+export const PURGE_BATCH = 5000;
+/**
+ * Statements of one purge in one run of a retention job: 40 a run every 5 minutes keeps up with 660 rows a second,
+ * far over a site's day, in short statements that never hold the embedded database long.
+ */
+const PURGE_MAX_BATCHES = 40;
+
+/** Runs a purge's statements (each of at most PURGE_BATCH rows) while they come full, up to PURGE_MAX_BATCHES; returns the rows. */
+export async function purgeWhileFull(batch: () => Promise<number>): Promise<number> {
+  let handled = 0;
+  for (let run = 0; run < PURGE_MAX_BATCHES; run++) {
+    const rows = await batch();
+    handled += rows;
+    if (rows < PURGE_BATCH) break;
+  }
+  return handled;
+}

@@ -121,10 +121,13 @@ export class InvitationsService {
     });
   }
 
-  /** Inside a person's deletion: every pending invitation of theirs is cancelled, its messages withdrawn. */
+  /**
+   * Inside a person's deletion: every pending invitation of theirs is cancelled, and the messages to them are
+   * withdrawn if still waiting and keep no address or words.
+   */
   async cancelInvitationsOf(tx: Queryable, personId: string, now: Date): Promise<void> {
-    const cancelled = await cancelInvitationsOfPerson(tx, personId, now);
-    await this.deps.messages.withdraw(tx, cancelled); // a cancelled link is not worth sending
+    await cancelInvitationsOfPerson(tx, personId, now);
+    await this.deps.messages.forgetRecipient(tx, personId);
   }
 
   /** Sends the link again (a new link: the previous one stops working); uses one unit of the allowance. */

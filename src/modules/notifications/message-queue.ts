@@ -10,7 +10,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import type { Job } from '../../platform/jobs.ts';
+import { purgeWhileFull, type Job } from '../../platform/jobs.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { STANDARD_LADDER_SECONDS, WorkQueue, type WorkKind } from '../../platform/work-queue.ts';
 import { SEND_TIMEOUT_MS, type Channel, type Notifier, type OutgoingMessage } from './notifier.ts';
@@ -24,6 +24,8 @@ import {
   releaseMessages,
   scheduleMessageRetry,
   withdrawMessages,
+  forgetRecipient,
+  deleteEndedMessagesBefore,
   type MessageRow,
 } from './store.ts';
 
@@ -40,6 +42,8 @@ export const MESSAGE_WORK: WorkKind = {
 
 /** Room a lease keeps after a send's bound (SEND_TIMEOUT_MS) for recording what the provider answered. */
 export const RECORD_MARGIN_MS = 10_000;
+/** Ended messages (their address, subject and readable body) are kept 30 days, as webhook payloads are. */
+export const MESSAGE_RETENTION_MS = 30 * 86_400_000;
 
 /**
  * A claimed message is sent only while its lease outlasts the longest the send may take plus the write after
@@ -117,6 +121,23 @@ export class MessageQueue {
   async withdraw(tx: Queryable, invitationIds: number[]): Promise<void> {
     if (invitationIds.length === 0) return;
     await withdrawMessages(tx, invitationIds);
+  }
+
+  /** In a person's deletion: the messages to them keep no address or words, and none still waiting is sent. */
+  forgetRecipient(tx: Queryable, personId: string): Promise<void> {
+    return forgetRecipient(tx, personId);
+  }
+
+  /** Ended messages are deleted MESSAGE_RETENTION_MS after they were made: nothing reads them. */
+  retentionJob(): Job {
+    return {
+      name: 'messages-retention',
+      everySeconds: 300,
+      run: () => {
+        const cutoff = new Date(this.clock.now().getTime() - MESSAGE_RETENTION_MS);
+        return purgeWhileFull(() => deleteEndedMessagesBefore(this.db, cutoff));
+      },
+    };
   }
 
   /**

@@ -17,5 +17,6 @@ export function startNotifications(core: Core, deps: NotificationsDeps): Notific
   const { db, clock } = core;
   const messages = new MessageQueue(db, clock, notifierFor(core.config, db, clock), core.secrets, core.log, deps.invitationSent);
   core.jobs.register(messages.job());
+  core.jobs.register(messages.retentionJob());
   return { messages, sandboxRoutes: (app) => outboxSandboxRoutes(app, db) };
 }

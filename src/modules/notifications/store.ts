@@ -1,5 +1,6 @@
 // The SQL of outgoing messages (table outbound_messages). Only this module writes it.
 import type { Queryable } from '../../platform/db/index.ts';
+import { PURGE_BATCH } from '../../platform/jobs.ts';
 import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
 import type { Channel, OutgoingMessage } from './notifier.ts';
 import { LINK_REMOVED } from './templates.ts';
@@ -113,6 +114,34 @@ export async function markMessageSent(tx: Queryable, id: number, sentAt: Date): 
 export async function messageStatus(db: Queryable, id: number): Promise<string | null> {
   const [row] = await db.query<{ status: string }>('SELECT status FROM outbound_messages WHERE id = $1', [id]);
   return row?.status ?? null;
+}
+
+// ---- personal data: a deleted person's messages, and retention ------------------------------------
+
+/**
+ * The messages to a deleted person (those of their invitations) lose their address and words: nothing reads an
+ * ended message, and the deletion removes their personal data. One still waiting is withdrawn (the deletion
+ * cancels its invitation); one at a provider right now keeps that state, as a withdrawal does (markMessageSent).
+ */
+export async function forgetRecipient(tx: Queryable, personId: string): Promise<void> {
+  await tx.query(
+    `UPDATE outbound_messages m SET to_address = '', subject = '', body = '', sealed_content = NULL, link = NULL, claimed_until = NULL,
+            status = CASE WHEN m.status = 'pending' THEN 'withdrawn' ELSE m.status END
+       FROM invitations i
+      WHERE m.invitation_id = i.id AND i.person_id = $1 AND m.to_address <> ''`,
+    [personId],
+  );
+}
+
+/** Deletes ended messages (sent, failed, withdrawn) made before `cutoff`, at most PURGE_BATCH a call; returns how many. */
+export async function deleteEndedMessagesBefore(db: Queryable, cutoff: Date): Promise<number> {
+  const rows = await db.query(
+    `DELETE FROM outbound_messages
+      WHERE id IN (SELECT id FROM outbound_messages WHERE created_at < $1 AND status <> 'pending' ORDER BY id LIMIT ${PURGE_BATCH})
+      RETURNING id`,
+    [cutoff],
+  );
+  return rows.length;
 }
 
 // ---- the sandbox outbox: what the sandbox notifier "sent" -------------------------------------------

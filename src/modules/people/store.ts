@@ -170,7 +170,11 @@ export async function updatePerson(db: Queryable, id: string, values: PersonValu
 }
 
 export async function softDeletePerson(db: Queryable, id: string, now: Date): Promise<boolean> {
-  const rows = await db.query('UPDATE people SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [id, now]);
+  // Their contact details go with them (the name stays: keys and the access log name who held them).
+  const rows = await db.query(
+    'UPDATE people SET deleted_at = $2, email = NULL, phone = NULL, company_name = NULL, title = NULL WHERE id = $1 AND deleted_at IS NULL RETURNING id',
+    [id, now],
+  );
   return rows.length > 0;
 }
 

@@ -1,6 +1,7 @@
 // The SQL of sending webhook deliveries: the work queue's claim, the outcome of attempts, the failure streak
 // and auto-pause of subscriptions, payload retention. (Subscriptions' own CRUD is the service's.)
 import type { Queryable } from '../../platform/db/index.ts';
+import { PURGE_BATCH } from '../../platform/jobs.ts';
 import { dueAndUnleased, type Lease } from '../../platform/work-queue.ts';
 import type { DeliveryToSend } from './sender.ts';
 
@@ -157,9 +158,6 @@ export async function pauseStreaksSince(tx: Queryable, streakLimit: Date): Promi
   );
   return rows;
 }
-
-/** Rows of one statement of the retention job's purges (payloads here, the outbox's rows in fan-out-store.ts). */
-export const PURGE_BATCH = 5000;
 
 /** Nulls the payloads of ended deliveries made before `cutoff`, at most PURGE_BATCH a call; returns how many. */
 export async function purgePayloadsBefore(db: Queryable, cutoff: Date): Promise<number> {

@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { WEBHOOK_DUE_CHANNEL } from '../../platform/channels.ts';
-import type { Job } from '../../platform/jobs.ts';
+import { purgeWhileFull, type Job } from '../../platform/jobs.ts';
 import { NO_METRICS, type WebhookMetrics } from '../../platform/metrics.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { STANDARD_LADDER_SECONDS, WorkQueue, type WorkKind } from '../../platform/work-queue.ts';
@@ -18,7 +18,6 @@ import {
   failPendingOfPausedSubscriptions,
   pendingSummary,
   purgePayloadsBefore,
-  PURGE_BATCH,
   recordDeliveryFailure,
   recordDelivered,
   renewDeliveryClaims,
@@ -43,12 +42,7 @@ export const DELIVERY_WORK: WorkKind = {
   batchSize: DELIVERY_WINDOW,
 };
 export const PAYLOAD_RETENTION_MS = 30 * 86_400_000;
-/**
- * Batches of each purge in one run of the retention job (PURGE_BATCH rows each, one statement a batch): 40 a run
- * every 5 minutes keeps up with 660 deliveries and 660 door events a second, far over a site's day, in short
- * statements that never hold the embedded database long.
- */
-const PURGE_MAX_BATCHES = 40;
+/** How often the retention job runs (PURGE_BATCH rows a statement: platform/jobs.ts). */
 const RETENTION_EVERY_SECONDS = 300;
 
 /** While deliveries keep coming, the auto-pause check runs at most once a second of the service clock. */
@@ -189,7 +183,7 @@ export class WebhookDispatcher {
   /**
    * Payloads are kept 30 days, and so are the domain events (the outbox: its rows hold the same data, and
    * nothing reads them once they are fanned out and streamed). A door event is a row of the outbox and a delivery
-   * per subscription, so each purge goes on while its batches come full, up to PURGE_MAX_BATCHES a run.
+   * per subscription, so each purge goes on while its batches come full (purgeWhileFull).
    */
   retentionJob(): Job {
     return {
@@ -197,7 +191,7 @@ export class WebhookDispatcher {
       everySeconds: RETENTION_EVERY_SECONDS,
       run: async () => {
         const cutoff = new Date(this.clock.now().getTime() - PAYLOAD_RETENTION_MS);
-        return (await whileFull(() => purgePayloadsBefore(this.db, cutoff))) + (await whileFull(() => deleteDomainEventsBefore(this.db, cutoff)));
+        return (await purgeWhileFull(() => purgePayloadsBefore(this.db, cutoff))) + (await purgeWhileFull(() => deleteDomainEventsBefore(this.db, cutoff)));
       },
     };
   }
@@ -207,15 +201,4 @@ export class WebhookDispatcher {
     await this.window.close();
     await this.sender.close();
   }
-}
-
-/** Runs a purge's batches while they come full, up to PURGE_MAX_BATCHES; returns the rows they handled. */
-async function whileFull(batch: () => Promise<number>): Promise<number> {
-  let handled = 0;
-  for (let run = 0; run < PURGE_MAX_BATCHES; run++) {
-    const rows = await batch();
-    handled += rows;
-    if (rows < PURGE_BATCH) break;
-  }
-  return handled;
 }

@@ -6,7 +6,7 @@
 // it, whose `events` hold the event's type or `*`.
 import { WEBHOOK_DUE_CHANNEL } from '../../platform/channels.ts';
 import type { PreparedSql, Queryable } from '../../platform/db/index.ts';
-import { PURGE_BATCH } from './delivery-store.ts';
+import { PURGE_BATCH } from '../../platform/jobs.ts';
 
 /**
  * Emits the rows of a CTE named `outgoing` (type, account_id, location_id, person_id, data jsonb, occurred_at,
