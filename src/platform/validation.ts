@@ -209,7 +209,10 @@ function allowed(error: ErrorObject): string[] {
  * (a constant, an enum, a type), they become one error listing what is allowed; otherwise the union's own
  * error and its `null` alternative are dropped, and what went wrong inside the value speaks.
  */
-function mergeAlternatives(validation: ErrorObject[]): ErrorObject[] {
+function mergeAlternatives(reported: ErrorObject[]): ErrorObject[] {
+  // A literal fails on its type too (null is no string): the literal says what is allowed, not "string".
+  const literals = new Set(reported.filter((error) => error.keyword === 'const' || error.keyword === 'enum').map((error) => error.schemaPath.replace(/\/(const|enum)$/, '')));
+  const validation = reported.filter((error) => !(error.keyword === 'type' && literals.has(error.schemaPath.replace(/\/type$/, ''))));
   const dropped = new Set<ErrorObject>();
   const merged = new Map<ErrorObject, ErrorObject>();
   for (const union of validation.filter((error) => error.keyword === 'anyOf' || error.keyword === 'oneOf')) {
@@ -220,10 +223,11 @@ function mergeAlternatives(validation: ErrorObject[]): ErrorObject[] {
       const values = related.filter((error) => error.keyword !== 'type');
       const types = related.filter((error) => error.keyword === 'type' && !isNullType(error));
       const nullable = related.some(isNullType) ? ['null'] : [];
+      const listed = (errors: ErrorObject[]) => [...new Set(errors.flatMap(allowed))];
       const message =
         types.length > 0
-          ? `must be ${[...types.flatMap(allowed), ...values.flatMap(allowed), ...nullable].join(' or ')}`
-          : `must be one of ${[...values.flatMap(allowed), ...nullable].join(', ')}`;
+          ? `must be ${[...listed(types), ...listed(values), ...nullable].join(' or ')}`
+          : `must be one of ${[...listed(values), ...nullable].join(', ')}`;
       for (const error of related) dropped.add(error);
       merged.set(union, { ...union, keyword: 'alternatives', message });
     } else if (related.length > 0) {

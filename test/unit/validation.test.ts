@@ -111,6 +111,13 @@ describe('validation details of a body', () => {
       ['allowance', 'invalid', 'allowance must be integer or null.'],
       ['scopes[1]', 'invalid', 'scopes[1] must be one of "a:read", "a:write".'],
     ]);
+    // A value of another type (null, a number) is told the literals, not the type of each ("string or string or …").
+    assert.deepEqual(messages({ channel: null, system: 7, colour: 'red', only: 1, allowance: null, scopes: [false] }), [
+      ['channel', 'invalid', 'channel must be one of "sms", "email", "both".'],
+      ['system', 'invalid', 'system must be one of "sandbox", "uhppote", null.'],
+      ['only', 'invalid', 'only must be "v1".'],
+      ['scopes[0]', 'invalid', 'scopes[0] must be one of "a:read", "a:write".'],
+    ]);
     // A bound broken by a value of the right type is what is said, not the null it could also have been.
     assert.deepEqual(messages({ channel: 'sms', system: null, colour: 'red', only: 'v1', allowance: -1, scopes: [] }), [
       ['allowance', 'invalid', 'allowance must be >= 0.'],
