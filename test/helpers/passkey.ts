@@ -30,6 +30,8 @@ export class SoftwarePasskey {
   private userHandle: string | null = null;
   /** The signature counter, moved forward by every assertion (as most platform authenticators do). */
   counter = 0;
+  /** Whether the authenticator says it verified the user (screen lock, biometrics): false for one that only saw a touch. */
+  userVerified = true;
 
   /** `origin`: the page's origin the browser would report (scheme, host, port); its host is the RP id. */
   constructor(readonly origin: string) {
@@ -75,7 +77,7 @@ export class SoftwarePasskey {
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(this.credentialId.length);
     const attested = Buffer.concat([Buffer.alloc(16) /* AAGUID: none */, idLength, this.credentialId, this.coseKey()]);
-    const authData = this.authenticatorData(FLAG_USER_PRESENT | FLAG_USER_VERIFIED | FLAG_ATTESTED_DATA, attested);
+    const authData = this.authenticatorData(FLAG_USER_PRESENT | (this.userVerified ? FLAG_USER_VERIFIED : 0) | FLAG_ATTESTED_DATA, attested);
     const attestationObject = isoCBOR.encode(
       new Map<string, Cbor>([
         ['fmt', 'none'],
@@ -101,7 +103,7 @@ export class SoftwarePasskey {
   assert(options: PublicKeyCredentialRequestOptionsJSON): AuthenticationResponseJSON {
     if (options.rpId && options.rpId !== this.rpId) throw new Error(`the options name RP id ${options.rpId}, this passkey is for ${this.rpId}`);
     this.counter++;
-    const authData = this.authenticatorData(FLAG_USER_PRESENT | FLAG_USER_VERIFIED, null);
+    const authData = this.authenticatorData(FLAG_USER_PRESENT | (this.userVerified ? FLAG_USER_VERIFIED : 0), null);
     const clientDataJSON = this.clientData('webauthn.get', options.challenge);
     // ES256: ECDSA P-256 over authenticatorData ‖ SHA-256(clientDataJSON), DER-encoded (node's default).
     const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(clientDataJSON).digest()]), this.privateKey);

@@ -77,3 +77,27 @@ test('two links registering one credential id at once: one key, the other link r
   const retried = await registerOn(loser, new SoftwarePasskey(origin), freshIp());
   assert.equal(retried.status, 200, retried.text);
 });
+
+test('an authenticator that did not verify the user (no screen lock, biometrics or PIN) neither binds a key nor opens with one', async () => {
+  const tenant = await keysTenant(ctx.service);
+  const link = await newLink(tenant);
+  const origin = new URL(link).origin;
+  const touchOnly = new SoftwarePasskey(origin);
+  touchOnly.userVerified = false;
+  const refused = await registerOn(link, touchOnly, freshIp());
+  assert.equal(refused.status, 401, refused.text);
+  assert.equal(await keysOf(tenant), 0);
+
+  const phone = new SoftwarePasskey(origin);
+  assert.equal((await registerOn(link, phone, freshIp())).status, 200, 'the link is still usable');
+  const ip = freshIp();
+  const doors = async () => {
+    const challenge = await ctx.service.request<Parameters<SoftwarePasskey['assert']>[0]>('POST', '/my-key/challenge', { ip });
+    assert.equal(challenge.status, 200, challenge.text);
+    assert.equal(challenge.body.userVerification, 'required');
+    return ctx.service.request<ErrorBody>('POST', '/my-key/doors', { ip, body: { response: phone.assert(challenge.body) } });
+  };
+  assert.equal((await doors()).status, 200);
+  phone.userVerified = false; // the phone's screen lock turned off, or someone else's touch
+  assert.equal((await doors()).status, 401);
+});

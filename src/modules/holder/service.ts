@@ -143,7 +143,7 @@ export class HolderService {
       userDisplayName: link.personName,
       challenge,
       attestationType: 'none',
-      authenticatorSelection: { authenticatorAttachment: 'platform', residentKey: 'required', userVerification: 'preferred' },
+      authenticatorSelection: { authenticatorAttachment: 'platform', residentKey: 'required', userVerification: 'required' },
       timeout: CHALLENGE_TTL_MS,
     });
   }
@@ -157,7 +157,7 @@ export class HolderService {
     const { verifyRegistrationResponse } = await webauthn();
     let verified;
     try {
-      verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.origin, expectedRPID: this.rpId, requireUserVerification: false });
+      verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.origin, expectedRPID: this.rpId, requireUserVerification: true });
     } catch {
       return this.failed(ip, null);
     }
@@ -180,7 +180,7 @@ export class HolderService {
     await this.limit('holder-challenge', ipKey(ip), HOLDER_LIMITS.challengesPerIp);
     const challenge = await this.newChallenge('assert', null);
     const { generateAuthenticationOptions } = await webauthn();
-    return generateAuthenticationOptions({ rpID: this.rpId, challenge, userVerification: 'preferred', timeout: CHALLENGE_TTL_MS });
+    return generateAuthenticationOptions({ rpID: this.rpId, challenge, userVerification: 'required', timeout: CHALLENGE_TTL_MS });
   }
 
   /** Checks an assertion (challenge spent once, signature, origin, RP id, counter): the key it names. */
@@ -204,7 +204,7 @@ export class HolderService {
         expectedOrigin: this.origin,
         expectedRPID: this.rpId,
         credential: { id: passkey.credential_id, publicKey: Buffer.from(passkey.public_key, 'base64url'), counter: passkey.sign_count },
-        requireUserVerification: false,
+        requireUserVerification: true,
       });
     } catch {
       return this.failed(ip, passkey.key_id);
