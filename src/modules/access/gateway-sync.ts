@@ -235,19 +235,28 @@ export class GatewaySync {
     if (version === null && state.appliedVersion === 0) return;
     const from = version ?? state.appliedVersion;
     const validUntil = new Date(this.clock.now().getTime() + state.offlineAccessSeconds * 1000).toISOString();
-    let messages: string[];
     // A gateway with nothing, older than the removals kept, or ahead of the service (its data was replaced): all of it.
     if (from === 0 || from < state.prunedVersion || from > state.listVersion) {
       const entries = await fullList(this.db, gatewayId);
-      messages = listMessages({ type: 'full', version: state.listVersion, valid_until: validUntil }, entries, [], this.maxPacketBytes);
-    } else {
-      const since = await entriesSince(this.db, gatewayId, from);
-      // The last version an entry has is the list's; nothing since: the same version, valid for longer.
-      const entries = since.flatMap((row) => (row.entry === null ? [] : [row.entry]));
-      const removed = since.flatMap((row) => (row.entry === null ? [Number(row.key_id)] : []));
-      messages = listMessages({ type: 'changes', from, version: state.listVersion, valid_until: validUntil }, entries, removed, this.maxPacketBytes);
+      const messages = listMessages({ type: 'full', version: state.listVersion, valid_until: validUntil }, entries, [], this.maxPacketBytes);
+      for (const message of messages) await io.publish(gatewayId, 'access/list', message, true);
+      // A change committed meanwhile is pushed by the instance that made it, and with an external broker its
+      // message may reach the gateway before this list, which replaces the copy: a revoked card would be back
+      // in it. The changes since follow this list from here, so the gateway's last word is never the older list.
+      const after = await listState(this.db, gatewayId);
+      if (!after || after.listVersion <= state.listVersion) return;
+      for (const message of await this.changes(gatewayId, state.listVersion, after.listVersion, validUntil)) await io.publish(gatewayId, 'access/list', message, true);
+      return;
     }
-    for (const message of messages) await io.publish(gatewayId, 'access/list', message, true);
+    for (const message of await this.changes(gatewayId, from, state.listVersion, validUntil)) await io.publish(gatewayId, 'access/list', message, true);
+  }
+
+  /** The list messages of the changes after version `from`, up to `version` (nothing since: the same version, valid for longer). */
+  private async changes(gatewayId: number, from: number, version: number, validUntil: string): Promise<string[]> {
+    const since = await entriesSince(this.db, gatewayId, from);
+    const entries = since.flatMap((row) => (row.entry === null ? [] : [row.entry]));
+    const removed = since.flatMap((row) => (row.entry === null ? [Number(row.key_id)] : []));
+    return listMessages({ type: 'changes', from, version, valid_until: validUntil }, entries, removed, this.maxPacketBytes);
   }
 
   private requireIo(): GatewayIo {
