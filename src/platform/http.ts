@@ -2,7 +2,7 @@
 // 404, and the answers the router and Node's HTTP parser would otherwise give in their own formats.
 // Validation rules are in validation.ts, the route table (405, declared access) in route-table.ts.
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import fastJson, { type Schema as FastJsonSchema } from 'fast-json-stringify';
@@ -173,6 +173,19 @@ export function installHttpPlumbing(app: FastifyInstance): void {
     const body = errors.notFound('route').toBody();
     return reply.code(404).send(body);
   });
+}
+
+/**
+ * Takes a reply over for a stream (server-sent events) and writes its head: `headers`, the stream's own, over
+ * those the hooks have set (X-Request-Id, X-Content-Type-Options, X-RateLimit-*, Cache-Control). Fastify holds
+ * those until it sends, and a hijacked reply is never sent by Fastify, so without the copy they were lost.
+ */
+export function takeOverForStream(reply: FastifyReply, headers: OutgoingHttpHeaders): ServerResponse {
+  const head: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) head[name] = value;
+  reply.hijack();
+  reply.raw.writeHead(200, { ...head, ...headers });
+  return reply.raw;
 }
 
 /** Requests whose path is not valid percent-encoding; refused with 400 once authenticated and counted. */

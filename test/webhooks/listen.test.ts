@@ -138,6 +138,28 @@ describe('listen', () => {
     for (const stream of streams.slice(1)) await stream.close();
   });
 
+  test('the stream carries the headers every answer of the public API carries: rate limits, request id, nosniff', async () => {
+    const t = await tenant();
+    const list = await ctx.service.request('GET', '/v1/webhooks', { token: t.token });
+    assert.equal(list.status, 200, list.text);
+    const stream = await listen(t.token);
+    await stream.ready();
+    const headers = stream.response.headers;
+    // Every header of another route's answer but those that describe its body or connection.
+    const bodyHeaders = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'etag', 'transfer-encoding']);
+    for (const [name] of list.headers) {
+      if (!bodyHeaders.has(name)) assert.ok(headers.has(name), `${name} missing from the stream's head`);
+    }
+    assert.equal(headers.get('x-ratelimit-limit'), '600');
+    assert.match(headers.get('x-ratelimit-remaining') ?? '', /^[0-9]+$/);
+    assert.match(headers.get('x-request-id') ?? '', /.+/);
+    assert.notEqual(headers.get('x-request-id'), list.headers.get('x-request-id'));
+    assert.equal(headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(headers.get('cache-control'), 'no-store, private');
+    assert.match(headers.get('content-type') ?? '', /^text\/event-stream/);
+    await stream.close();
+  });
+
   test('refuses unknown event names and keys without webhooks:manage', async () => {
     const t = await tenant();
     const unknown = await ctx.service.request<{ error: { code: string; message: string } }>('GET', '/v1/webhooks/listen?events=person.created,nope', { token: t.token });

@@ -15,12 +15,13 @@
 // reseller (checked on the auth channel's NOTIFY and at every heartbeat; the end's reason is `key_revoked`),
 // when the client goes, or when it cannot keep up.
 import type { ServerResponse } from 'node:http';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { Caller } from '../../platform/auth.ts';
 import { AUTH_CHANNEL, CONSOLE_LIVE_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { EventType } from '../../platform/event-types.ts';
+import { takeOverForStream } from '../../platform/http.ts';
 import { uuidv7 } from '../../platform/ids.ts';
 import type { SecretBox } from '../../platform/secret-box.ts';
 import { signatureHeader } from './sender.ts';
@@ -115,15 +116,15 @@ export class WebhookListeners {
     return newestDomainEventId(this.db);
   }
 
-  /** Takes over the response (the route has hijacked it): the `ready` message first, then events and heartbeats. */
-  open(caller: Caller, events: readonly string[], after: bigint, response: ServerResponse): void {
-    const listener: Listener = { caller, events: events.includes('*') ? null : new Set(events), secret: this.secretFor(caller), after, response };
-    response.writeHead(200, {
+  /** Takes the reply over: the head (with the headers every answer carries), the `ready` message, then events and heartbeats. */
+  open(caller: Caller, events: readonly string[], after: bigint, reply: FastifyReply): void {
+    const response = takeOverForStream(reply, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store, private',
       'x-accel-buffering': 'no', // a proxy in front must not hold the stream back
       connection: 'keep-alive',
     });
+    const listener: Listener = { caller, events: events.includes('*') ? null : new Set(events), secret: this.secretFor(caller), after, response };
     response.socket?.setNoDelay(true);
     const ready = { secret: listener.secret, events: listener.events ? [...listener.events] : ['*'], location_id: caller.locationId, heartbeat_seconds: HEARTBEAT_MS / 1000 };
     response.write(`retry: 3000\nevent: ready\ndata: ${JSON.stringify(ready)}\n\n`);

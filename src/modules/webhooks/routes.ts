@@ -70,8 +70,7 @@ export function webhooksRoutes(app: ApiInstance, webhooks: WebhooksService): voi
       await listeners.prepare();
       const after = await listeners.newestId();
       if (!listeners.canOpen(caller)) throw errors.rateLimited(10); // another opened meanwhile
-      reply.hijack();
-      listeners.open(caller, events, after, reply.raw);
+      listeners.open(caller, events, after, reply);
     },
   );
 
