@@ -3,7 +3,7 @@
 // Validation rules are in validation.ts, the route table (405, declared access) in route-table.ts.
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import fastJson, { type Schema as FastJsonSchema } from 'fast-json-stringify';
 import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -175,12 +175,19 @@ export function installHttpPlumbing(app: FastifyInstance): void {
   });
 }
 
+export const STREAM_NOT_FORWARDED =
+  'This endpoint is a stream (server-sent events), served only to a client connected to the service itself: the operator console does not forward it. Call it with an API key (`latchkey webhooks listen`).';
+
 /**
  * Takes a reply over for a stream (server-sent events) and writes its head: `headers`, the stream's own, over
  * those the hooks have set (X-Request-Id, X-Content-Type-Options, X-RateLimit-*, Cache-Control). Fastify holds
  * those until it sends, and a hijacked reply is never sent by Fastify, so without the copy they were lost.
  */
 export function takeOverForStream(reply: FastifyReply, headers: OutgoingHttpHeaders): ServerResponse {
+  // A request made in-process by app.inject (the console's forwarder) has no connection to stream on: its
+  // answer is collected whole, so a stream would never complete it. Refused before anything is taken over.
+  const socket = reply.raw.socket;
+  if (socket !== null && !(socket instanceof Socket)) throw errors.invalidRequest(STREAM_NOT_FORWARDED);
   const head: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) head[name] = value;
   reply.hijack();

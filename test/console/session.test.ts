@@ -361,3 +361,41 @@ describe('with CONSOLE_ENABLED=false', () => {
     }
   });
 });
+
+describe('a stream through the forwarder', () => {
+  let database: TestDatabase;
+  let service: TestService;
+  const logLines: string[] = [];
+  before(async () => {
+    database = await createTestDatabase();
+    // Over a real connection, as a browser calls it; the log read for what the service thought of it.
+    service = await startService(database.db, {}, undefined, { level: 'warn', stream: { write: (line: string) => logLines.push(line) } });
+  });
+  after(async () => {
+    await service?.close();
+    await database?.close();
+  });
+
+  test('GET /v1/webhooks/listen is refused at once with 400 in the envelope, nothing logged as unexpected', async () => {
+    const account = await createAccount(service);
+    const ip = freshIp();
+    const signedIn = await service.request<{ csrf_token: string }>('POST', '/console/session', { ip, body: { token: ADMIN_TOKEN } });
+    const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    for (const path of ['/console/api/v1/webhooks/listen', '/console/api/v1/webhooks/listen?events=person.created', '/console/api/v1/webhooks/listen/']) {
+      // It used to hang (the forwarder's in-process request never completed): a deadline, not the test's timeout.
+      const response = await fetch(`${service.url}${path}`, {
+        headers: { cookie, 'latchkey-account': String(account.id), 'x-forwarded-for': ip },
+        signal: AbortSignal.timeout(5000),
+      }).catch((error: unknown) => assert.fail(`${path}: no answer within 5 s (${String(error)})`));
+      const body = (await response.json()) as ErrorBody;
+      assert.equal(response.status, 400, path);
+      assert.equal(body.error.code, 'invalid_request');
+      assert.match(body.error.message, /stream .*the operator console does not forward it/);
+    }
+    // The forwarder still works for the other webhook routes.
+    const list = await service.request('GET', '/console/api/v1/webhooks', { ip, headers: { cookie, 'latchkey-account': String(account.id) } });
+    assert.equal(list.status, 200, list.text);
+    const errorsLogged = logLines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.level >= 50);
+    assert.deepEqual(errorsLogged, []);
+  });
+});
