@@ -93,6 +93,10 @@ describe('the live stream', () => {
     const stream = await openStream(ctx.service.url, session.cookie);
     assert.equal(stream.response.status, 200);
     assert.match(stream.response.headers.get('content-type') ?? '', /^text\/event-stream/);
+    // The headers every answer carries, set by hooks before the stream took the reply over.
+    assert.match(stream.response.headers.get('x-request-id') ?? '', /.+/);
+    assert.equal(stream.response.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(stream.response.headers.get('cache-control'), 'no-store, private');
     try {
       const account = await createAccount(other);
       const person = await other.admin('POST', '/admin/v1/people', { location_id: account.rootLocationId, name: 'Ada', email: 'ada@example.com' });

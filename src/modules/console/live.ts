@@ -3,8 +3,10 @@
 // of every instance. Notifications are coalesced per topic and account for a short while: a burst of door
 // events is one refetch, not hundreds.
 import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import { CONSOLE_LIVE_CHANNEL } from '../../platform/channels.ts';
 import type { Database } from '../../platform/db/index.ts';
+import { takeOverForStream } from '../../platform/http.ts';
 
 const COALESCE_MS = 200;
 const HEARTBEAT_MS = 25_000;
@@ -45,9 +47,9 @@ export class LiveUpdates {
     return mine < MAX_STREAMS_PER_SESSION;
   }
 
-  /** Takes over the response (the route has hijacked it) until the browser goes or the session ends. */
-  open(sessionHash: string, response: ServerResponse): void {
-    response.writeHead(200, {
+  /** Takes the reply over (with the headers every answer carries) until the browser goes or the session ends. */
+  open(sessionHash: string, reply: FastifyReply): void {
+    const response = takeOverForStream(reply, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store, private',
       'x-accel-buffering': 'no', // a proxy in front must not hold the stream back

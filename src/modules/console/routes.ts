@@ -101,8 +101,7 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
   app.get('/console/live', { config: open, schema: { hide: true } }, async (request, reply) => {
     const session = await sessionOf(request);
     if (!live.canOpen(session.tokenHash)) throw errors.rateLimited(30);
-    reply.hijack();
-    live.open(session.tokenHash, reply.raw);
+    live.open(session.tokenHash, reply);
   });
 }
 
