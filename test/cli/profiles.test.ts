@@ -3,6 +3,8 @@
 // prints a secret; a file other users can read is refused.
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -21,6 +23,21 @@ function home() {
 
 /** A URL where nothing listens. */
 const NOWHERE = 'http://127.0.0.1:9';
+
+/** Another service: answers every call with an empty page and records the Authorization header of each. */
+async function startRecorder() {
+  const authorizations: string[] = [];
+  const server = createServer((request, response) => {
+    authorizations.push(request.headers.authorization ?? '(none)');
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[],"next_cursor":null}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    authorizations,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 describe('profiles', () => {
   test('login saves the URL and token 0600; commands use them; profile list shows names and URLs, never secrets', async () => {
@@ -90,13 +107,50 @@ describe('profiles', () => {
 
     // The profile's URL and token alone: nothing listens there.
     assert.equal((await run(['admin', 'accounts', 'list'])).code, 3);
-    // --url wins; the profile's (wrong) token is refused by the service.
-    const wrongToken = await run(['--url', ctx.service.url, 'admin', 'accounts', 'list']);
-    assert.equal(wrongToken.code, 1);
-    assert.match(wrongToken.stderr, /HTTP 401/);
+    // --url wins; the profile's token is another service's and is not sent there: a usage error saying so.
+    const elsewhere = await run(['--url', ctx.service.url, 'admin', 'accounts', 'list']);
+    assert.equal(elsewhere.code, 2, elsewhere.stderr);
+    assert.match(elsewhere.stderr, /belong to another service/);
     // --admin-token wins, and so do LATCHKEY_URL and LATCHKEY_ADMIN_TOKEN.
     assert.equal((await run(['--url', ctx.service.url, '--admin-token', ADMIN_TOKEN, 'admin', 'accounts', 'list'])).code, 0);
     assert.equal((await run(['admin', 'accounts', 'list'], { LATCHKEY_URL: ctx.service.url, LATCHKEY_ADMIN_TOKEN: ADMIN_TOKEN })).code, 0);
+  });
+
+  test("a profile's secrets go to its own service only: another URL gets none of them, only what the call gives", async () => {
+    const { run } = home();
+    const savedKey = 'lk_saved_for_the_first_service_0123456789';
+    assert.equal((await run(['login', '--url', ctx.service.url, '--api-key', savedKey, '--admin-token', ADMIN_TOKEN])).code, 0);
+    const other = await startRecorder();
+    try {
+      const calls: Array<[string[], Record<string, string>]> = [
+        [['people', 'list'], { LATCHKEY_URL: other.url }],
+        [['--url', other.url, 'admin', 'accounts', 'list'], {}],
+        [['--url', `${other.url}/v1`, 'webhooks', 'listen', '--print-secret'], {}],
+        // Another host name is another origin, even for the same address.
+        [['--url', ctx.service.url.replace('127.0.0.1', 'localhost'), 'locks', 'list'], {}],
+      ];
+      for (const [args, env] of calls) {
+        const refused = await run(args, env);
+        assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+        assert.ok(refused.stderr.includes(`the saved credentials (profile "default") belong to another service, ${ctx.service.url}, and are sent only there`), refused.stderr);
+        assert.ok(!refused.stderr.includes(savedKey) && !refused.stderr.includes(ADMIN_TOKEN));
+      }
+      assert.deepEqual(other.authorizations, [], 'nothing was sent to the other service');
+
+      // A secret given on the call goes where the call says.
+      const givenKey = 'lk_given_for_the_other_service_0123456789';
+      const given = await run(['people', 'list'], { LATCHKEY_URL: other.url, LATCHKEY_API_KEY: givenKey });
+      assert.equal(given.code, 0, given.stderr);
+      assert.deepEqual(other.authorizations, [`Bearer ${givenKey}`]);
+
+      // The profile's own service, however its URL is spelled, gets the saved secrets.
+      for (const url of [`${ctx.service.url}/`, `${ctx.service.url}/v1/`, ctx.service.url.replace('http://', 'HTTP://')]) {
+        const own = await run(['--url', url, 'admin', 'accounts', 'list']);
+        assert.equal(own.code, 0, `${url}: ${own.stderr}`);
+      }
+    } finally {
+      await other.close();
+    }
   });
 
   test('a config file other users can read is refused, with how to fix it; login checks the token first', async () => {

@@ -87,7 +87,7 @@ export function selectedProfile(flag: string | undefined, env: Env, config: Conf
  * The profile a command reads its settings from: none when there is no config file and none was named. A
  * profile named by --profile or LATCHKEY_PROFILE that does not exist is a usage error.
  */
-export function loadProfile(flag: string | undefined, env: Env): Profile | undefined {
+export function loadProfile(flag: string | undefined, env: Env): (Profile & { name: string }) | undefined {
   const file = configPath(env);
   const config = readConfig(file);
   const selected = selectedProfile(flag, env, config);
@@ -98,7 +98,7 @@ export function loadProfile(flag: string | undefined, env: Env): Profile | undef
       `no profile "${selected.name}" in ${file} (${names.length > 0 ? `profiles: ${names.join(', ')}` : 'no profiles yet'}); add it with: latchkey login --profile ${selected.name} --url …`,
     );
   }
-  return profile;
+  return profile && { ...profile, name: selected.name };
 }
 
 export function validProfileName(name: string): string {

@@ -144,8 +144,7 @@ export function registerWebhooks(program: Command, io: Io): void {
           }
           if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--forward-to must be http:// or https://: ${o.forwardTo}`);
         }
-        const apiKey = ctx.settings.apiKey;
-        if (!apiKey) throw new UsageError('no API key: set LATCHKEY_API_KEY, pass --api-key or save one with latchkey login.');
+        const apiKey = ctx.apiKey();
         // Loaded here, not with the CLI: only this command needs it.
         const { listenAndForward } = await import('../webhook-listen.ts');
         const stop = new AbortController();
