@@ -30,7 +30,8 @@ const setupLink = { access: { kind: 'open' as const, perIp: SETUP_LINK_LIMIT } }
 const BODY_LIMIT = 16 * 1024;
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) });
 const Assertion = Type.Object({ response: Type.Object({}, { additionalProperties: true }) });
-const OpenBody = Type.Object({ response: Type.Object({}, { additionalProperties: true }), lock_id: Type.Integer({ minimum: 1 }) });
+// lock_id as every id (Id): one beyond the safe integers (1e300) reached a bigint query and answered 500.
+const OpenBody = Type.Object({ response: Type.Object({}, { additionalProperties: true }), lock_id: Id() });
 
 export function holderHeaders(reply: FastifyReply): FastifyReply {
   return pageHeaders(reply, HOLDER_CSP).header('cache-control', 'no-store');
