@@ -2,7 +2,7 @@
 // in the envelope, never a 500 from a value the database cannot take.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { issueKey, keysTenant, latestLink, linkPath } from '../helpers/keys.ts';
+import { issueKey, keysTenant, latestLink, linkPath, type KeysTenant } from '../helpers/keys.ts';
 import { SoftwarePasskey } from '../helpers/passkey.ts';
 import { freshIp, useTestService, type TestService } from '../helpers/service.ts';
 import type { ErrorBody } from '../helpers/types.ts';
@@ -11,10 +11,11 @@ type RegistrationOptions = Parameters<SoftwarePasskey['register']>[0];
 type AssertionOptions = Parameters<SoftwarePasskey['assert']>[0];
 
 let phone: SoftwarePasskey;
+let tenant: KeysTenant;
 
 /** A key with a phone registered on its setup link (the service's setup: root before() hooks do not wait for each other). */
 async function registeredPhone(service: TestService): Promise<void> {
-  const tenant = await keysTenant(service);
+  tenant = await keysTenant(service);
   const issued = await issueKey(service, tenant);
   assert.equal(issued.status, 202, issued.text);
   const link = await latestLink(service, tenant.phone);
@@ -46,4 +47,28 @@ test('POST /my-key/open: a lock_id beyond the safe integers is a 422 on lock_id,
   const largest = await ctx.service.request<{ refused: string | null }>('POST', '/my-key/open', { ip: freshIp(), body: { response: await tap(), lock_id: Number.MAX_SAFE_INTEGER } });
   assert.equal(largest.status, 200, largest.text);
   assert.equal(largest.body.refused, 'no_access');
+});
+
+test('a challenge in clientDataJSON that is not base64url (a NUL in it) is a failed assertion: 401, never 500', async () => {
+  const issued = await issueKey(ctx.service, tenant);
+  assert.equal(issued.status, 202, issued.text);
+  const link = await latestLink(ctx.service, tenant.phone);
+  const forged = (type: string) => {
+    const clientDataJSON = Buffer.from(JSON.stringify({ type, challenge: 'abc\u0000def', origin: phone.origin, crossOrigin: false })).toString('base64url');
+    return { id: phone.id, rawId: phone.id, type: 'public-key', response: { clientDataJSON, authenticatorData: '', signature: '', attestationObject: '' } };
+  };
+  for (const [path, body] of [
+    ['/my-key/doors', { response: forged('webauthn.get') }],
+    ['/my-key/open', { response: forged('webauthn.get'), lock_id: 1 }],
+    [`${linkPath(link)}/passkey`, { response: forged('webauthn.create') }],
+  ] as const) {
+    const res = await ctx.service.request<ErrorBody>('POST', path, { ip: freshIp(), body });
+    assert.equal(res.status, 401, `${path}: ${res.text}`);
+    assert.equal(res.body.error.code, 'unauthenticated');
+  }
+  // The link was not spent: a real registration on it still works.
+  const ip = freshIp();
+  const options = await ctx.service.request<RegistrationOptions>('POST', `${linkPath(link)}/passkey/options`, { ip });
+  const registered = await ctx.service.request('POST', `${linkPath(link)}/passkey`, { ip, body: { response: new SoftwarePasskey(phone.origin).register(options.body) } });
+  assert.equal(registered.status, 200, registered.text);
 });

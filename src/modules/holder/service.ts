@@ -89,7 +89,9 @@ function challengeOf(response: { response?: { clientDataJSON?: unknown } }): str
   if (typeof data !== 'string' || data.length > 4096) return null;
   try {
     const parsed = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as { challenge?: unknown };
-    return typeof parsed.challenge === 'string' && parsed.challenge.length <= 128 ? parsed.challenge : null;
+    // The service's challenges are base64url: anything else matches none, and a NUL (decoded from clientDataJSON,
+    // past the body's NUL check) would reach a text parameter the database refuses (a 500).
+    return typeof parsed.challenge === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(parsed.challenge) ? parsed.challenge : null;
   } catch {
     return null;
   }
