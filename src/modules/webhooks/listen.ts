@@ -128,6 +128,7 @@ export class WebhookListeners {
     response.socket?.setNoDelay(true);
     const ready = { secret: listener.secret, events: listener.events ? [...listener.events] : ['*'], location_id: caller.locationId, heartbeat_seconds: HEARTBEAT_MS / 1000 };
     response.write(`retry: 3000\nevent: ready\ndata: ${JSON.stringify(ready)}\n\n`);
+    if (response.destroyed) return; // the client left while the stream was being prepared: its close came and went
     this.listeners.add(listener);
     response.on('close', () => this.listeners.delete(listener));
     if (this.floor === null || this.floor > after) this.floor = after;
@@ -275,7 +276,12 @@ export class WebhookListeners {
 
   private write(listener: Listener, text: string): void {
     const { response } = listener;
-    if (response.destroyed || response.writableEnded) return;
+    if (response.destroyed || response.writableEnded) {
+      // Gone, perhaps before open() could hear it close (the client left while the stream was being prepared):
+      // it holds a place of the key's and the instance's limits no longer.
+      this.listeners.delete(listener);
+      return;
+    }
     if (response.writableLength > MAX_BUFFERED_BYTES) {
       this.end(listener, 'too_slow');
       response.destroy();
