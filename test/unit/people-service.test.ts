@@ -98,6 +98,9 @@ function fakeStore(people: PersonRow[] = []) {
       row.deleted = true;
       return true;
     },
+    async forgetContactDetails(db, id) {
+      log.push(`${where(db)} forgetContactDetails ${id}`);
+    },
     async findLocationWithAccount(db, locationId) {
       log.push(`${where(db)} findLocationWithAccount ${locationId}`);
       const location = LOCATIONS.get(locationId);
@@ -313,7 +316,7 @@ describe('PeopleService: update', () => {
 });
 
 describe('PeopleService: delete', () => {
-  test("the person's keys are revoked, their webhook payloads forgotten and person.deleted emitted, all in the deletion's transaction", async () => {
+  test("the person's keys are revoked, their webhook payloads forgotten, person.deleted emitted and then their contact details forgotten, all in the deletion's transaction", async () => {
     const { service, db, lockingSystems, writes, events } = fixture([personRow()]);
     await service.delete(caller(), PERSON_ID);
     assert.deepEqual(lockingSystems.writes, [`${ACCOUNT} person.delete ${PERSON_ID}`]);
@@ -323,6 +326,7 @@ describe('PeopleService: delete', () => {
       `tx1 forgetPersonInDeliveries ${PERSON_ID}`,
       `tx1 revokeEverythingOf ${PERSON_ID}`,
       'tx1 emitDomainEvent person.deleted',
+      `tx1 forgetContactDetails ${PERSON_ID}`,
     ]);
     assert.deepEqual(events[0]!.data, { id: PERSON_ID, name: 'Ada Lovelace', email: 'ada@example.com', location: { id: 71, name: 'North' } });
   });

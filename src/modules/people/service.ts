@@ -42,6 +42,7 @@ export type PeopleStore = Pick<
   | 'insertPerson'
   | 'updatePerson'
   | 'softDeletePerson'
+  | 'forgetContactDetails'
   | 'findLocationWithAccount'
   | 'findAccountLockingSystem'
   | 'lockKey'
@@ -248,6 +249,7 @@ export class PeopleService {
         data: { id, name: row.name, email: row.email, location: { id: row.location_id, name: row.location_name } },
         occurredAt: now,
       });
+      await this.store.forgetContactDetails(tx, id);
     });
   }
 

@@ -170,12 +170,16 @@ export async function updatePerson(db: Queryable, id: string, values: PersonValu
 }
 
 export async function softDeletePerson(db: Queryable, id: string, now: Date): Promise<boolean> {
-  // Their contact details go with them (the name stays: keys and the access log name who held them).
-  const rows = await db.query(
-    'UPDATE people SET deleted_at = $2, email = NULL, phone = NULL, company_name = NULL, title = NULL WHERE id = $1 AND deleted_at IS NULL RETURNING id',
-    [id, now],
-  );
+  const rows = await db.query('UPDATE people SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [id, now]);
   return rows.length > 0;
+}
+
+/**
+ * A deleted person's contact details go, last in the deletion's transaction: its own events (person.deleted,
+ * key.revoked) still carry them, as the spec's payloads do. The name stays: keys and the access log name who held them.
+ */
+export async function forgetContactDetails(tx: Queryable, id: string): Promise<void> {
+  await tx.query('UPDATE people SET email = NULL, phone = NULL, company_name = NULL, title = NULL WHERE id = $1', [id]);
 }
 
 /** A location with its account's locking system: where a person may be put. */
