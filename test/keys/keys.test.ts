@@ -739,6 +739,37 @@ describe('keys', () => {
     assert.equal(live?.n, 0, 'no live key for the deleted person');
   });
 
+  test('a setup link issued or sent again while its person is deleted is not sent: 404 and 409, no message to anyone', async () => {
+    const t = await keysTenant(ctx.service);
+    const pending = await issueKey(ctx.service, t, { channel: 'email' });
+    assert.equal(pending.status, 202, pending.text);
+    let beforeNext: (() => Promise<unknown>) | null = null;
+    const racing = await startService(
+      overriding(ctx.database.db, {
+        transaction: async (fn) => {
+          const hook = beforeNext;
+          beforeNext = null;
+          await hook?.();
+          return ctx.database.db.transaction(fn);
+        },
+      }),
+    );
+    const messages = async () => (await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbound_messages WHERE account_id = $1', [t.accountId]))[0]?.n;
+    try {
+      const before = await messages();
+      // The deletion commits after the issue's check that the person is there, before its transaction.
+      beforeNext = () => ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token });
+      const issued = await racing.request<ErrorBody>('POST', '/v1/keys', { token: t.token, body: { person_id: t.personId, security_groups: ['staff'], channel: 'email' } });
+      assert.equal(issued.status, 404, issued.text);
+      const resent = await racing.request<ErrorBody>('POST', `/v1/invitations/${pending.body.invitation_id}/resend`, { token: t.token, body: { channel: 'email' } });
+      assert.equal(resent.status, 409, resent.text);
+      assert.equal(resent.body.error.code, 'invitation_not_pending');
+      assert.equal(await messages(), before, 'no message queued');
+    } finally {
+      await racing.close();
+    }
+  });
+
   test('a link activated while its person is deleted leaves no key: 410 link_unusable', async () => {
     const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
     assert.equal((await issueKey(ctx.service, t)).status, 202);

@@ -23,7 +23,7 @@ import {
   type InvitationRow,
 } from './invitation-store.ts';
 import { INVITATION_STATES, type Channel, type Invitation, type InvitationCreated, type InvitationListQuery, type KeyCreate } from './schemas.ts';
-import type { AccountRow } from './store.ts';
+import { holdLivePerson, type AccountRow } from './store.ts';
 
 /** A setup link without a key expiry stays usable this long. */
 export const LINK_LIFETIME_MS = 30 * 86_400_000;
@@ -61,6 +61,8 @@ export class InvitationsService {
 
     const token = newToken('');
     const invitation = await this.db.transaction(async (tx) => {
+      // Deleted since the check above: no link for someone gone (a deletion under way finishes first, or waits).
+      if (!(await holdLivePerson(tx, person.id))) throw errors.notFound('person');
       if (!(await useAllowance(tx, account.id))) throw errors.entitlementExceeded();
       const id = await insertInvitation(
         tx,
@@ -134,7 +136,8 @@ export class InvitationsService {
   async resend(caller: Caller, id: number, requested: Channel | undefined): Promise<Invitation> {
     const invitation = await this.invitationInScope(caller, id);
     if (invitation.state !== 'pending') throw errors.invitationNotPending();
-    const person = (await livePerson(this.db, null, invitation.person_id)) as PersonRow;
+    const person = await livePerson(this.db, null, invitation.person_id);
+    if (!person) throw errors.invitationNotPending(); // deleted meanwhile: the deletion cancelled the invitation
     const account = await accountOf(this.db, invitation.account_id);
     const channel = requested ?? 'sms';
     const details: ErrorDetail[] = [];
@@ -144,6 +147,7 @@ export class InvitationsService {
     const token = newToken('');
     const now = this.now();
     const updated = await this.db.transaction(async (tx) => {
+      if (!(await holdLivePerson(tx, person.id))) throw errors.invitationNotPending(); // as above, since the check
       if (!(await replaceLink(tx, id, hashToken(token), channel, now))) throw errors.invitationNotPending();
       if (!(await useAllowance(tx, account.id))) throw errors.entitlementExceeded();
       await this.deps.messages.withdraw(tx, [id]); // messages still waiting carry the link that just stopped working
