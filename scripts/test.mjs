@@ -40,6 +40,7 @@ const SERIAL = {
   'test/devices/presence.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
   'test/devices/instances.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
   'test/access/instances.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
+  'test/access/instances-stale-list.test.ts': { reason: SHARED_BROKER, set: 'shared broker' },
 };
 const SERIAL_WIDTH = 2;
 /**

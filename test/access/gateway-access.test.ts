@@ -346,6 +346,13 @@ describe('access lists', () => {
     const lowest = answers.find((a) => a.from === first.version);
     assert.ok(lowest, `the lowest version asked is answered (from: ${answers.map((a) => a.from).join(', ')})`);
     assert.deepEqual(lowest.entries.map((e) => e.key_id).sort(), cards.map((c) => c.id).sort(), 'its changes hold every card');
+
+    // Waiting together with a version ahead of the service's (a gateway whose data was replaced): the whole list.
+    await advanceClock(ctx.service, 3); // past the claim window of the whole list sent at the start
+    const later = gw.lists.length;
+    await Promise.all([gw.sync(first.version), gw.sync(first.version + 1), gw.sync(last.version + 1000)]);
+    await gw.ask(s.front, 'wiegand26:2:2000');
+    assert.ok(gw.lists.slice(later).some((l) => l.type === 'full'), `a whole list among ${JSON.stringify(gw.lists.slice(later).map((l) => l.type))}`);
   });
 
   test('a revocation reaches the online gateway as a change, not a new list', async () => {

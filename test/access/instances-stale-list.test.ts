@@ -79,12 +79,25 @@ test('a whole list read before a change and sent after another instance pushed i
   afterWholeListRead = async () => {
     assert.equal((await y.request('DELETE', `/v1/keys/${card.body.id}`, { token })).status, 204);
     await waitFor(() => lists.some((l) => l.type === 'changes' && l.removed.includes(card.body.id)), "Y's push of the revocation", 10_000);
+    // The gateway applies it and says so: no instance's push job has anything to send it again after this.
+    const change = lists.find((l) => l.type === 'changes' && l.removed.includes(card.body.id)) as (typeof lists)[number];
+    await device.publishAsync(`${base}/access/applied`, JSON.stringify({ version: change.version }), { qos: 1 });
+    await waitFor(
+      async () => Number((await ctx.database.db.query<{ v: string }>('SELECT access_applied_version AS v FROM gateways WHERE id = $1', [gateway.body.id]))[0]?.v) >= change.version,
+      'the applied version recorded',
+      10_000,
+    );
   };
   const seen = lists.length;
   await device.publishAsync(`${base}/access/sync`, JSON.stringify({ version: 0 }), { qos: 1 });
   await waitFor(() => lists.slice(seen).some((l) => l.type === 'full'), "X's whole list, read before the revocation", 10_000);
   const stale = lists.slice(seen).find((l) => l.type === 'full') as (typeof lists)[number];
   assert.deepEqual(stale.entries.map((e) => e.key_id), [card.body.id], 'the list X read before the revocation');
-  // What the gateway applies last must take the card out again.
-  await waitFor(() => lists.slice(lists.indexOf(stale) + 1).some((l) => l.type === 'changes' && l.removed.includes(card.body.id)), 'the revocation after the whole list', 5_000);
+  // What the gateway applies last must take the card out again: X's next message, the changes from the list's
+  // version. (Nothing else would come: the gateway said it applied the revocation.)
+  await waitFor(() => lists.length > lists.indexOf(stale) + 1, 'a message after the whole list', 5_000);
+  const next = lists[lists.indexOf(stale) + 1] as (typeof lists)[number] & { from?: number };
+  // The changes since the list, or (the gateway's acknowledgement pruned them) the whole list again, without the card.
+  if (next.type === 'changes') assert.deepEqual([next.from, next.removed], [stale.version, [card.body.id]]);
+  else assert.deepEqual([next.type, next.entries], ['full', []]);
 });

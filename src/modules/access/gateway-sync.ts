@@ -60,9 +60,10 @@ export class GatewaySync {
   private readonly sending = new Map<number, Promise<void>>();
   /**
    * A gateway's syncs not answered yet, as one: the lowest version they asked for (its changes hold what every higher
-   * version lacks, and the contract has a gateway apply changes whose `from` is at or below the version it holds).
+   * version lacks, and the contract has a gateway apply changes whose `from` is at or below the version it holds),
+   * and the highest (one ahead of the service's list gets the whole list).
    */
-  private readonly syncsWaiting = new Map<number, { version: number; answered: Promise<void> }>();
+  private readonly syncsWaiting = new Map<number, { version: number; highest: number; answered: Promise<void> }>();
   private readonly keys: CredentialCache;
 
   constructor(
@@ -172,15 +173,20 @@ export class GatewaySync {
     const waiting = this.syncsWaiting.get(gatewayId);
     if (waiting) {
       waiting.version = Math.min(waiting.version, version);
+      waiting.highest = Math.max(waiting.highest, version);
       return waiting.answered;
     }
-    const sync = { version, answered: Promise.resolve() };
+    const sync = { version, highest: version, answered: Promise.resolve() };
     this.syncsWaiting.set(gatewayId, sync);
     // Never rejects (as request): a sync the database could not claim is the gateway's to send again.
     sync.answered = this.inTurn(gatewayId, 'access sync not answered', async () => {
       this.syncsWaiting.delete(gatewayId);
+      // A version ahead of the service's (a gateway holding replaced data) needs the whole list, which no changes
+      // from a lower version make up for.
+      const ahead = sync.highest !== sync.version && sync.highest > ((await listState(this.db, gatewayId))?.listVersion ?? 0);
+      const version = ahead ? sync.highest : sync.version;
       const now = this.clock.now();
-      if (await claimSync(this.db, gatewayId, sync.version, now, new Date(now.getTime() - SYNC_CLAIM_MS))) await this.sendNow(gatewayId, sync.version);
+      if (await claimSync(this.db, gatewayId, version, now, new Date(now.getTime() - SYNC_CLAIM_MS))) await this.sendNow(gatewayId, version);
     });
     return sync.answered;
   }
@@ -226,7 +232,8 @@ export class GatewaySync {
     return next;
   }
 
-  private async sendNow(gatewayId: number, version: number | null): Promise<void> {
+  /** `followUp`: a whole list is followed by what changed while it was read (once: not the follow-up's own). */
+  private async sendNow(gatewayId: number, version: number | null, followUp = true): Promise<void> {
     const io = this.requireIo();
     const state = await listState(this.db, gatewayId);
     if (!state || !state.hasSecret) return; // no list without a secret: rotate the password (README)
@@ -243,9 +250,9 @@ export class GatewaySync {
       // A change committed meanwhile is pushed by the instance that made it, and with an external broker its
       // message may reach the gateway before this list, which replaces the copy: a revoked card would be back
       // in it. The changes since follow this list from here, so the gateway's last word is never the older list.
-      const after = await listState(this.db, gatewayId);
-      if (!after || after.listVersion <= state.listVersion) return;
-      for (const message of await this.changes(gatewayId, state.listVersion, after.listVersion, validUntil)) await io.publish(gatewayId, 'access/list', message, true);
+      // (Changes, or the whole list again when the gateways' acknowledgements have pruned them meanwhile.)
+      const after = followUp ? await listState(this.db, gatewayId) : null;
+      if (after && after.listVersion > state.listVersion) await this.sendNow(gatewayId, state.listVersion, false);
       return;
     }
     for (const message of await this.changes(gatewayId, from, state.listVersion, validUntil)) await io.publish(gatewayId, 'access/list', message, true);
