@@ -189,10 +189,7 @@ export class WebhookDispatcher {
     return {
       name: 'webhook-payload-retention',
       everySeconds: RETENTION_EVERY_SECONDS,
-      run: async () => {
-        const cutoff = new Date(this.clock.now().getTime() - PAYLOAD_RETENTION_MS);
-        return (await purgeWhileFull(() => purgePayloadsBefore(this.db, cutoff))) + (await purgeWhileFull(() => deleteDomainEventsBefore(this.db, cutoff)));
-      },
+      run: () => purgeExpired(this.db, this.clock.now()),
     };
   }
 
@@ -201,4 +198,10 @@ export class WebhookDispatcher {
     await this.window.close();
     await this.sender.close();
   }
+}
+
+/** One run of the retention job at `now`: payloads and outbox rows past PAYLOAD_RETENTION_MS; returns the rows handled. */
+export async function purgeExpired(db: Database, now: Date): Promise<number> {
+  const cutoff = new Date(now.getTime() - PAYLOAD_RETENTION_MS);
+  return (await purgeWhileFull(() => purgePayloadsBefore(db, cutoff))) + (await purgeWhileFull(() => deleteDomainEventsBefore(db, cutoff)));
 }
