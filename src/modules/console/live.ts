@@ -56,6 +56,7 @@ export class LiveUpdates {
       connection: 'keep-alive',
     });
     response.write('retry: 3000\n: connected\n\n');
+    if (response.destroyed) return; // the browser left while the session was read: its close came and went
     const stream = { sessionHash, response };
     this.streams.add(stream);
     response.on('close', () => this.streams.delete(stream));

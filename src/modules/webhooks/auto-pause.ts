@@ -1,7 +1,8 @@
 // Auto-pause is a rule of time, not of attempts (README: Webhooks: failure streak and auto-pause): every
 // active subscription whose failure streak is 24 hours old on the service clock is paused, whether or not an
-// attempt is due; its pending deliveries fail and the dashboard user who made its API key is e-mailed, all in
-// one transaction, once however many instances run it. The URL goes into the e-mail percent-encoded where it
+// attempt is due, and the dashboard user who made its API key is e-mailed, in one transaction, once however many
+// instances run it; its pending deliveries then fail (the dispatcher's failPendingOfPausedSubscriptions, right
+// after, which leaves an attempt under way to its answer). The URL goes into the e-mail percent-encoded where it
 // holds whitespace or control characters (refused since, but a subscription made before may hold them).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../platform/db/index.ts';

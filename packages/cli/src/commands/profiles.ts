@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { AdminClient } from '../admin-client.ts';
-import { DEFAULT_URL, nonEmpty, resolveSettings, type GlobalFlags, type Io } from '../context.ts';
+import { DEFAULT_URL, nonEmpty, resolveSettings, sameService, type GlobalFlags, type Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
 import { profileAction } from '../kit.ts';
 import { table } from '../output.ts';
@@ -63,7 +63,7 @@ export function registerProfiles(program: Command, io: Io): void {
         const normalized = resolveSettings({ url }, {}, undefined).url;
         if (adminToken !== undefined && o.verify) await new AdminClient(normalized, adminToken).get<unknown>('/overview');
         // A login to the same service keeps the secret it was not given; another service's secrets are dropped.
-        const kept = existing && existing.url === normalized ? existing : undefined;
+        const kept = existing && sameService(existing.url, normalized) ? existing : undefined;
         const profile: Profile = { url: normalized };
         const savedKey = apiKey ?? kept?.api_key;
         const savedToken = adminToken ?? kept?.admin_token;
