@@ -44,6 +44,25 @@ async function activatedKey(service: TestService, tenant: KeysTenant, body: Reco
   return done.body.key_id;
 }
 
+/**
+ * A service on the same database whose next transaction starts just after the hook given to `beforeNext` ran (once):
+ * a change made through `ctx.service` then lands between a request's checks and its transaction.
+ */
+async function racingService(): Promise<{ racing: TestService; beforeNext: (hook: () => Promise<unknown>) => void }> {
+  let next: (() => Promise<unknown>) | null = null;
+  const racing = await startService(
+    overriding(ctx.database.db, {
+      transaction: async (fn) => {
+        const hook = next;
+        next = null;
+        await hook?.();
+        return ctx.database.db.transaction(fn);
+      },
+    }),
+  );
+  return { racing, beforeNext: (hook) => (next = hook) };
+}
+
 describe('the whole life of a phone key', () => {
   test('person, POST /keys, link, activation, GET /keys and /people/{id}, PATCH held, confirm, DELETE', async () => {
     const t = await keysTenant(ctx.service, { locking_system: 'sandbox' });
@@ -685,26 +704,16 @@ describe('keys', () => {
     const card = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge', credential: 'wiegand26:12:34001' });
     assert.equal(card.status, 201);
     // A service on the same database whose next transaction starts just after the key was taken back.
-    let beforeNext: (() => Promise<unknown>) | null = null;
-    const racing = await startService(
-      overriding(ctx.database.db, {
-        transaction: async (fn) => {
-          const hook = beforeNext;
-          beforeNext = null;
-          await hook?.();
-          return ctx.database.db.transaction(fn);
-        },
-      }),
-    );
+    const { racing, beforeNext } = await racingService();
     try {
-      beforeNext = () => ctx.service.admin('POST', `/admin/v1/keys/${card.body.id}/return`);
+      beforeNext(() => ctx.service.admin('POST', `/admin/v1/keys/${card.body.id}/return`));
       const changed = await racing.admin<{ state: string; credential: string }>('PATCH', `/admin/v1/keys/${card.body.id}`, { credential: 'wiegand26:12:34002' });
       assert.equal(changed.status, 200, changed.text);
       assert.equal(changed.body.state, 'returned');
       assert.equal((await ctx.service.request<Key>('GET', `/v1/keys/${card.body.id}`, { token: t.token })).body.state, 'returned');
       // Another card taken back while it is revoked: 404, as once revoked.
       const other = await ctx.service.admin<{ id: number }>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge 2' });
-      beforeNext = () => ctx.service.request('DELETE', `/v1/keys/${other.body.id}`, { token: t.token });
+      beforeNext(() => ctx.service.request('DELETE', `/v1/keys/${other.body.id}`, { token: t.token }));
       const gone = await racing.admin<ErrorBody>('POST', `/admin/v1/keys/${other.body.id}/return`);
       assert.equal(gone.status, 404, gone.text);
     } finally {
@@ -716,19 +725,9 @@ describe('keys', () => {
     const t = await keysTenant(ctx.service);
     // A service on the same database whose next transaction starts just after the person was deleted: after the
     // hand-over's check that the person is there, before its key is written.
-    let beforeNext: (() => Promise<unknown>) | null = null;
-    const racing = await startService(
-      overriding(ctx.database.db, {
-        transaction: async (fn) => {
-          const hook = beforeNext;
-          beforeNext = null;
-          await hook?.();
-          return ctx.database.db.transaction(fn);
-        },
-      }),
-    );
+    const { racing, beforeNext } = await racingService();
     try {
-      beforeNext = () => ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token });
+      beforeNext(() => ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token }));
       const card = await racing.admin<ErrorBody>('POST', '/admin/v1/keys', { person_id: t.personId, type: 'card', name: 'Badge', credential: 'wiegand26:12:35001' });
       assert.equal(card.status, 422, card.text);
       assert.deepEqual(card.body.error.details?.map((d) => [d.field, d.code]), [['person_id', 'invalid']]);
@@ -743,22 +742,12 @@ describe('keys', () => {
     const t = await keysTenant(ctx.service);
     const pending = await issueKey(ctx.service, t, { channel: 'email' });
     assert.equal(pending.status, 202, pending.text);
-    let beforeNext: (() => Promise<unknown>) | null = null;
-    const racing = await startService(
-      overriding(ctx.database.db, {
-        transaction: async (fn) => {
-          const hook = beforeNext;
-          beforeNext = null;
-          await hook?.();
-          return ctx.database.db.transaction(fn);
-        },
-      }),
-    );
+    const { racing, beforeNext } = await racingService();
     const messages = async () => (await ctx.database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbound_messages WHERE account_id = $1', [t.accountId]))[0]?.n;
     try {
       const before = await messages();
       // The deletion commits after the issue's check that the person is there, before its transaction.
-      beforeNext = () => ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token });
+      beforeNext(() => ctx.service.request('DELETE', `/v1/people/${t.personId}`, { token: t.token }));
       const issued = await racing.request<ErrorBody>('POST', '/v1/keys', { token: t.token, body: { person_id: t.personId, security_groups: ['staff'], channel: 'email' } });
       assert.equal(issued.status, 404, issued.text);
       const resent = await racing.request<ErrorBody>('POST', `/v1/invitations/${pending.body.invitation_id}/resend`, { token: t.token, body: { channel: 'email' } });
