@@ -288,6 +288,30 @@ describe('attacks on the key holder’s endpoints, with real assertions', { conc
     assert.equal(denied.at(-1)?.reason, 'no_access');
   });
 
+  test('a phone key whose credential the operator removed opens nothing from the page, logged access.denied; given one again, it opens', async () => {
+    const [row] = await database.db.query<{ key_id: number }>('SELECT p.key_id FROM passkeys p JOIN keys k ON k.id = p.key_id WHERE k.account_id = $1 ORDER BY p.id LIMIT 1', [s.tenant.accountId]);
+    const keyOfA = Number(row?.key_id);
+    const removed = await service.admin('PATCH', `/admin/v1/keys/${keyOfA}`, { credential: null });
+    assert.equal(removed.status, 200, removed.text);
+    const before = s.commands.length;
+    const res = await openWith(await assertion(a.page, await challenge()), s.front, '198.51.100.9');
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body, { refused: 'no_credential', command: null });
+    const doors = await service.request<{ refusal: string | null; doors: unknown[] }>('POST', '/my-key/doors', { body: { response: await assertion(a.page, await challenge()) }, ip: '198.51.100.9' });
+    assert.deepEqual([doors.status, doors.body.refusal, doors.body.doors], [200, 'no_credential', []], doors.text);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(s.commands.length, before, 'no command');
+    const denied = (await accessLog(s.tenant.accountId)).filter((e) => e.type === 'access.denied');
+    assert.deepEqual([denied.at(-1)?.reason, denied.at(-1)?.data.key?.id], ['no_access', keyOfA]);
+
+    const given = await service.admin('PATCH', `/admin/v1/keys/${keyOfA}`, { credential: `phone:${'ab'.repeat(16)}` });
+    assert.equal(given.status, 200, given.text);
+    const again = await openWith(await assertion(a.page, await challenge()), s.front, '198.51.100.9');
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.refused, null, again.text);
+    assert.ok(again.body.command, 'a command');
+  });
+
   test('two taps at once on one lock (two holders) make one command', async () => {
     s.answering = false; // the door takes its time: the first command is still in flight
     const before = s.commands.length;

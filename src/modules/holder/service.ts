@@ -11,7 +11,7 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors } from '../../platform/errors.ts';
 import type { OpenLimit, RateLimits } from '../../platform/rate-limit.ts';
 import { hashToken } from '../../platform/secrets.ts';
-import { decideForKey, keyDoors, type HolderKey, type TimeWindow } from '../access/index.ts';
+import { decideForKey, keyDoors, type Decision, type HolderKey, type TimeWindow } from '../access/index.ts';
 import type { KeyHolder, UnlockService } from '../devices/index.ts';
 import {
   deletePasskey,
@@ -51,7 +51,7 @@ export const SETUP_LINK_LIMIT: OpenLimit = { bucket: 'setup-link', perMinute: HO
 export const COMMAND_POLL_LIMIT: OpenLimit = { bucket: 'holder-poll', perMinute: HOLDER_LIMITS.pollsPerIp };
 
 /** Why a key opens nothing at a door, as the page words it. */
-export type Refusal = 'revoked' | 'returned' | 'not_handed_over' | 'expired' | 'not_yet_valid' | 'outside_time_window' | 'no_access';
+export type Refusal = 'revoked' | 'returned' | 'not_handed_over' | 'no_credential' | 'expired' | 'not_yet_valid' | 'outside_time_window' | 'no_access';
 
 export interface HolderDeps {
   db: Database;
@@ -225,6 +225,7 @@ export class HolderService {
     if (key.revoked_at) return 'revoked';
     if (key.state === 'returned') return 'returned';
     if (key.state !== 'handed_over' && key.state !== 'sent') return 'not_handed_over';
+    if (!key.has_credential) return 'no_credential';
     if (key.expires_at && now >= key.expires_at) return 'expired';
     if (now < key.starts_at) return 'not_yet_valid';
     return null;
@@ -277,7 +278,8 @@ export class HolderService {
       key: { id: key.id, name: key.name },
       person: { id: key.person_id, name: key.person_name, email: key.person_email },
     };
-    const decision = await decideForKey(this.deps.db, this.accessKey(key), lockId, now);
+    // A key whose credential the operator removed presents nothing at a reader, and opens nothing here either.
+    const decision: Decision = key.has_credential ? await decideForKey(this.deps.db, this.accessKey(key), lockId, now) : { granted: false, keyId: key.id, reason: 'no_access' };
     if (!decision.granted) {
       const refusal: Refusal = this.keyRefusal(key, now) ?? (decision.reason === 'unknown_key' ? 'revoked' : decision.reason);
       await this.deps.unlock.unlockForKey(holder, lockId, decision.reason, log);

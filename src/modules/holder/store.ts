@@ -87,6 +87,8 @@ export interface HolderKeyRow {
   starts_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
+  /** A key without a credential opens no door, from this page either (README "Access decisions"). */
+  has_credential: boolean;
   security_groups: string[];
   person_id: string;
   person_name: string;
@@ -98,7 +100,7 @@ export async function findHolderKey(db: Queryable, keyId: number): Promise<Holde
   const [row] = await db.query<HolderKeyRow>(
     {
       name: 'holder.findKey',
-      text: `SELECT k.id, k.account_id, k.name, k.state, k.starts_at, k.expires_at, k.revoked_at, k.security_groups,
+      text: `SELECT k.id, k.account_id, k.name, k.state, k.starts_at, k.expires_at, k.revoked_at, k.credential_box IS NOT NULL AS has_credential, k.security_groups,
                     p.id AS person_id, p.name AS person_name, p.email AS person_email, l.path AS person_path
                FROM keys k JOIN people p ON p.id = k.person_id AND p.deleted_at IS NULL JOIN locations l ON l.id = p.location_id
               WHERE k.id = $1`,
