@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import type { Database, Sql, Transaction } from '../../src/platform/db/database.ts';
 import { ApiError, errors } from '../../src/platform/errors.ts';
-import type { LockingSystem, LockingSystems } from '../../src/modules/locking-system/index.ts';
+import type { KeyChange, LockingSystem, LockingSystems } from '../../src/modules/locking-system/index.ts';
 
 /** A transaction of the fake database: a label, so a fake store can say which transaction a write joined. */
 export class FakeTransaction implements Transaction {
@@ -80,12 +80,15 @@ export type LockingSystemAnswer = 'applied' | 'held' | 'reject';
  */
 export class FakeLockingSystems implements Pick<LockingSystems, 'forAccount'> {
   readonly writes: string[] = [];
+  /** The key change each write carried, in the order of `writes` (null: a write of the key as saved). */
+  readonly changes: Array<KeyChange | null> = [];
   answer: (operation: string, entityId: string) => LockingSystemAnswer = () => 'applied';
 
   forAccount(account: { id: number; lockingSystem: string | null }): LockingSystem {
     return {
-      write: async (operation, entityId) => {
+      write: async (operation, entityId, change) => {
         this.writes.push(`${account.id} ${operation} ${entityId}`);
+        this.changes.push(change ?? null);
         const answer = this.answer(operation, entityId);
         if (answer === 'reject') throw errors.lockingSystemRejected();
         return answer;

@@ -200,6 +200,22 @@ describe('KeysService: a change of a key', () => {
     assert.deepEqual(events, []);
   });
 
+  test('the locking system took the change but the save failed: it is put back to the key as saved, and the failure answered', async () => {
+    const { service, db, lockingSystems } = fixture();
+    db.failNextCommit = new Error('connection lost');
+    await assert.rejects(service.updateKey(caller(), 5, { security_groups: ['night'] }), /connection lost/);
+    assert.deepEqual(db.rolledBack, ['tx1']);
+    assert.deepEqual(lockingSystems.writes, [`${EXTERNAL} key.update 5`, `${EXTERNAL} key.update 5`]);
+    assert.deepEqual(lockingSystems.changes, [{ securityGroups: ['night'], startsAt: STARTS, expiresAt: null }, null], 'the second write carries no change: the key as saved');
+    // The put-back failing too still answers the save's failure (reconciliation brings the system in line).
+    const again = fixture();
+    again.db.failNextCommit = new Error('connection lost');
+    let writes = 0;
+    again.lockingSystems.answer = () => (++writes === 2 ? 'reject' : 'applied');
+    await assert.rejects(again.service.updateKey(caller(), 5, { security_groups: ['night'] }), /connection lost/);
+    assert.equal(again.lockingSystems.writes.length, 2);
+  });
+
   test('a rename keeps the state and touches no access list; no event', async () => {
     const { service, lockingSystems, writes, events } = fixture([keyRow({ state: 'sent' })]);
     const key = await service.updateKey(caller(), 5, { name: 'Back door' });

@@ -138,35 +138,41 @@ export class KeysService {
 
     const account = await accountOf(this.db, row.account_id, this.store.findAccount);
     // Written to the locking system first; a refusal changes nothing.
-    const outcome = await lockingSystemOf(this.deps.lockingSystems, account).write('key.update', String(id), {
-      securityGroups: groups,
-      startsAt: startsAt ?? row.starts_at,
-      expiresAt,
-    });
+    const lockingSystem = lockingSystemOf(this.deps.lockingSystems, account);
+    const outcome = await lockingSystem.write('key.update', String(id), { securityGroups: groups, startsAt: startsAt ?? row.starts_at, expiresAt });
     // Without an external one, Latchkey's gateways are the locking system: a key that presents a credential
     // waits (`sent`) until every gateway holding it has applied the change (confirmed in refresh when none does).
     const waitsForGateways = accessChanged && account.locking_system === null && row.credential_box !== null;
     const now = this.now();
-    const result = await this.db.transaction(async (tx): Promise<Key | 'gone' | { notGranting: string }> => {
-      // The key as it is now: revoked or returned while the locking system answered, it takes no change, and the
-      // locking system, told of this one, is brought back in line with it (a task, retried until it takes).
-      const current = await this.store.lockLiveKey(tx, id);
-      const stale = !current ? 'gone' : accessChanged && !(GRANTING_KEY_STATES as readonly string[]).includes(current.state) ? { notGranting: current.state } : null;
-      if (stale) {
-        if (accessChanged && account.locking_system) {
-          await this.store.queueLockingSystemTask(tx, { accountId: account.id, operation: stale === 'gone' ? 'key.delete' : 'key.update', entityId: String(id) }, now);
+    let result: Key | 'gone' | { notGranting: string };
+    try {
+      result = await this.db.transaction(async (tx): Promise<Key | 'gone' | { notGranting: string }> => {
+        // The key as it is now: revoked or returned while the locking system answered, it takes no change, and the
+        // locking system, told of this one, is brought back in line with it (a task, retried until it takes).
+        const current = await this.store.lockLiveKey(tx, id);
+        const stale = !current ? 'gone' : accessChanged && !(GRANTING_KEY_STATES as readonly string[]).includes(current.state) ? { notGranting: current.state } : null;
+        if (stale) {
+          if (accessChanged && account.locking_system) {
+            await this.store.queueLockingSystemTask(tx, { accountId: account.id, operation: stale === 'gone' ? 'key.delete' : 'key.update', entityId: String(id) }, now);
+          }
+          return stale;
         }
-        return stale;
-      }
-      const live = current as KeyRow;
-      // A pure rename keeps the state; any other change is `sent` until the locking system confirms it.
-      const state = !accessChanged ? live.state : outcome === 'applied' && !waitsForGateways ? 'handed_over' : 'sent';
-      await this.store.updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
-      if (accessChanged) await this.deps.access.refresh(tx, row.account_id, [id], waitsForGateways ? [id] : []);
-      const updated = (await this.store.findKey(tx, null, id)) as KeyRow;
-      if (accessChanged && state === 'handed_over') await this.store.emitKeyEvent(tx, 'key.activated', updated, now);
-      return toKey(updated);
-    });
+        const live = current as KeyRow;
+        // A pure rename keeps the state; any other change is `sent` until the locking system confirms it.
+        const state = !accessChanged ? live.state : outcome === 'applied' && !waitsForGateways ? 'handed_over' : 'sent';
+        await this.store.updateKey(tx, id, { name: body.name ?? row.name, groups, startsAt: startsAt ?? row.starts_at, expiresAt, state }, now);
+        if (accessChanged) await this.deps.access.refresh(tx, row.account_id, [id], waitsForGateways ? [id] : []);
+        const updated = (await this.store.findKey(tx, null, id)) as KeyRow;
+        if (accessChanged && state === 'handed_over') await this.store.emitKeyEvent(tx, 'key.activated', updated, now);
+        return toKey(updated);
+      });
+    } catch (error) {
+      // The locking system took a change the database did not save (a lost connection, a failed commit): it is
+      // put back to the key as saved (a write without a change), so that no door opens on a change nobody sees.
+      // Should that write fail too, the locking system's reconciliation brings it back in line.
+      await lockingSystem.write('key.update', String(id)).catch(() => undefined);
+      throw error;
+    }
     if (result === 'gone') throw errors.notFound('key');
     if ('notGranting' in result) throw notEditable(body, result.notGranting);
     return result;
