@@ -9,6 +9,8 @@ import { describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import type { MqttClient } from 'mqtt';
 import { credentialDigest, gatewayAccessSecret } from '../../src/modules/access/credentials.ts';
+import type { RebuildProgress } from '../../src/modules/access/rebuild-progress.ts';
+import { claimRebuild, nextKeyIds, recordRebuildPart, requestRebuild } from '../../src/modules/access/store.ts';
 import { advanceClock, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { activate, issueKey, keysTenant, latestLink } from '../helpers/keys.ts';
@@ -433,6 +435,43 @@ describe('access lists', () => {
     assert.equal(bad.status, 422);
     const badWindow = await ctx.service.admin('PATCH', `/admin/v1/security_groups/${staff.id}`, { windows: [{ days: ['mon'], start: '09:00', end: '09:00' }] });
     assert.equal(badWindow.status, 422);
+  });
+
+  test('a rebuild asked again while it runs goes on from where it stands and round again, in the database', async () => {
+    const s = await site();
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await handOver(s.personId, { credential: `uid:cc0000${i}0` })).id);
+    const db = ctx.database.db;
+    const row = async () =>
+      (await db.query<{ after_key_id: string; until_key_id: string; wrapped: boolean }>('SELECT after_key_id, until_key_id, wrapped FROM access_rebuilds WHERE account_id = $1', [s.account.id])).map((r) => [
+        Number(r.after_key_id),
+        Number(r.until_key_id),
+        r.wrapped,
+      ])[0] ?? null;
+    // A part: claimed, its keys read, recorded (split across transactions, so that a request can come in between).
+    const claim = () => db.transaction((tx) => claimRebuild(tx, s.account.id));
+    const part = async (claimed: RebuildProgress | null, size: number) => {
+      assert.ok(claimed, 'a rebuild to claim');
+      return db.transaction(async (tx) => {
+        const keyIds = await nextKeyIds(tx, s.account.id, claimed.afterKeyId, claimed.wrapped ? claimed.untilKeyId : null, size);
+        return [keyIds, await recordRebuildPart(tx, s.account.id, claimed, keyIds, size)] as const;
+      });
+    };
+    // The test drives the parts: the service's rebuild (told over NOTIFY) is not asked, and the job does not run.
+    await db.transaction((tx) => requestRebuild(tx, s.account.id, new Date()));
+    assert.deepEqual(await part(await claim(), 2), [ids.slice(0, 2), 'built']);
+    await db.transaction((tx) => requestRebuild(tx, s.account.id, new Date()));
+    assert.deepEqual(await row(), [ids[1], ids[1], false], 'not started over: on from the second key, round to it');
+    const claimed = await claim();
+    await db.transaction((tx) => requestRebuild(tx, s.account.id, new Date())); // asked again while the part is built
+    assert.deepEqual(await part(claimed, 2), [ids.slice(2, 4), 'built']);
+    assert.deepEqual(await row(), [ids[3], ids[3], false], 'the part counted, and the round comes back to its keys');
+    assert.deepEqual(await part(await claim(), 2), [ids.slice(4), 'built']);
+    assert.deepEqual(await row(), [0, ids[3], true], 'past the last key: round');
+    assert.deepEqual(await part(await claim(), 2), [ids.slice(0, 2), 'built']);
+    assert.deepEqual(await part(await claim(), 2), [ids.slice(2, 4), 'built']);
+    assert.deepEqual(await part(await claim(), 2), [[], 'done']);
+    assert.equal(await row(), null, 'done: the request is gone');
   });
 
   test('a group change rebuilds the lists after its answer; and key changes made meanwhile are not lost', async () => {

@@ -122,11 +122,9 @@ export class AccessLists {
     // The gateways' rows first, as every key change takes them: a key change still open finishes before the
     // part reads its keys and the rules, so no key is built from rules read before this rebuild was asked for.
     await lockAccountGateways(tx, accountId);
-    const keyIds = await nextKeyIds(tx, accountId, rebuild.afterKeyId, size);
+    const keyIds = await nextKeyIds(tx, accountId, rebuild.afterKeyId, rebuild.wrapped ? rebuild.untilKeyId : null, size);
     if (keyIds.length > 0) await this.build(tx, accountId, keyIds, []);
-    const last = keyIds.length < size ? null : (keyIds.at(-1) as number);
-    await recordRebuildPart(tx, accountId, rebuild.generation, last);
-    return last === null ? 'done' : 'built';
+    return recordRebuildPart(tx, accountId, rebuild, keyIds, size);
   }
 
   private async build(tx: Transaction, accountId: number, keyIds: number[], awaiting: number[]): Promise<number[]> {

@@ -2,7 +2,7 @@
 // change's transaction, made here after it commits, PART_KEYS keys per transaction. The instance that hears
 // the request (each one, at its commit or over LISTEN) starts at once; one part of an account is built at a
 // time (an advisory lock), so instances never build the same part twice, and the job finishes what a stopped
-// instance left. A change asking again meanwhile starts the rebuild over from the first key.
+// instance left. A change asking again meanwhile does not start it over: it goes round again (rebuild-progress.ts).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';

@@ -3,6 +3,7 @@
 import type { Queryable } from '../../platform/db/index.ts';
 import type { AccountFacts, GroupFacts, LockFacts } from './resolve.ts';
 import { timeZoneAt, groupAt } from './resolve.ts';
+import { progressAfterPart, type RebuildProgress } from './rebuild-progress.ts';
 import type { TimeWindow } from './types.ts';
 
 const LOCATIONS = {
@@ -317,10 +318,15 @@ export async function claimSync(db: Queryable, gatewayId: number, version: numbe
 // ---- whole-account rebuilds (rebuilds.ts) ------------------------------------------------------------------
 
 /** Asks for the account's lists to be built again from its first key (a request already waiting starts over). */
+/**
+ * Asks for a whole-account rebuild. One already running is not started over: it goes on, and round again up to
+ * where it stands now (rebuild-progress.ts).
+ */
 export async function requestRebuild(tx: Queryable, accountId: number, now: Date): Promise<void> {
   await tx.query(
     `INSERT INTO access_rebuilds (account_id, requested_at) VALUES ($1, $2)
-     ON CONFLICT (account_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, generation = access_rebuilds.generation + 1, after_key_id = 0`,
+     ON CONFLICT (account_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, generation = access_rebuilds.generation + 1,
+                                            until_key_id = access_rebuilds.after_key_id, wrapped = false`,
     [accountId, now],
   );
 }
@@ -333,27 +339,49 @@ export async function waitingRebuilds(db: Queryable): Promise<number[]> {
 /** The advisory-lock space of rebuild parts: one part of an account at a time, across instances. */
 const REBUILD_LOCK = 727275;
 
-/**
- * The account's rebuild, if one is asked for and no other transaction (instance) is building a part of it right
- * now: its generation and the last key built. The request's row is not locked while the part is built (a change
- * asking again must not wait for it, nor deadlock with it on the gateways' rows): recordRebuildPart moves it on
- * only if no new request came meanwhile.
- */
-export async function claimRebuild(tx: Queryable, accountId: number): Promise<{ generation: string; afterKeyId: string } | null> {
-  const [lock] = await tx.query<{ mine: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2::int) AS mine', [REBUILD_LOCK, accountId]);
-  if (!lock?.mine) return null;
-  const [row] = await tx.query<{ generation: string; after_key_id: string }>('SELECT generation, after_key_id FROM access_rebuilds WHERE account_id = $1', [accountId]);
-  return row ? { generation: row.generation, afterKeyId: row.after_key_id } : null;
+interface RebuildRow {
+  generation: string;
+  after_key_id: string;
+  until_key_id: string;
+  wrapped: boolean;
 }
 
-/** The ids of the account's next `size` keys after `afterKeyId`, whatever their state. */
-export async function nextKeyIds(tx: Queryable, accountId: number, afterKeyId: string, size: number): Promise<number[]> {
-  const keys = await tx.query<{ id: string }>('SELECT id FROM keys WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3', [accountId, afterKeyId, size]);
+const REBUILD_COLUMNS = 'generation, after_key_id, until_key_id, wrapped';
+
+function toProgress(row: RebuildRow): RebuildProgress {
+  return { generation: String(row.generation), afterKeyId: Number(row.after_key_id), untilKeyId: Number(row.until_key_id), wrapped: row.wrapped };
+}
+
+/**
+ * The account's rebuild, if one is asked for and no other transaction (instance) is building a part of it right
+ * now. The request's row is not locked while the part is built (a change asking again must not wait for it, nor
+ * deadlock with it on the gateways' rows): recordRebuildPart reads it again at the end.
+ */
+export async function claimRebuild(tx: Queryable, accountId: number): Promise<RebuildProgress | null> {
+  const [lock] = await tx.query<{ mine: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2::int) AS mine', [REBUILD_LOCK, accountId]);
+  if (!lock?.mine) return null;
+  const [row] = await tx.query<RebuildRow>(`SELECT ${REBUILD_COLUMNS} FROM access_rebuilds WHERE account_id = $1`, [accountId]);
+  return row ? toProgress(row) : null;
+}
+
+/** The ids of the account's next `size` keys after `afterKeyId` (up to `untilKeyId` when given), whatever their state. */
+export async function nextKeyIds(tx: Queryable, accountId: number, afterKeyId: number, untilKeyId: number | null, size: number): Promise<number[]> {
+  const keys = await tx.query<{ id: string }>(
+    'SELECT id FROM keys WHERE account_id = $1 AND id > $2 AND ($3::bigint IS NULL OR id <= $3) ORDER BY id LIMIT $4',
+    [accountId, afterKeyId, untilKeyId, size],
+  );
   return keys.map((key) => Number(key.id));
 }
 
-/** Records a part as built (`lastKeyId`), or ends the rebuild (null: every key was built), unless asked again meanwhile. */
-export async function recordRebuildPart(tx: Queryable, accountId: number, generation: string, lastKeyId: number | null): Promise<void> {
-  if (lastKeyId === null) await tx.query('DELETE FROM access_rebuilds WHERE account_id = $1 AND generation = $2', [accountId, generation]);
-  else await tx.query('UPDATE access_rebuilds SET after_key_id = $3 WHERE account_id = $1 AND generation = $2', [accountId, generation, lastKeyId]);
+/** Records what a part built: the rebuild moves on, or ends (rebuild-progress.ts decides from the row as it is now). */
+export async function recordRebuildPart(tx: Queryable, accountId: number, claimed: RebuildProgress, builtKeyIds: readonly number[], size: number): Promise<'built' | 'done'> {
+  const [row] = await tx.query<RebuildRow>(`SELECT ${REBUILD_COLUMNS} FROM access_rebuilds WHERE account_id = $1 FOR UPDATE`, [accountId]);
+  if (!row) return 'done'; // the account is gone
+  const next = progressAfterPart(claimed, toProgress(row), builtKeyIds, size);
+  if (next === 'done') {
+    await tx.query('DELETE FROM access_rebuilds WHERE account_id = $1', [accountId]);
+    return 'done';
+  }
+  await tx.query('UPDATE access_rebuilds SET after_key_id = $2, until_key_id = $3, wrapped = $4 WHERE account_id = $1', [accountId, next.afterKeyId, next.untilKeyId, next.wrapped]);
+  return 'built';
 }
