@@ -203,3 +203,9 @@ export async function findAccountLockingSystem(db: Queryable, accountId: number)
 export async function lockKey(tx: Queryable, key: string): Promise<void> {
   await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
 }
+
+/** The people deleted after `since` (an index on deleted_at: a few rows at most), for the webhooks' sweep (webhooks/person-data.ts). */
+export async function peopleDeletedSince(db: Queryable, since: Date): Promise<string[]> {
+  const rows = await db.query<{ id: string }>({ name: 'people.deletedSince', text: 'SELECT id FROM people WHERE deleted_at > $1' }, [since]);
+  return rows.map((row) => row.id);
+}

@@ -188,9 +188,3 @@ export async function purgePersonPayloads(tx: Queryable, personIds: string[], ke
   );
   return rows.length;
 }
-
-/** The people deleted after `since` (an index on deleted_at: a few rows at most), for the sweep of person-data.ts. */
-export async function peopleDeletedSince(db: Queryable, since: Date): Promise<string[]> {
-  const rows = await db.query<{ id: string }>({ name: 'people.deletedSince', text: 'SELECT id FROM people WHERE deleted_at > $1' }, [since]);
-  return rows.map((row) => row.id);
-}

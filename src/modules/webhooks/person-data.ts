@@ -10,7 +10,8 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
-import { peopleDeletedSince, purgePersonPayloads } from './delivery-store.ts';
+import { peopleDeletedSince } from '../people/index.ts';
+import { purgePersonPayloads } from './delivery-store.ts';
 import { purgePersonEventData } from './fan-out-store.ts';
 
 /** What the deletion itself emits after its purge, with the person's data on purpose: never purged by the sweep. */
