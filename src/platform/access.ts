@@ -10,7 +10,6 @@ import { errors } from './errors.ts';
 import { FAILED_AUTH_PER_MINUTE, routeLimitKey, routeLimits, type LimitState, type OpenLimit, type RateLimits } from './rate-limit.ts';
 import { sameHash, hashToken } from './secrets.ts';
 import type { Scope } from './scopes.ts';
-import { ipKey } from './client-ip.ts';
 
 export type RouteAccess =
   /** Public API: a valid API key holding any one of `scopes`; none listed: any valid key (the 405 answers). */
@@ -80,7 +79,7 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
     if (access.kind === 'open') {
       if (!access.perIp) return;
       // Before the handler, so that a guessed setup link or command id costs no database query past the limit.
-      const state = await limits.consume(access.perIp.bucket, ipKey(request.ip), access.perIp.perMinute);
+      const state = await limits.consume(access.perIp.bucket, request.clientKey, access.perIp.perMinute);
       if (state.exceeded) throw limits.refusal(state);
       return;
     }
@@ -90,7 +89,7 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
       return;
     }
 
-    const ip = ipKey(request.ip);
+    const ip = request.clientKey;
     const lockout = await limits.isExhausted('auth-failed', ip, FAILED_AUTH_PER_MINUTE);
     if (lockout.exceeded) {
       // The lock-out is what refuses, whatever the key: its budget (30, none left) is the one described.

@@ -1,9 +1,26 @@
 // Whose X-Forwarded-For entries are believed (TRUST_PROXY, README: Configuration and Security). Every per-IP
 // rule (failed-authentication lock-out, the anonymous budget, the request log) reads `request.ip`, which
 // Fastify takes from X-Forwarded-For through the proxies this trusts, right to left; the limits count it by
-// ipKey.
+// `request.clientKey` (ipKey of it), so that no limit counts an IPv6 client by each of its addresses.
+import type { FastifyInstance } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import type { TrustProxy } from '../config.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What every per-IP limit counts this request's client by: ipKey(request.ip). */
+    readonly clientKey: string;
+  }
+}
+
+/** `request.clientKey`, worked out when a limit first asks for it. */
+export function installClientKey(app: FastifyInstance): void {
+  app.decorateRequest('clientKey', {
+    getter(this: { ip: string }) {
+      return ipKey(this.ip);
+    },
+  });
+}
 
 /** Where a proxy of a hop count may sit: proxy-addr's `loopback`, `linklocal` and `uniquelocal`. */
 const PROXY_RANGES = new Set(['loopback', 'linkLocal', 'private', 'uniqueLocal']);

@@ -7,7 +7,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from './db/index.ts';
 import { listMigrations } from './db/migrate.ts';
 import type { RateLimits } from './rate-limit.ts';
-import { ipKey } from './client-ip.ts';
 
 /** The longest a readiness check waits for the database; a slower one reads as down. */
 export const READINESS_TIMEOUT_MS = 2000;
@@ -89,7 +88,7 @@ export function healthRoutes(app: FastifyInstance, probes: ReadinessProbes, limi
   const common = { config: { access: { kind: 'open' as const } }, logLevel: 'silent' as const };
   app.get('/healthz', { ...common, schema: { hide: true, response: { 200: Alive } } }, async () => ({ status: 'ok' as const }));
   const limited = async (request: FastifyRequest) => {
-    const state = await limits.consume('readyz', ipKey(request.ip), READINESS_PER_MINUTE);
+    const state = await limits.consume('readyz', request.clientKey, READINESS_PER_MINUTE);
     if (state.exceeded) throw limits.refusal(state);
   };
   app.get('/readyz', { ...common, onRequest: limited, schema: { hide: true, response: { 200: Checked, 503: Checked } } }, async (_request, reply) => {

@@ -3,7 +3,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
-import { trustProxyOption } from './client-ip.ts';
+import { installClientKey, trustProxyOption } from './client-ip.ts';
 import type { ApiInstance } from './fastify.ts';
 import { ROUTER_MAX_PARAM_LENGTH, answerClientError, answerFrameworkError, escapeMalformedPath, genReqId } from './http.ts';
 import { loggerOptions } from './logger.ts';
@@ -39,5 +39,6 @@ export function createServer(config: Config, logger: LoggerSetting | undefined):
       connectionsCheckingInterval: Math.min(5000, (config.requestTimeoutSeconds * 1000) / 2),
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  installClientKey(app);
   return app;
 }

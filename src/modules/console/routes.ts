@@ -10,7 +10,6 @@ import { FAILED_AUTH_PER_MINUTE, type RateLimits } from '../../platform/rate-lim
 import type { LiveUpdates } from './live.ts';
 import { ACCOUNT_HEADER, CONSOLE_API_PREFIX, type ConsoleProxy, targetOf } from './proxy.ts';
 import { csrfMatches, SESSION_COOKIE, SESSION_LIFETIME_SECONDS, type ConsoleSession, type ConsoleSessions } from './sessions.ts';
-import { ipKey } from '../../platform/client-ip.ts';
 
 export interface ConsoleRouteDeps {
   sessions: ConsoleSessions;
@@ -32,11 +31,11 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
 
   /** The failed-authentication lock-out first, then the cookie's session; a wrong cookie counts as a failure. */
   async function sessionOf(request: FastifyRequest): Promise<ConsoleSession> {
-    const lockout = await limits.isExhausted('auth-failed', ipKey(request.ip), FAILED_AUTH_PER_MINUTE);
+    const lockout = await limits.isExhausted('auth-failed', request.clientKey, FAILED_AUTH_PER_MINUTE);
     if (lockout.exceeded) throw limits.refusal(lockout);
     const session = await sessions.resume(cookieOf(request, SESSION_COOKIE));
     if (!session) {
-      if (cookieOf(request, SESSION_COOKIE) !== undefined) await limits.consume('auth-failed', ipKey(request.ip), FAILED_AUTH_PER_MINUTE);
+      if (cookieOf(request, SESSION_COOKIE) !== undefined) await limits.consume('auth-failed', request.clientKey, FAILED_AUTH_PER_MINUTE);
       throw errors.consoleSignInRequired();
     }
     return session;
@@ -54,11 +53,11 @@ export function consoleRoutes(app: ApiInstance, deps: ConsoleRouteDeps): void {
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https' || deps.publicUrl.startsWith('https:');
 
   app.post('/console/session', { config: open, bodyLimit: SIGN_IN_BODY_LIMIT, schema: { hide: true, body: SignIn } }, async (request, reply) => {
-    const lockout = await limits.isExhausted('auth-failed', ipKey(request.ip), FAILED_AUTH_PER_MINUTE);
+    const lockout = await limits.isExhausted('auth-failed', request.clientKey, FAILED_AUTH_PER_MINUTE);
     if (lockout.exceeded) throw limits.refusal(lockout);
     const signedIn = await sessions.signIn(request.body.token);
     if (!signedIn) {
-      await limits.consume('auth-failed', ipKey(request.ip), FAILED_AUTH_PER_MINUTE);
+      await limits.consume('auth-failed', request.clientKey, FAILED_AUTH_PER_MINUTE);
       throw errors.consoleSignInFailed();
     }
     setCookie(reply, signedIn.cookieToken, SESSION_LIFETIME_SECONDS, secure(request));

@@ -19,7 +19,6 @@ import { gatewayIdOf } from './broker-accounts.ts';
 import { gatewayCredentialsValid, mayPublish, maySubscribe } from './gateway-access.ts';
 import { gatewayExists } from './store.ts';
 import { gatewayTopicPrefix } from './topics.ts';
-import { ipKey } from '../../platform/client-ip.ts';
 
 export const BROKER_AUTHENTICATE_PATH = '/broker/v1/authenticate';
 export const BROKER_AUTHORIZE_PATH = '/broker/v1/authorize';
@@ -59,9 +58,9 @@ export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits:
   const brokerOnly = async (request: FastifyRequest, _reply: FastifyReply) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
     if (match && sameHash(hashToken(match[1] as string), secretHash)) return;
-    const lockout = await limits.isExhausted(FAILED_SECRET_BUCKET, ipKey(request.ip), FAILED_AUTH_PER_MINUTE);
+    const lockout = await limits.isExhausted(FAILED_SECRET_BUCKET, request.clientKey, FAILED_AUTH_PER_MINUTE);
     if (lockout.exceeded) throw limits.refusal(lockout);
-    await limits.consume(FAILED_SECRET_BUCKET, ipKey(request.ip), FAILED_AUTH_PER_MINUTE);
+    await limits.consume(FAILED_SECRET_BUCKET, request.clientKey, FAILED_AUTH_PER_MINUTE);
     throw errors.unauthenticated();
   };
   const options = { config: { access: { kind: 'open' as const } }, bodyLimit: BODY_LIMIT, onRequest: brokerOnly };

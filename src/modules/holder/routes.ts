@@ -118,21 +118,21 @@ export function holderRoutes(app: ApiInstance, holder: HolderService, brand: str
   );
 
   app.post('/activate/:token/passkey/options', { config: setupLink, bodyLimit: BODY_LIMIT, schema: { hide: true, params: TokenParams } }, async (request, reply) =>
-    holderHeaders(reply).send(await holder.registrationOptions(request.params.token, request.ip)),
+    holderHeaders(reply).send(await holder.registrationOptions(request.params.token, request.clientKey)),
   );
   app.post(
     '/activate/:token/passkey',
     { config: setupLink, bodyLimit: BODY_LIMIT, schema: { hide: true, params: TokenParams, body: Assertion } },
-    async (request, reply) => holderHeaders(reply).send(await holder.register(request.params.token, request.body.response as unknown as RegistrationResponseJSON, request.ip)),
+    async (request, reply) => holderHeaders(reply).send(await holder.register(request.params.token, request.body.response as unknown as RegistrationResponseJSON, request.clientKey)),
   );
   app.post('/my-key/challenge', { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true } }, async (request, reply) =>
-    holderHeaders(reply).send(await holder.assertionOptions(request.ip)),
+    holderHeaders(reply).send(await holder.assertionOptions(request.clientKey)),
   );
   app.post('/my-key/doors', { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true, body: Assertion } }, async (request, reply) =>
-    holderHeaders(reply).send(await holder.doors(request.body.response as unknown as AuthenticationResponseJSON, request.ip)),
+    holderHeaders(reply).send(await holder.doors(request.body.response as unknown as AuthenticationResponseJSON, request.clientKey)),
   );
   app.post('/my-key/open', { config: open, bodyLimit: BODY_LIMIT, schema: { hide: true, body: OpenBody } }, async (request, reply) =>
-    holderHeaders(reply).send(await holder.open(request.body.response as unknown as AuthenticationResponseJSON, request.body.lock_id, request.ip, request.log)),
+    holderHeaders(reply).send(await holder.open(request.body.response as unknown as AuthenticationResponseJSON, request.body.lock_id, request.clientKey, request.log)),
   );
   app.get(
     '/my-key/commands/:id',

@@ -2,7 +2,6 @@
 // activated, and every later action a fresh WebAuthn assertion over a single-use 60 s challenge. A
 // discoverable credential names the key, so no cookie or link is involved: a forwarded link or a copied
 // cookie opens nothing.
-import { ipKey } from '../../platform/client-ip.ts';
 import { randomBytes } from 'node:crypto';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { FastifyBaseLogger } from 'fastify';
@@ -97,6 +96,7 @@ function challengeOf(response: { response?: { clientDataJSON?: unknown } }): str
   }
 }
 
+/** `client` in every method: the request's clientKey, what the per-address limits count the caller by. */
 export class HolderService {
   readonly origin: string;
   readonly rpId: string;
@@ -125,15 +125,15 @@ export class HolderService {
     if (state.exceeded) throw this.deps.limits.refusal(state);
   }
 
-  private async failed(ip: string, keyId: number | null): Promise<never> {
-    await this.deps.limits.consume('holder-failed', ipKey(ip), HOLDER_LIMITS.failedPerIp);
+  private async failed(client: string, keyId: number | null): Promise<never> {
+    await this.deps.limits.consume('holder-failed', client, HOLDER_LIMITS.failedPerIp);
     if (keyId !== null) await this.deps.limits.consume('holder-failed-key', String(keyId), HOLDER_LIMITS.failedPerKey);
     throw errors.passkeyRefused();
   }
 
   /** Registration options for a usable setup link (410 otherwise). */
-  async registrationOptions(token: string, ip: string) {
-    await this.limit('holder-challenge', ipKey(ip), HOLDER_LIMITS.challengesPerIp);
+  async registrationOptions(token: string, client: string) {
+    await this.limit('holder-challenge', client, HOLDER_LIMITS.challengesPerIp);
     const link = await this.deps.linkUsable(token);
     if (!link) throw errors.linkUnusable();
     const challenge = await this.newChallenge('register', hashToken(token));
@@ -151,52 +151,52 @@ export class HolderService {
   }
 
   /** Verifies the attestation, activates the link's key and binds the passkey to it. */
-  async register(token: string, response: RegistrationResponseJSON, ip: string): Promise<{ key_id: number; invitation_id: number }> {
-    const lockout = await this.deps.limits.isExhausted('holder-failed', ipKey(ip), HOLDER_LIMITS.failedPerIp);
+  async register(token: string, response: RegistrationResponseJSON, client: string): Promise<{ key_id: number; invitation_id: number }> {
+    const lockout = await this.deps.limits.isExhausted('holder-failed', client, HOLDER_LIMITS.failedPerIp);
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
-    if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(ip, null);
+    if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(client, null);
     const { verifyRegistrationResponse } = await webauthn();
     let verified;
     try {
       verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.origin, expectedRPID: this.rpId, requireUserVerification: true });
     } catch {
-      return this.failed(ip, null);
+      return this.failed(client, null);
     }
-    if (!verified.verified) return this.failed(ip, null);
+    if (!verified.verified) return this.failed(client, null);
     const { credential } = verified.registrationInfo;
     // A credential id is bound to one key only. Checked before the link is claimed; the unique index decides a
     // race, inside the activation, so that the link is never spent on a key with no device.
-    if (await findPasskey(this.deps.db, credential.id)) return this.failed(ip, null);
+    if (await findPasskey(this.deps.db, credential.id)) return this.failed(client, null);
     const publicKey = Buffer.from(credential.publicKey).toString('base64url');
     try {
       return await this.deps.activate(token, (tx, keyId) => insertPasskey(tx, keyId, credential.id, publicKey, credential.counter, this.now()));
     } catch (error) {
-      if (isDuplicatePasskey(error)) return this.failed(ip, null);
+      if (isDuplicatePasskey(error)) return this.failed(client, null);
       throw error;
     }
   }
 
   /** Options for an assertion: a new challenge, discoverable credentials (no list of ids). */
-  async assertionOptions(ip: string) {
-    await this.limit('holder-challenge', ipKey(ip), HOLDER_LIMITS.challengesPerIp);
+  async assertionOptions(client: string) {
+    await this.limit('holder-challenge', client, HOLDER_LIMITS.challengesPerIp);
     const challenge = await this.newChallenge('assert', null);
     const { generateAuthenticationOptions } = await webauthn();
     return generateAuthenticationOptions({ rpID: this.rpId, challenge, userVerification: 'required', timeout: CHALLENGE_TTL_MS });
   }
 
   /** Checks an assertion (challenge spent once, signature, origin, RP id, counter): the key it names. */
-  private async verify(response: AuthenticationResponseJSON, ip: string): Promise<HolderKeyRow> {
-    const lockout = await this.deps.limits.isExhausted('holder-failed', ipKey(ip), HOLDER_LIMITS.failedPerIp);
+  private async verify(response: AuthenticationResponseJSON, client: string): Promise<HolderKeyRow> {
+    const lockout = await this.deps.limits.isExhausted('holder-failed', client, HOLDER_LIMITS.failedPerIp);
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
-    if (!challenge || typeof response.id !== 'string') return this.failed(ip, null);
+    if (!challenge || typeof response.id !== 'string') return this.failed(client, null);
     const passkey = await findPasskey(this.deps.db, response.id);
     if (passkey) {
       const keyLockout = await this.deps.limits.isExhausted('holder-failed-key', String(passkey.key_id), HOLDER_LIMITS.failedPerKey);
       if (keyLockout.exceeded) throw this.deps.limits.refusal(keyLockout);
     }
-    if (!(await spendChallenge(this.deps.db, challenge, 'assert', null, this.now())) || !passkey) return this.failed(ip, passkey?.key_id ?? null);
+    if (!(await spendChallenge(this.deps.db, challenge, 'assert', null, this.now())) || !passkey) return this.failed(client, passkey?.key_id ?? null);
     const { verifyAuthenticationResponse } = await webauthn();
     let verified;
     try {
@@ -209,13 +209,13 @@ export class HolderService {
         requireUserVerification: true,
       });
     } catch {
-      return this.failed(ip, passkey.key_id);
+      return this.failed(client, passkey.key_id);
     }
-    if (!verified.verified) return this.failed(ip, passkey.key_id);
+    if (!verified.verified) return this.failed(client, passkey.key_id);
     // The counter moves forward once per use (or stays 0 where the authenticator keeps none).
-    if (!(await recordPasskeyUse(this.deps.db, passkey.id, verified.authenticationInfo.newCounter, this.now()))) return this.failed(ip, passkey.key_id);
+    if (!(await recordPasskeyUse(this.deps.db, passkey.id, verified.authenticationInfo.newCounter, this.now()))) return this.failed(client, passkey.key_id);
     const key = await findHolderKey(this.deps.db, passkey.key_id);
-    if (!key) return this.failed(ip, null);
+    if (!key) return this.failed(client, null);
     await this.limit('holder-taps', String(key.id), HOLDER_LIMITS.tapsPerKey);
     return key;
   }
@@ -245,8 +245,8 @@ export class HolderService {
   }
 
   /** "Show my doors": the doors the key opens and when. */
-  async doors(response: AuthenticationResponseJSON, ip: string): Promise<KeyView> {
-    const key = await this.verify(response, ip);
+  async doors(response: AuthenticationResponseJSON, client: string): Promise<KeyView> {
+    const key = await this.verify(response, client);
     const now = this.now();
     const refusal = this.keyRefusal(key, now);
     const doors = refusal ? [] : await keyDoors(this.deps.db, this.accessKey(key), now);
@@ -270,8 +270,8 @@ export class HolderService {
    * "Open": the one decision, then one command for the lock; a refusal says why and is logged as access.denied.
    * `log`: the request's logger (a line about the command carries its request id).
    */
-  async open(response: AuthenticationResponseJSON, lockId: number, ip: string, log: FastifyBaseLogger) {
-    const key = await this.verify(response, ip);
+  async open(response: AuthenticationResponseJSON, lockId: number, client: string, log: FastifyBaseLogger) {
+    const key = await this.verify(response, client);
     const now = this.now();
     const holder: KeyHolder = {
       accountId: key.account_id,
