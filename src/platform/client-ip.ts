@@ -13,7 +13,7 @@ declare module 'fastify' {
   }
 }
 
-/** `request.clientKey`, worked out when a limit first asks for it. */
+/** `request.clientKey`, worked out from request.ip each time a limit asks (no parse for IPv4: see ipKey). */
 export function installClientKey(app: FastifyInstance): void {
   app.decorateRequest('clientKey', {
     getter(this: { ip: string }) {

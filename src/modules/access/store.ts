@@ -317,7 +317,6 @@ export async function claimSync(db: Queryable, gatewayId: number, version: numbe
 
 // ---- whole-account rebuilds (rebuilds.ts) ------------------------------------------------------------------
 
-/** Asks for the account's lists to be built again from its first key (a request already waiting starts over). */
 /**
  * Asks for a whole-account rebuild. One already running is not started over: it goes on, and round again up to
  * where it stands now (rebuild-progress.ts).
@@ -326,7 +325,7 @@ export async function requestRebuild(tx: Queryable, accountId: number, now: Date
   await tx.query(
     `INSERT INTO access_rebuilds (account_id, requested_at) VALUES ($1, $2)
      ON CONFLICT (account_id) DO UPDATE SET requested_at = EXCLUDED.requested_at, generation = access_rebuilds.generation + 1,
-                                            until_key_id = access_rebuilds.after_key_id, wrapped = false`,
+                                            round_until_key_id = access_rebuilds.last_built_key_id, wrapped = false`,
     [accountId, now],
   );
 }
@@ -341,15 +340,15 @@ const REBUILD_LOCK = 727275;
 
 interface RebuildRow {
   generation: string;
-  after_key_id: string;
-  until_key_id: string;
+  last_built_key_id: string;
+  round_until_key_id: string;
   wrapped: boolean;
 }
 
-const REBUILD_COLUMNS = 'generation, after_key_id, until_key_id, wrapped';
+const REBUILD_COLUMNS = 'generation, last_built_key_id, round_until_key_id, wrapped';
 
 function toProgress(row: RebuildRow): RebuildProgress {
-  return { generation: String(row.generation), afterKeyId: Number(row.after_key_id), untilKeyId: Number(row.until_key_id), wrapped: row.wrapped };
+  return { generation: String(row.generation), afterKeyId: Number(row.last_built_key_id), untilKeyId: Number(row.round_until_key_id), wrapped: row.wrapped };
 }
 
 /**
@@ -382,6 +381,6 @@ export async function recordRebuildPart(tx: Queryable, accountId: number, claime
     await tx.query('DELETE FROM access_rebuilds WHERE account_id = $1', [accountId]);
     return 'done';
   }
-  await tx.query('UPDATE access_rebuilds SET after_key_id = $2, until_key_id = $3, wrapped = $4 WHERE account_id = $1', [accountId, next.afterKeyId, next.untilKeyId, next.wrapped]);
+  await tx.query('UPDATE access_rebuilds SET last_built_key_id = $2, round_until_key_id = $3, wrapped = $4 WHERE account_id = $1', [accountId, next.afterKeyId, next.untilKeyId, next.wrapped]);
   return 'built';
 }
