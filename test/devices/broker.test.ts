@@ -207,6 +207,44 @@ describe('what a gateway may publish and subscribe to', () => {
   });
 });
 
+describe('a gateway that stops reading what it is sent', () => {
+  test('is closed once its socket holds more than MAX_UNDRAINED_FORWARDS messages, and the other gateways go on getting theirs at once', async () => {
+    // A broker of the test's own, so that it can send large messages to one gateway (the service sends answers,
+    // lists and commands; a gateway that asks thousands of questions and reads nothing fills its socket the same way).
+    const disconnected = new Set<number>();
+    const broker = new EmbeddedBroker(ctx.database.db, { connected: () => undefined, disconnected: (id) => disconnected.add(id) }, () => undefined, MAX_PACKET_BYTES, pino({ level: 'silent' }));
+    const port = await broker.start(0, '127.0.0.1');
+    const link = broker.link();
+    try {
+      const stalled = (await site()).gateway;
+      const other = (await site()).gateway;
+      const url = `mqtt://127.0.0.1:${port}`;
+      const connectTo = (gateway: GatewayCredentials) => connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url } });
+      const staller = await connectTo(stalled);
+      await staller.subscribeAsync(gatewayTopic(stalled, 'access/answer'), { qos: 1 });
+      const reader = await connectTo(other);
+      const received: string[] = [];
+      reader.on('message', (_topic, payload) => received.push(payload.toString()));
+      await reader.subscribeAsync(gatewayTopic(other, 'access/answer'), { qos: 1 });
+      (staller.stream as Socket).pause(); // reads nothing from now on
+      // More than Aedes's deliveries in flight used to be (100), each far larger than a socket takes at once.
+      const big = { id: randomUUID(), filler: 'x'.repeat(60 * 1024) };
+      // Sent one after another, as answers come (each forward finds the socket as the last ones left it).
+      for (let i = 0; i < 300 && !disconnected.has(stalled.id); i++) {
+        void link.publish(gatewayTopic(stalled, 'access/answer'), big).catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      await waitFor(() => disconnected.has(stalled.id), 'the gateway that reads nothing closed', 10_000);
+      const started = Date.now();
+      await link.publish(gatewayTopic(other, 'access/answer'), { id: 'still served' });
+      await waitFor(() => received.some((m) => m.includes('still served')), 'the other gateway served', 3000);
+      assert.ok(Date.now() - started < 3000, 'at once, not after a drain time-out');
+    } finally {
+      await broker.close();
+    }
+  });
+});
+
 describe('a gateway cut off while it logs in', () => {
   test('a login whose password was read before the gateway was cut off (a rotation) is refused, not left open', async () => {
     const { gateway } = await site();

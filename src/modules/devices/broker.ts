@@ -22,6 +22,18 @@ const NOT_AUTHORIZED = 5;
 export const CONNECT_TIMEOUT_MS = 5000;
 /** The one kind of gateway message that may be retained (its last presence, for services that start later). */
 const RETAINED_GATEWAY_PUBLISH = 'presence';
+/**
+ * Messages forwarded to a connection whose socket has not drained since the last one it could not take: past this
+ * many it is not reading, and is closed. Each such message holds one of Aedes's deliveries in flight until the socket
+ * drains, and when they are all held no gateway gets anything (a gateway that stopped reading and asked thousands of
+ * questions stalled every account's answers for a minute). The service sends a list part by part, each after the
+ * last was taken, so a gateway that reads, even slowly, stays far below it.
+ */
+export const MAX_UNDRAINED_FORWARDS = 32;
+/** Aedes's deliveries in flight at once (its default 100): room for many slow gateways beside the others. */
+const DELIVERIES_IN_FLIGHT = 1000;
+/** How long a delivery may wait for a connection's socket to drain before the connection is closed (Aedes's default 60 s). */
+const DRAIN_TIMEOUT_MS = 15_000;
 
 function authError(code: number, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode: code }) as AuthenticateError;
@@ -53,6 +65,8 @@ export class EmbeddedBroker {
   private readonly cutOffAt = new Map<number, number>();
   private cuts = 0;
   private readonly subscribeRefusals: SubscribeRefusals;
+  /** Messages forwarded to each connection since its socket last could take them (see MAX_UNDRAINED_FORWARDS). */
+  private readonly undrained = new WeakMap<Client, number>();
 
   constructor(
     private readonly db: Database,
@@ -67,6 +81,8 @@ export class EmbeddedBroker {
   async start(port: number, host: string): Promise<number> {
     const broker = await Aedes.createBroker({
       connectTimeout: CONNECT_TIMEOUT_MS,
+      concurrency: DELIVERIES_IN_FLIGHT,
+      drainTimeout: DRAIN_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         void this.authenticate(client, username, password).then(
           (ok) => done(ok ? null : authError(BAD_CREDENTIALS, 'bad user name or password'), ok),
@@ -86,6 +102,7 @@ export class EmbeddedBroker {
         if (handled) void handled.then(() => callback(null));
         else callback(null);
       },
+      authorizeForward: (client, packet) => (this.notReading(client) ? null : packet),
       // A filter it may not have closes the connection, as a refused publish does (README "Security"): a
       // SUBACK failure code per filter kept it open for the next packet of thousands. Logged once (subscribe-refusals.ts).
       authorizeSubscribe: (client, subscription, callback) => {
@@ -132,6 +149,23 @@ export class EmbeddedBroker {
   /** Gateways with a connection open now (latchkey_gateways_connected). */
   get connectedGateways(): number {
     return this.connectionsOf.size;
+  }
+
+  /** Whether a connection has stopped reading what it is sent (then closed, and sent nothing more). */
+  private notReading(client: Client): boolean {
+    if (!client.conn.writableNeedDrain) {
+      this.undrained.delete(client);
+      return false;
+    }
+    const forwarded = (this.undrained.get(client) ?? 0) + 1;
+    this.undrained.set(client, forwarded);
+    if (forwarded <= MAX_UNDRAINED_FORWARDS) return false;
+    if (forwarded === MAX_UNDRAINED_FORWARDS + 1) {
+      this.log.warn({ gatewayId: this.gatewayOf.get(client), undrained: forwarded }, 'mqtt connection not reading what it is sent; closed');
+      // Closing fails the deliveries waiting for its socket at once, which frees them for the other gateways.
+      setImmediate(() => client.close());
+    }
+    return true;
   }
 
   /** Why a gateway's publish is refused, or null. */
