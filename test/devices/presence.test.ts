@@ -7,6 +7,7 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { advanceClock, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { closedWithin, within } from '../helpers/gateways.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
+import { STATE_CHANGE_MS } from '../../src/modules/devices/presence.ts';
 
 interface Gateway {
   id: number;
@@ -87,6 +88,22 @@ describe('embedded broker', () => {
       events.map((e) => [e.type, e.data.lock.id, e.data.online]),
       s.locks.map((id) => ['lock.online', id, true]),
     );
+  });
+
+  test('a gateway flooding online and offline changes state at most once a second here, and ends in its last word', async () => {
+    const s = await site(ctx.service);
+    const client = await connectGateway(s.gateway);
+    await eventually(async () => (await online(ctx.service, s.token, s.locks[0] as number)) === true, 'online');
+    const topic = `latchkey/v1/gateways/${s.gateway.id}/presence`;
+    const started = Date.now();
+    for (let i = 0; i < 400; i++) client.publish(topic, i % 2 === 0 ? '{"online":false}' : '{"online":true}', { qos: 0 });
+    await client.publishAsync(topic, '{"online":false}', { qos: 1 });
+    await eventually(async () => (await online(ctx.service, s.token, s.locks[0] as number)) === false, 'offline: its last word');
+    await new Promise((resolve) => setTimeout(resolve, STATE_CHANGE_MS + 200)); // nothing more waits
+    const seconds = (Date.now() - started) / 1000;
+    const changes = (await presenceEvents(ctx.service, s.account.id)).length / s.locks.length - 1; // the first online is the login's
+    assert.ok(changes <= Math.ceil(seconds) + 1, `${changes} changes in ${seconds.toFixed(1)} s of 401 announcements`);
+    assert.equal(await gatewayOnline(s.gateway.id), false);
   });
 
   test('an abrupt disconnect (the will) marks the locks offline within seconds', async () => {

@@ -116,14 +116,23 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     record: recordEvent,
   });
 
+  /** What each gateway last said of its list in a presence (`access_list.expired`). */
+  const listExpiredSaid = new Map<number, unknown>();
   const onMessage: GatewayMessageHandler = (gatewayId, topic, payload) => {
     const message = payload as Record<string, unknown>;
     const announced = topic === 'presence' ? message.online : undefined;
-    if (announced === false) return void presence.lost(gatewayId);
-    if (announced === true) {
-      presence.connected(gatewayId);
-      access.presence(gatewayId, message);
-    } else presence.heard(gatewayId); // any message from the gateway is contact
+    if (typeof announced === 'boolean') {
+      const acted = presence.announce(gatewayId, announced);
+      // What it says of its copy of the list is written when it says something new, not with each repeat.
+      const listExpired = (message.access_list as { expired?: unknown } | undefined)?.expired;
+      if (announced && (acted || listExpired !== listExpiredSaid.get(gatewayId))) {
+        listExpiredSaid.set(gatewayId, listExpired);
+        access.presence(gatewayId, message);
+      }
+      // Read on once what it changed is written (the embedded broker waits for this), so that a flood waits in the gateway.
+      return pipeline.settled(gatewayId);
+    }
+    presence.heard(gatewayId); // any message from the gateway is contact
     if (topic === 'events') {
       const event = parseGatewayEvent(payload);
       if (!event) {

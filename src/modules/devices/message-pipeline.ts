@@ -128,6 +128,11 @@ export class GatewayMessagePipeline {
     this.closing = true;
   }
 
+  /** Resolves once the gateway's work queued so far has run. */
+  settled(gatewayId: number): Promise<void> {
+    return this.queues.get(gatewayId) ?? Promise.resolve();
+  }
+
   /** Resolves once the work queued so far has run. */
   async drained(): Promise<void> {
     await Promise.allSettled([...this.queues.values()]);
