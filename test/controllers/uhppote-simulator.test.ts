@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { after, before, mock, test } from 'node:test';
 import { ControllerUnreachable, UhppoteClient, type ControllerAddress } from '../../src/modules/controllers/uhppote/client.ts';
-import { REASON, type ControllerStatus, type TimeProfile } from '../../src/modules/controllers/uhppote/codec.ts';
+import { decodeRequest, encodeResponse, REASON, type ControllerStatus, type TimeProfile } from '../../src/modules/controllers/uhppote/codec.ts';
 import { ControllerEventListener } from '../../src/modules/controllers/uhppote/listener.ts';
 import { startSimulatedController, type SimulatedController } from '../helpers/uhppote-simulator.ts';
 
@@ -50,6 +50,31 @@ test('a late answer to a request sent again is never taken for the answer to the
   } finally {
     await impatient.close();
     await slow.close();
+  }
+});
+
+test("an answer from the board's address but another port is not the board's: only its own answer is taken", async () => {
+  // A board that answers 20 ms late, and an attacker on its segment who sees the request and answers at once with
+  // the board's address as source (127.0.0.1 here) from a port of its own.
+  const boardSocket = dgram.createSocket('udp4');
+  const forger = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => boardSocket.bind(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => forger.bind(0, '127.0.0.1', () => resolve()));
+  const serial = 606060606;
+  const late = new Set<NodeJS.Timeout>();
+  boardSocket.on('message', (message, from) => {
+    const { request } = decodeRequest(message);
+    if (request.fn !== 'get-cards') return;
+    forger.send(encodeResponse(serial, { fn: 'get-cards', serial, count: 999 }), from.port, from.address);
+    late.add(setTimeout(() => boardSocket.send(encodeResponse(serial, { fn: 'get-cards', serial, count: 1 }), from.port, from.address), 20));
+  });
+  try {
+    const c: ControllerAddress = { serial, host: '127.0.0.1', port: boardSocket.address().port, transport: 'udp' };
+    assert.equal(await client.getCards(c), 1, "the forged answer from another port was taken for the board's");
+  } finally {
+    for (const timer of late) clearTimeout(timer);
+    await new Promise<void>((resolve) => boardSocket.close(() => resolve()));
+    await new Promise<void>((resolve) => forger.close(() => resolve()));
   }
 });
 

@@ -1,7 +1,7 @@
 // A client of UHPPOTE controllers: many requests in flight to many controllers at once, one at a time per
 // controller (the boards answer in order and drop requests under load). Each UDP exchange has a socket of its
-// own on an ephemeral port, and a reply is matched by (source address, serial, function code) on it; a request
-// is sent again after timeoutMs, up to `attempts` times. Newer boards also speak TCP on port 60000: one
+// own on an ephemeral port, and a reply is matched by (source address and port, serial, function code) on it; a
+// request is sent again after timeoutMs, up to `attempts` times. Newer boards also speak TCP on port 60000: one
 // connection per request, 64-byte frames. Replies that do not decode are dropped silently (they are never
 // logged: a packet can carry card numbers).
 import dgram from 'node:dgram';
@@ -165,7 +165,9 @@ export class UhppoteClient {
         } catch {
           return; // not a valid answer: ignored
         }
-        if (from.address !== c.host || response.serial !== c.serial || FUNCTION_CODES[response.fn] !== FUNCTION_CODES[fn]) return;
+        // From the board's address and port only: the address alone can be forged from anywhere on its segment,
+        // and a board answers from the port it was asked on.
+        if (from.address !== c.host || from.port !== c.port || response.serial !== c.serial || FUNCTION_CODES[response.fn] !== FUNCTION_CODES[fn]) return;
         end(() => resolve(response));
       });
       const send = (): void => {
