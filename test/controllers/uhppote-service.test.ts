@@ -580,3 +580,26 @@ describe('reconciliation', () => {
     assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`)).status, 204);
   });
 });
+
+describe('a delete the board did not take', () => {
+  test('a card the board answers "no" to deleting (and still holds) keeps the key sent, and is deleted when the board takes it', async () => {
+    const s = await site();
+    await createSecurityGroup(ctx.service, s.root, 'visitors'); // opens no door of the board
+    const simulated = await board();
+    await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.refuseDeletes(true);
+    const moved = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${key.id}`, { token: s.token, body: { security_groups: ['visitors'] } });
+    assert.equal(moved.status, 200, moved.text);
+    assert.ok(simulated.cards.has(CARD_NUMBER), 'the board kept the card');
+    assert.equal(moved.body.state, 'sent', 'confirmed although the board still holds the card');
+
+    simulated.refuseDeletes(false);
+    await waitFor(async () => {
+      await advanceClock(ctx.service, 60); // the queued write's next attempt
+      const read = await ctx.service.request<{ state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token });
+      return read.body.state === 'handed_over' && !simulated.cards.has(CARD_NUMBER);
+    }, 'the card deleted and the key confirmed');
+  });
+});

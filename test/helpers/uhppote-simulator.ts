@@ -44,6 +44,8 @@ export interface SimulatedController {
   setReachable(reachable: boolean): void;
   dropPushes(drop: boolean): void;
   refuseWrites(refuse: boolean): void;
+  /** delete-card answers "no" and the card stays (a board's fault, or a forged answer). */
+  refuseDeletes(refuse: boolean): void;
   /** Answers over UDP `ms` late (a slow board or network): a client that gives up sooner sends again and gets both answers. */
   delayAnswers(ms: number): void;
   /** The transports requests came over (udp, tcp). */
@@ -81,6 +83,7 @@ export async function startSimulatedController(options: {
   let reachable = true;
   let pushesDropped = false;
   let writesRefused = false;
+  let deletesRefused = false;
   let sequence = 0;
   const doorsOpen: [boolean, boolean, boolean, boolean] = [false, false, false, false];
   const timers = new Set<NodeJS.Timeout>();
@@ -183,7 +186,7 @@ export async function startSimulatedController(options: {
         sim.cards.set(request.record.card, request.record);
         return { fn: request.fn, serial, ok: true };
       case 'delete-card':
-        return { fn: request.fn, serial, ok: sim.cards.delete(request.card) };
+        return { fn: request.fn, serial, ok: !deletesRefused && sim.cards.delete(request.card) };
       case 'delete-all-cards':
         sim.cards.clear();
         return { fn: request.fn, serial, ok: true };
@@ -323,6 +326,9 @@ export async function startSimulatedController(options: {
     },
     refuseWrites(refuse: boolean) {
       writesRefused = refuse;
+    },
+    refuseDeletes(refuse: boolean) {
+      deletesRefused = refuse;
     },
     delayAnswers(ms: number) {
       answerDelayMs = ms;

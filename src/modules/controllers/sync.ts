@@ -44,7 +44,7 @@ export interface SyncDeps {
 
 /** What a sync of some keys did on each board of the account. */
 export interface SyncOutcome {
-  /** Boards that did not answer: their writes wait (the key stays `sent`). */
+  /** Boards that did not answer, or still hold a card they were told to delete: their writes wait (the key stays `sent`). */
   unreachable: number[];
   /** A board answered "no" to a write (its card list is full, say): the change is refused. */
   refused: string[];
@@ -197,20 +197,30 @@ export class ControllerSync {
     const stored = await storedCards(db, controller.gateway_id, keyIds, [...digests.values()]);
     const address = addressOf(controller);
     const wanted = new Set(digests.values());
+    /** Keys whose old card the board may still hold: kept recorded (the record is what the retry deletes). */
+    const undeleted = new Set<number>();
     // Cards that should be here no more (the key was revoked, expired, lost its doors, or its number moved to
     // another key): deleted from the board unless another key's plan puts the same number back.
     for (const row of stored) {
       const still = digests.get(row.key_id) === row.card_digest;
       if (still) continue;
       if (!wanted.has(row.card_digest)) {
-        await client.deleteCard(address, Number(secrets.open(row.card_box)));
+        const card = Number(secrets.open(row.card_box));
+        // A "no" (or a forged answer) can leave the card on the board: it is gone only when read back absent
+        // (a board also says "no" for a card it no longer holds). Otherwise the board waits, as one away does.
+        if (!(await client.deleteCard(address, card)) && (await client.getCardById(address, card)) !== null) {
+          undeleted.add(row.key_id);
+          continue;
+        }
         outcome.deleted++;
       }
       await forgetCard(db, controller.gateway_id, row.key_id);
     }
+    if (undeleted.size > 0) outcome.unreachable.push(controller.gateway_id);
     const byKey = new Map(stored.map((row) => [row.key_id, row]));
     const known = await profileIds(db, controller.gateway_id);
     for (const plan of plans) {
+      if (undeleted.has(plan.keyId)) continue; // its new card's record would replace the old one's, still on the board
       const permissions = await this.permissions(controller, plan, known);
       if (typeof permissions === 'string') {
         outcome.problems.push(permissions);
