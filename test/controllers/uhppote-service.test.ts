@@ -424,6 +424,56 @@ describe('forged pushes', () => {
   });
 });
 
+describe('forged statuses', () => {
+  /** Until the board has answered get-status `n` more times (each a poll, run by the jobs). */
+  async function polls(simulated: SimulatedController, n: number): Promise<void> {
+    const target = (simulated.requests.get('get-status') ?? 0) + n;
+    await waitFor(async () => {
+      await runJobs();
+      return (simulated.requests.get('get-status') ?? 0) >= target;
+    }, `${n} polls`);
+  }
+
+  test("an event in a poll's status is not stored as such: what is stored is the board's own event at that index", async () => {
+    const s = await site();
+    const simulated = await board();
+    await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const next = simulated.events.length + 1;
+    simulated.forgeStatusEvent({ index: next, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
+    await polls(simulated, 2);
+    simulated.forgeStatusEvent(undefined);
+    assert.equal((await accessLog(s)).length, 0, 'the forged event was stored');
+    simulated.swipe(99999999, 1); // the board's own event at that index: nobody's card, refused
+    await waitFor(async () => (await accessLog(s)).length === 1, "the board's own event");
+    assert.deepEqual((await accessLog(s)).map((e) => [e.type, e.reason]), [['access.denied', 'unknown_key']]);
+  });
+
+  test("a first contact's status claiming an index the board does not have does not start the log past the board's events", async () => {
+    const s = await site();
+    const simulated = await board();
+    simulated.forgeStatusEvent({ index: 1_000_000, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
+    const res = await ctx.service.admin<ControllerView>('POST', '/admin/v1/controllers', {
+      location_id: s.root, name: 'Hall board', serial_number: simulated.serial, address: simulated.address.host, port: simulated.address.port,
+      door_locks: [{ door: 1, lock_id: s.front }],
+    });
+    assert.equal(res.status, 201, res.text);
+    await polls(simulated, 2);
+    assert.equal((await controllerView(res.body.id)).clock_set_at, null, 'first contact recorded on a status the board did not confirm');
+    simulated.forgeStatusEvent(undefined);
+    await waitFor(async () => {
+      await runJobs();
+      return (await controllerView(res.body.id)).clock_set_at !== null;
+    }, 'first contact recorded');
+    simulated.swipe(99999999, 1);
+    await waitFor(async () => {
+      await runJobs();
+      return (await accessLog(s)).length === 1;
+    }, "the board's first event after the contact");
+  });
+});
+
 describe('remote unlock and presence', () => {
   test('remote unlock is open-door on the board, confirmed by its answer, in the log once', async () => {
     const s = await site();

@@ -44,6 +44,8 @@ export interface SimulatedController {
   setReachable(reachable: boolean): void;
   dropPushes(drop: boolean): void;
   refuseWrites(refuse: boolean): void;
+  /** get-status answers with this event as the latest (a forged status); undefined: the board's own again. */
+  forgeStatusEvent(event: ControllerEvent | null | undefined): void;
   /** delete-card answers "no" and the card stays (a board's fault, or a forged answer). */
   refuseDeletes(refuse: boolean): void;
   /** Answers over UDP `ms` late (a slow board or network): a client that gives up sooner sends again and gets both answers. */
@@ -84,6 +86,7 @@ export async function startSimulatedController(options: {
   let pushesDropped = false;
   let writesRefused = false;
   let deletesRefused = false;
+  let forgedStatusEvent: ControllerEvent | null | undefined;
   let sequence = 0;
   const doorsOpen: [boolean, boolean, boolean, boolean] = [false, false, false, false];
   const timers = new Set<NodeJS.Timeout>();
@@ -157,7 +160,7 @@ export async function startSimulatedController(options: {
     const serial = options.serial;
     switch (request.fn) {
       case 'get-status':
-        return { fn: request.fn, serial, status: status() };
+        return { fn: request.fn, serial, status: forgedStatusEvent === undefined ? status() : { ...status(), event: forgedStatusEvent } };
       case 'get-time':
         return { fn: request.fn, serial, datetime: time() };
       case 'set-time':
@@ -326,6 +329,9 @@ export async function startSimulatedController(options: {
     },
     refuseWrites(refuse: boolean) {
       writesRefused = refuse;
+    },
+    forgeStatusEvent(event: ControllerEvent | null | undefined) {
+      forgedStatusEvent = event;
     },
     refuseDeletes(refuse: boolean) {
       deletesRefused = refuse;

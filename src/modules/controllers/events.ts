@@ -75,16 +75,22 @@ export class ControllerEvents {
   }
 
   /**
-   * Up to the board's latest event, as the board answered a poll's get-status: stored with every event before it
-   * the service has not read, fetched by index (at most MISSED_EVENTS_PER_POLL, the rest at the next push or poll).
+   * A poll's get-status named the board's latest event. A status is UDP as a push is, so it is only a wake-up too:
+   * every event before it the service has not read is read by index (get-event) and stored (at most
+   * MISSED_EVENTS_PER_POLL, the rest at the next push or poll). false: a first contact the board did not confirm.
    */
-  async caughtUp(controller: ControllerRow, latest: ControllerEvent | null): Promise<number> {
+  async caughtUp(controller: ControllerRow, latest: ControllerEvent | null): Promise<boolean> {
+    const claimed = latest?.index ?? 0;
     if (controller.last_event_index === null) {
-      // First contact: the log starts here; what the board recorded before it was set up is not imported.
-      await advanceEventIndex(this.deps.db, controller.gateway_id, latest?.index ?? 0);
-      return 0;
+      // First contact: the log starts here; what the board recorded before it was set up is not imported. The
+      // start is the index as get-event reads it back: a forged status could otherwise start it past every
+      // event the board will record.
+      if (claimed > 0 && (await this.deps.client.getEvent(addressOf(controller), claimed))?.index !== claimed) return false;
+      await advanceEventIndex(this.deps.db, controller.gateway_id, claimed);
+      return true;
     }
-    return (await this.readUpTo(controller, latest?.index ?? 0, latest)).stored;
+    await this.readUpTo(controller, claimed);
+    return true;
   }
 
   /**
@@ -95,22 +101,21 @@ export class ControllerEvents {
   async pushedUpTo(controller: ControllerRow, claimed: number): Promise<{ answered: boolean; more: boolean }> {
     // The first contact is a poll's (the board's own answer): a push could otherwise set where the log starts.
     if (controller.last_event_index === null) return { answered: false, more: false };
-    const read = await this.readUpTo(controller, claimed, null);
+    const read = await this.readUpTo(controller, claimed);
     return { answered: read.answered, more: read.upTo < claimed && read.complete };
   }
 
   /**
-   * Reads the board's events after the read index up to `upTo` (at most MISSED_EVENTS_PER_POLL), `latest` being the
-   * board's own answer for that index when a poll brought it, stores them and moves the read index on. `complete`:
-   * every index asked was answered with an event; a board that stopped answering is thrown after what came is stored.
+   * Reads the board's events after the read index up to `upTo` (at most MISSED_EVENTS_PER_POLL) by index, stores
+   * them and moves the read index on over the indexes read only. `complete`: every index asked was answered with an
+   * event; a board that stopped answering is thrown after what came is stored.
    */
-  private async readUpTo(controller: ControllerRow, upTo: number, latest: ControllerEvent | null): Promise<{ stored: number; upTo: number; answered: boolean; complete: boolean }> {
+  private async readUpTo(controller: ControllerRow, upTo: number): Promise<{ stored: number; upTo: number; answered: boolean; complete: boolean }> {
     const read = controller.last_event_index ?? 0;
     if (upTo <= read) return { stored: 0, upTo: read, answered: false, complete: true };
     const last = Math.min(upTo, read + MISSED_EVENTS_PER_POLL);
-    const known = latest && latest.index === last ? latest : null; // no need to ask for what the poll's answer holds
-    const run = known && last === read + 1 ? { events: [], stopped: null } : await this.deps.client.getEvents(addressOf(controller), read + 1, known ? last - 1 : last, EVENT_READ_WINDOW);
-    const events = run.stopped === null && known ? [...run.events, known] : run.events;
+    const run = await this.deps.client.getEvents(addressOf(controller), read + 1, last, EVENT_READ_WINDOW);
+    const events = run.events;
     // Read up to the last index answered; an event overwritten on the board (another index there) is gone.
     const readTo = read + events.length;
     const kept = events.filter((event, i) => event.index === read + 1 + i);

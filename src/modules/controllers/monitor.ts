@@ -74,8 +74,9 @@ export class ControllerMonitor {
         contact.listenerSetAt = clock.now();
       }
       // The events first: a first contact sets where the log starts, and whoever waits for the contact to be
-      // recorded (clock_set_at) then knows that a board's later events will be read.
-      await this.deps.events.caughtUp(board, status.event);
+      // recorded (clock_set_at) then knows that a board's later events will be read. Not while the board has not
+      // confirmed that start: the clock is set again at the next poll.
+      if (!(await this.deps.events.caughtUp(board, status.event))) delete contact.clockSetAt;
       await recordContactState(db, board.gateway_id, contact);
       return true;
     } catch (error) {
