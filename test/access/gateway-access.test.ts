@@ -210,7 +210,36 @@ describe('online decisions', () => {
     const card = await handOver(eastPerson.body.id, { credential: 'uid:0badcafe', security_groups: ['night'] });
     const gw = await door(s.gateway);
     const answer = await gw.ask(westDoor, 'uid:0badcafe');
-    assert.deepEqual([answer.granted, answer.reason, answer.key_id], [false, 'no_access', card.id]);
+    // It opens no lock of this gateway: answered as a card nobody holds (below); the log names it.
+    assert.deepEqual([answer.granted, answer.reason, answer.key_id], [false, 'unknown_key', null]);
+    await waitFor(async () => (await accessEvents(s.token)).length === 1, 'the denial in the log');
+    const [event] = await accessEvents(s.token);
+    assert.deepEqual([event?.type, event?.reason, event?.key?.id], ['access.denied', 'no_access', card.id]);
+  });
+
+  test("a gateway cannot tell another gateway's card from a number nobody holds: both unknown_key without key_id", async () => {
+    // The enumeration: trying card numbers on its own lock, a gateway learnt which open doors elsewhere.
+    const s = await site();
+    const other = await createGateway(ctx.service, s.root);
+    await createSecurityGroup(ctx.service, s.root, 'vault');
+    await createLock(ctx.service, s.root, { name: 'Vault', gateway_id: other.id, security_groups: ['vault'] });
+    const elsewhere = await handOver(s.personId, { credential: 'wiegand26:12:40000', security_groups: ['vault'] });
+    const returned = await handOver(s.personId, { credential: 'wiegand26:12:40001', security_groups: ['vault'] });
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${returned.id}/return`)).status, 200);
+    const gw = await door(s.gateway);
+    const strip = (answer: Answer) => ({ ...answer, id: undefined });
+    const nobody = strip(await gw.ask(s.front, 'wiegand26:12:39999'));
+    assert.deepEqual(nobody, { id: undefined, granted: false, reason: 'unknown_key', key_id: null });
+    assert.deepEqual(strip(await gw.ask(s.front, 'wiegand26:12:40000')), nobody, 'a card that opens a door of another gateway');
+    assert.deepEqual(strip(await gw.ask(s.front, 'wiegand26:12:40001')), nobody, 'a returned card of another gateway');
+    // The access log keeps who tried where.
+    await waitFor(async () => (await accessEvents(s.token)).length === 3, 'three denials in the log');
+    const logged = (await accessEvents(s.token)).map((e) => [e.reason, e.key?.id ?? null]).sort();
+    assert.deepEqual(logged, [['no_access', elsewhere.id], ['no_access', returned.id], ['unknown_key', null]].sort());
+    // Its own lab card at the front door (a door of this gateway it does not open) still names the key.
+    const own = await handOver(s.personId, { credential: 'wiegand26:12:40002', security_groups: ['lab'] });
+    const mine = await gw.ask(s.front, 'wiegand26:12:40002');
+    assert.deepEqual([mine.granted, mine.reason, mine.key_id], [false, 'no_access', own.id]);
   });
 
   test('a key outside its validity or its group window is refused with outside_time_window, and opens once inside', async () => {
@@ -254,7 +283,8 @@ describe('online decisions', () => {
     const moved = await ctx.service.request('PUT', `/v1/people/${s.personId}`, { token: people.token, body: { location_id: east } });
     assert.equal(moved.status, 200, moved.text);
     const denied = await gw.ask(s.front, 'uid:5eed5eed');
-    assert.deepEqual([denied.granted, denied.reason, denied.key_id], [false, 'no_access', card.id]);
+    // It opens no lock of this gateway now, so it is answered as a card nobody holds.
+    assert.deepEqual([denied.granted, denied.reason, denied.key_id], [false, 'unknown_key', null]);
     const change = await gw.next((l) => l.type === 'changes' && l.removed.includes(card.id), 'the key leaving the list', seen);
     assert.equal(change.entries.some((entry) => entry.key_id === card.id), false);
   });

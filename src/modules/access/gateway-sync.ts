@@ -15,7 +15,7 @@ import { decide } from './decision.ts';
 import { ACCESS_LISTS_CHANNEL, CATALOG_CHANNEL } from '../../platform/channels.ts';
 import { listMessages } from './list-messages.ts';
 import type { AccessLists } from './lists.ts';
-import { keyGroupIds, lockAccess, type AccountFacts } from './resolve.ts';
+import { keyGroupIds, lockAccess, opensOnGateway, type AccountFacts } from './resolve.ts';
 import {
   claimSync,
   entriesSince,
@@ -27,7 +27,14 @@ import {
   recordApplied,
   recordListExpired,
 } from './store.ts';
-import type { Decision } from './types.ts';
+import type { Decision, DenialReason } from './types.ts';
+
+/** What `access/answer` carries besides the request's id. */
+interface Answer {
+  granted: boolean;
+  reason: DenialReason | null;
+  key_id: number | null;
+}
 
 /** What the gateway side needs of the device link: publishing to a gateway, and the access log's pipeline. */
 export interface GatewayIo {
@@ -46,6 +53,18 @@ const PUSH_AGAIN_SECONDS = 5;
 const SYNC_CLAIM_MS = 2000;
 /** Account facts kept for online answers; dropped on every catalog change. */
 const FACTS_TTL_MS = 30_000;
+
+/**
+ * The answer to a gateway. A key of the account that opens no lock of this gateway is answered as a credential
+ * nobody holds: telling them apart let a gateway try card numbers and find the cards of other gateways' doors
+ * (the whole Wiegand-26 space in hours). A key that opens one of its locks is on its list already, so naming it
+ * tells the gateway nothing new.
+ */
+function answerFor(decision: Decision, opensOnThisGateway: boolean): Answer {
+  if (decision.granted) return { granted: true, reason: null, key_id: decision.keyId };
+  if (decision.keyId !== null && !opensOnThisGateway) return { granted: false, reason: 'unknown_key', key_id: null };
+  return { granted: false, reason: decision.reason, key_id: decision.keyId };
+}
 
 const isRowId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 const isVersion = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
@@ -133,10 +152,10 @@ export class GatewaySync {
       return;
     }
     const now = this.clock.now();
-    const decision = await this.decideOnline(facts, lock.id, presented, now);
-    const answer = { id, granted: decision.granted, reason: decision.granted ? null : decision.reason, key_id: decision.keyId };
+    const { decision, answer } = await this.decideOnline(facts, gatewayId, lock.id, presented, now);
     // The door waits for the answer, not for the log: a publish that fails is the gateway's to ask again.
-    await io.publish(gatewayId, 'access/answer', answer).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
+    await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
+    // The log keeps the truth (which key was tried at which door), for the account to see; the gateway got less.
     await io.record(gatewayId, {
       id: `request:${id}`,
       lock_id: lock.id,
@@ -147,14 +166,18 @@ export class GatewaySync {
     });
   }
 
-  /** The one decision, on what the service holds now. */
-  private async decideOnline(facts: AccountFacts, lockId: number, presented: string, at: Date): Promise<Decision> {
+  /** The one decision, on what the service holds now, and the answer the gateway may be told of it. */
+  private async decideOnline(facts: AccountFacts, gatewayId: number, lockId: number, presented: string, at: Date): Promise<{ decision: Decision; answer: Answer }> {
     const parsed = parseCredential(presented);
     const row = 'credential' in parsed ? await this.keys.find(facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
     const lock = facts.locks.get(lockId);
-    if (!row || !lock) return decide(null, null, 'UTC', at);
-    const access = lockAccess(keyGroupIds(facts, row.security_groups, row.person_path.map(Number)), lock);
-    return decide({ id: Number(row.id), state: row.state, startsAt: row.starts_at, expiresAt: row.expires_at }, access, lock.timeZone, at);
+    if (!row || !lock) {
+      const decision = decide(null, null, 'UTC', at);
+      return { decision, answer: answerFor(decision, false) };
+    }
+    const groups = keyGroupIds(facts, row.security_groups, row.person_path.map(Number));
+    const decision = decide({ id: Number(row.id), state: row.state, startsAt: row.starts_at, expiresAt: row.expires_at }, lockAccess(groups, lock), lock.timeZone, at);
+    return { decision, answer: answerFor(decision, opensOnGateway(facts, groups, gatewayId)) };
   }
 
   /**

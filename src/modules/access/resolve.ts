@@ -69,3 +69,14 @@ export function lockAccess(keyGroups: ReadonlySet<number>, lock: LockFacts): Loc
   if (shared.length === 0) return null;
   return { windows: mergeWindows(shared.map((group) => group.windows)) };
 }
+
+/**
+ * Whether a key's groups open any lock of a gateway (its state and dates aside): what that gateway's own list
+ * could hold of the key, and so what an online answer to it may name (gateway-sync.ts, answerFor).
+ */
+export function opensOnGateway(facts: AccountFacts, keyGroups: ReadonlySet<number>, gatewayId: number): boolean {
+  for (const lock of facts.locks.values()) {
+    if (lock.gatewayId === gatewayId && lockAccess(keyGroups, lock) !== null) return true;
+  }
+  return false;
+}
