@@ -15,6 +15,7 @@ import { decide } from './decision.ts';
 import { ACCESS_LISTS_CHANNEL, CATALOG_CHANNEL } from '../../platform/channels.ts';
 import { listMessages } from './list-messages.ts';
 import type { AccessLists } from './lists.ts';
+import { RequestLimit, REQUEST_BURST, REQUESTS_PER_SECOND } from './request-limit.ts';
 import { keyGroupIds, lockAccess, opensOnGateway, type AccountFacts } from './resolve.ts';
 import {
   claimSync,
@@ -84,6 +85,7 @@ export class GatewaySync {
    */
   private readonly syncsWaiting = new Map<number, { version: number; highest: number; answered: Promise<void> }>();
   private readonly keys: CredentialCache;
+  private readonly limit = new RequestLimit();
 
   constructor(
     private readonly db: Database,
@@ -130,6 +132,16 @@ export class GatewaySync {
    * access log once per (gateway, id), and the request acknowledged when it is.
    */
   request(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
+    const now = this.clock.now().getTime();
+    if (!this.limit.take(gatewayId, now)) {
+      // Over the limit: no answer and nothing logged, as when the link is down; the gateway decides from its copy
+      // (an answer `granted: false` would refuse a card its copy opens, and name no true reason).
+      const refused = this.limit.refused(gatewayId, now);
+      if (refused !== null) {
+        this.log.warn({ gatewayId, refused, perSecond: REQUESTS_PER_SECOND, burst: REQUEST_BURST }, 'access requests over the limit; not answered');
+      }
+      return undefined;
+    }
     const { id, lock_id: lockId, credential } = payload;
     if (typeof id !== 'string' || id === '' || id.length > 200 || id.includes('\u0000') || !isRowId(lockId) || typeof credential !== 'string') {
       this.log.warn({ gatewayId }, 'malformed access request; dropped');
