@@ -149,6 +149,34 @@ describe('online decisions', () => {
     assert.equal(await logged(), answered + 1);
   });
 
+  test('a repeated request id is answered with the decision logged for it, not decided again', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:0f0f0f0f' });
+    const gw = await door(s.gateway);
+    const id = randomUUID();
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f0f', id), { id, granted: true, reason: null, key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 1, 'the decision in the log');
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${card.id}/return`)).status, 200);
+    assert.equal((await gw.ask(s.front, 'uid:0f0f0f0f')).reason, 'no_access', 'a new request is decided anew');
+    gw.answers.delete(id);
+    // The same request again (a redelivery): the door acted on the first answer, which is the one the log holds.
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f0f', id), { id, granted: true, reason: null, key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'two decisions in the log');
+    assert.deepEqual((await accessEvents(s.token)).map((e) => e.type).sort(), ['access.denied', 'access.granted']);
+  });
+
+  test('a door event cannot take the log id of an online request: an event id starting request: is dropped', async () => {
+    const s = await site();
+    const gw = await door(s.gateway);
+    const id = randomUUID();
+    const planted = { id: `request:${id}`, lock_id: s.front, type: 'access.granted', occurred_at: new Date().toISOString(), key_id: null, reason: null };
+    await gw.client.publishAsync(`latchkey/v1/gateways/${s.gateway.id}/events`, JSON.stringify(planted), { qos: 1 });
+    const answer = await gw.ask(s.front, 'uid:0e0e0e0e', id);
+    assert.deepEqual(answer, { id, granted: false, reason: 'unknown_key', key_id: null });
+    await waitFor(async () => (await accessEvents(s.token)).length >= 1, 'the decision in the log');
+    assert.deepEqual((await accessEvents(s.token)).map((e) => [e.type, e.reason]), [['access.denied', 'unknown_key']]);
+  });
+
   test('refuses a credential nobody has (unknown_key), a lock outside the key groups (no_access) and a returned card', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:04a1b2c3' });

@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { Job } from '../../platform/jobs.ts';
-import type { GatewayEvent } from '../events/index.ts';
+import { REQUEST_ID_PREFIX, type GatewayEvent } from '../events/index.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { parseCredential } from './credentials.ts';
 import { decide } from './decision.ts';
@@ -27,6 +27,8 @@ import {
   loadAccountFacts,
   recordApplied,
   recordListExpired,
+  storedRequestDecision,
+  type AccessKeyRow,
 } from './store.ts';
 import type { Decision, DenialReason } from './types.ts';
 
@@ -86,6 +88,8 @@ export class GatewaySync {
   private readonly syncsWaiting = new Map<number, { version: number; highest: number; answered: Promise<void> }>();
   private readonly keys: CredentialCache;
   private readonly limit = new RequestLimit();
+  /** The answers this instance gave lately, by gateway and request id: a repeat arriving before the log holds it. */
+  private readonly answered = new LRUCache<string, Promise<Answer>>({ max: 10_000 });
 
   constructor(
     private readonly db: Database,
@@ -129,7 +133,8 @@ export class GatewaySync {
 
   /**
    * `{id, lock_id, credential}`: the decision goes back on `access/answer` at once; it is recorded in the
-   * access log once per (gateway, id), and the request acknowledged when it is.
+   * access log once per (gateway, id), and the request acknowledged when it is. A repeated id is answered with
+   * the decision made for it, not decided again.
    */
   request(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
     const now = this.clock.now().getTime();
@@ -163,13 +168,27 @@ export class GatewaySync {
       await io.publish(gatewayId, 'access/answer', { id, granted: false, reason: 'no_access', key_id: null });
       return;
     }
+    // A request id answered before gets that answer again, not a second decision: the log holds one per id.
+    const logId = `${REQUEST_ID_PREFIX}${id}`;
+    const name = `${gatewayId}:${id}`;
+    const earlier = this.answered.get(name);
+    const stored = earlier ? null : await storedRequestDecision(this.db, gatewayId, logId);
+    if (earlier || stored) {
+      const answer = earlier ? await earlier : await this.storedAnswer(facts, gatewayId, presented, stored as NonNullable<typeof stored>);
+      await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
+      return;
+    }
     const now = this.clock.now();
-    const { decision, answer } = await this.decideOnline(facts, gatewayId, lock.id, presented, now);
+    const decided = this.decideOnline(facts, gatewayId, lock.id, presented, now);
+    const answerOnce = decided.then((d) => d.answer);
+    this.answered.set(name, answerOnce);
+    answerOnce.catch(() => this.answered.get(name) === answerOnce && this.answered.delete(name));
+    const { decision, answer } = await decided;
     // The door waits for the answer, not for the log: a publish that fails is the gateway's to ask again.
     await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
     // The log keeps the truth (which key was tried at which door), for the account to see; the gateway got less.
     await io.record(gatewayId, {
-      id: `request:${id}`,
+      id: logId,
       lock_id: lock.id,
       type: decision.granted ? 'access.granted' : 'access.denied',
       occurred_at: now.toISOString(),
@@ -178,10 +197,28 @@ export class GatewaySync {
     });
   }
 
+  /**
+   * The answer to a repeated request from its entry in the log, which holds the truth: a key named there is named
+   * to the gateway only when the credential presented is still that key's and it opens a lock of this gateway.
+   */
+  private async storedAnswer(facts: AccountFacts, gatewayId: number, presented: string, stored: { type: string; keyId: number | null; reason: string | null }): Promise<Answer> {
+    if (stored.type === 'access.granted' && stored.keyId !== null) return { granted: true, reason: null, key_id: stored.keyId };
+    const reason = stored.reason === 'no_access' || stored.reason === 'outside_time_window' ? stored.reason : 'unknown_key';
+    const row = stored.keyId === null || reason === 'unknown_key' ? null : await this.lookUp(facts, presented);
+    if (!row || Number(row.id) !== stored.keyId) return { granted: false, reason: 'unknown_key', key_id: null };
+    const opens = opensOnGateway(facts, keyGroupIds(facts, row.security_groups, row.person_path.map(Number)), gatewayId);
+    return opens ? { granted: false, reason, key_id: stored.keyId } : { granted: false, reason: 'unknown_key', key_id: null };
+  }
+
+  /** The live key presenting a credential, in the account. */
+  private async lookUp(facts: AccountFacts, presented: string): Promise<AccessKeyRow | null> {
+    const parsed = parseCredential(presented);
+    return 'credential' in parsed ? this.keys.find(facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
+  }
+
   /** The one decision, on what the service holds now, and the answer the gateway may be told of it. */
   private async decideOnline(facts: AccountFacts, gatewayId: number, lockId: number, presented: string, at: Date): Promise<{ decision: Decision; answer: Answer }> {
-    const parsed = parseCredential(presented);
-    const row = 'credential' in parsed ? await this.keys.find(facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
+    const row = await this.lookUp(facts, presented);
     const lock = facts.locks.get(lockId);
     if (!row || !lock) {
       const decision = decide(null, null, 'UTC', at);

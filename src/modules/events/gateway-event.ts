@@ -12,6 +12,9 @@ export interface GatewayEvent {
   reason: string | null;
 }
 
+/** The gateway event ids of the access log's entries for online requests, which a gateway's events may not use. */
+export const REQUEST_ID_PREFIX = 'request:';
+
 /** A row id as the database holds it (int8) and JavaScript can carry exactly. */
 const isRowId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 /** Text PostgreSQL can store: NUL is the one character it refuses, and would fail the whole batch. */
@@ -22,7 +25,9 @@ const isStorableText = (value: unknown, max: number): value is string =>
 export function parseGatewayEvent(payload: unknown): GatewayEvent | null {
   const p = payload as Record<string, unknown>;
   if (!p || typeof p !== 'object') return null;
-  if (!isStorableText(p.id, 200)) return null;
+  // `request:` ids are the service's own entries for the gateway's online requests (access/gateway-sync.ts): an
+  // event taking one would stand in the log for a decision, and be answered to the request as that decision.
+  if (!isStorableText(p.id, 200) || p.id.startsWith(REQUEST_ID_PREFIX)) return null;
   if (!isRowId(p.lock_id)) return null;
   if (!(DOOR_EVENT_TYPES as readonly unknown[]).includes(p.type)) return null;
   if (!isStorableText(p.occurred_at, 64) || !parseClientTimestamp(p.occurred_at)) return null;
