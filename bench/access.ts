@@ -200,6 +200,9 @@ export async function accessRuns(
     DATABASE_TIMEOUT_SECONDS: '60',
     // A fixed port: the gateways' address stays the same when the embedded service is restarted.
     MQTT_PORT: mqttPort,
+    // The decisions are asked at DECISION_RATE over DECISION_GATEWAYS gateways (100 a second each by default), a
+    // load to measure, above what one gateway is let ask by default (50): the limit is not what is measured here.
+    GATEWAY_ACCESS_REQUESTS_PER_SECOND: String(Math.max(50, DECISION_RATE)),
     ...(mqttUrl ? { MQTT_URL: mqttUrl } : {}),
   };
   let server: ServiceProcess | null = await startBenchService(env);

@@ -49,6 +49,8 @@ export interface Config {
   mqttHttpAuthSecret: string | null;
   /** The largest MQTT packet the embedded broker reads, fixed header included; a larger one closes the connection. */
   mqttMaxPacketBytes: number;
+  /** Online access requests a second one gateway may keep up (four times as many at once); more go unanswered. */
+  gatewayAccessRequestsPerSecond: number;
   redisUrl: string | null;
   /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
   redisKeyPrefix: string;
@@ -277,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttHttpAuthSecret,
     // 64 KiB: a door event is a few hundred bytes. 268,435,460 is the largest packet MQTT can frame.
     mqttMaxPacketBytes: integer(env, 'MQTT_MAX_PACKET_BYTES', 65_536, 1024, 268_435_460),
+    gatewayAccessRequestsPerSecond: integer(env, 'GATEWAY_ACCESS_REQUESTS_PER_SECOND', 50, 1, 1_000_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: text(env, 'REDIS_KEY_PREFIX') ?? 'latchkey',
     publicUrl: publicUrl.replace(/\/+$/, ''),

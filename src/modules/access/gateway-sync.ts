@@ -15,7 +15,7 @@ import { decide } from './decision.ts';
 import { ACCESS_LISTS_CHANNEL, CATALOG_CHANNEL } from '../../platform/channels.ts';
 import { listMessages } from './list-messages.ts';
 import type { AccessLists } from './lists.ts';
-import { RequestLimit, REQUEST_BURST, REQUESTS_PER_SECOND } from './request-limit.ts';
+import { RequestLimit } from './request-limit.ts';
 import { keyGroupIds, lockAccess, opensOnGateway, type AccountFacts } from './resolve.ts';
 import {
   claimSync,
@@ -87,7 +87,7 @@ export class GatewaySync {
    */
   private readonly syncsWaiting = new Map<number, { version: number; highest: number; answered: Promise<void> }>();
   private readonly keys: CredentialCache;
-  private readonly limit = new RequestLimit();
+  private readonly limit: RequestLimit;
   /** The answers this instance gave lately, by gateway and request id: a repeat arriving before the log holds it. */
   private readonly answered = new LRUCache<string, Promise<Answer>>({ max: 10_000 });
 
@@ -97,8 +97,10 @@ export class GatewaySync {
     private readonly lists: AccessLists,
     private readonly log: FastifyBaseLogger,
     private readonly maxPacketBytes: number,
+    requestsPerSecond: number,
   ) {
     this.keys = new CredentialCache(db);
+    this.limit = new RequestLimit(requestsPerSecond);
   }
 
   attach(io: GatewayIo): void {
@@ -143,7 +145,7 @@ export class GatewaySync {
       // (an answer `granted: false` would refuse a card its copy opens, and name no true reason).
       const refused = this.limit.refused(gatewayId, now);
       if (refused !== null) {
-        this.log.warn({ gatewayId, refused, perSecond: REQUESTS_PER_SECOND, burst: REQUEST_BURST }, 'access requests over the limit; not answered');
+        this.log.warn({ gatewayId, refused, perSecond: this.limit.perSecond, burst: this.limit.burst }, 'access requests over the limit; not answered');
       }
       return undefined;
     }

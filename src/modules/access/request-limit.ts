@@ -1,12 +1,12 @@
 // How fast a gateway may ask about credentials (access/request): a token bucket per gateway, in this instance's
-// memory. A real door presents a few credentials a second at most; a gateway asking faster is trying numbers. With
+// memory. A door presents a few credentials a second at most, and a gateway with its copy of the list asks only
+// about those the copy does not hold; a gateway asking much faster is trying numbers. With
 // an external broker every instance receives every request (link.ts), so each instance's bucket sees what the
 // others see, and memory is enough.
 import { LRUCache } from 'lru-cache';
 
-/** Requests a second a gateway may keep up, and how many it may send at once after a quiet while. */
-export const REQUESTS_PER_SECOND = 10;
-export const REQUEST_BURST = 50;
+/** How many requests a gateway may send at once after a quiet while, in seconds of its rate. */
+const BURST_SECONDS = 4;
 /** A gateway over the limit is logged at most this often, with the number refused since its last line. */
 const LOG_EVERY_MS = 60_000;
 
@@ -20,10 +20,13 @@ export class RequestLimit {
   private readonly buckets = new LRUCache<number, Bucket>({ max: 100_000 });
   private readonly refusals = new LRUCache<number, { loggedAt: number; refused: number }>({ max: 100_000 });
 
-  constructor(
-    private readonly perSecond = REQUESTS_PER_SECOND,
-    private readonly burst = REQUEST_BURST,
-  ) {}
+  /** How many requests a gateway may send at once after a quiet while. */
+  readonly burst: number;
+
+  /** `perSecond`: GATEWAY_ACCESS_REQUESTS_PER_SECOND, what a gateway may keep up. */
+  constructor(readonly perSecond: number) {
+    this.burst = perSecond * BURST_SECONDS;
+  }
 
   /** Whether the gateway may ask now (`now` in ms); takes a token when it may. */
   take(gatewayId: number, now: number): boolean {

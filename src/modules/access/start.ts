@@ -13,7 +13,7 @@ export interface Access extends Module {
 export async function startAccess(core: Core): Promise<Access> {
   const { db, clock, jobs, log } = core;
   const lists = new AccessLists(core.secrets, clock);
-  const sync = new GatewaySync(db, clock, lists, log, core.config.mqttMaxPacketBytes);
+  const sync = new GatewaySync(db, clock, lists, log, core.config.mqttMaxPacketBytes, core.config.gatewayAccessRequestsPerSecond);
   await sync.start();
   jobs.register(sync.pushJob());
   const rebuilds = new ListRebuilds(db, lists, log);
