@@ -23,7 +23,7 @@ export interface WebhookMetrics {
  * Why a door event was not stored: not a door event, a repeat or a lock not on the gateway, refused by the
  * database, sent retained (an external broker passes it on; the gateway protocol does not allow it).
  */
-export type DoorEventDrop = 'malformed' | 'not_stored' | 'refused' | 'retained';
+export type DoorEventDrop = 'malformed' | 'not_stored' | 'refused' | 'retained' | 'overload';
 
 export interface DoorEventMetrics {
   received(): void;
@@ -126,7 +126,7 @@ export class Metrics implements RateLimitMetrics, WebhookMetrics, DoorEventMetri
   });
   private readonly doorEventsDropped = new Counter({
     name: 'latchkey_door_events_dropped_total',
-    help: 'Door events not stored, by reason: malformed, not_stored (a repeat, or a lock not on the gateway), refused (by the database), retained (sent retained).',
+    help: 'Door events not stored, by reason: malformed, not_stored (a repeat, or a lock not on the gateway), refused (by the database), retained (sent retained), overload (QoS 0 from a gateway far behind).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import mqttPacket, { type Packet } from 'mqtt-packet';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
-import { MqttLink } from '../../src/modules/devices/link.ts';
+import { MAX_QOS0_BEHIND, MqttLink } from '../../src/modules/devices/link.ts';
 import { waitFor } from '../helpers/gateways.ts';
 
 const closers: Array<() => Promise<unknown>> = [];
@@ -111,6 +111,40 @@ test('a filter the broker refuses is said missing (that one), and asked for agai
   assert.deepEqual(lines.filter((line) => line.level >= 40).map((line) => [line.msg, line.missing]), [
     ["the MQTT broker refused some of the service's gateway subscriptions; asking again", 1],
   ]);
+});
+
+test('a gateway sending QoS 0 faster than its messages are handled: past MAX_QOS0_BEHIND of them in hand, the rest are dropped, and counted', async () => {
+  const broker = await recordingBroker();
+  const config = loadConfig({ MQTT_URL: broker.url, MQTT_CLIENT_ID: 'latchkey-link-test-qos0' });
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let handled = 0;
+  const dropped: string[] = [];
+  const link = new MqttLink(
+    config,
+    () => {
+      handled++;
+      return held; // the database is slow: nothing handled finishes until released
+    },
+    pino({ level: 'silent' }),
+    { overloadDropped: (gatewayId, kind) => dropped.push(`${gatewayId} ${kind}`) },
+  );
+  await link.start();
+  closers.push(() => link.close());
+  const [socket] = broker.sockets;
+  assert.ok(socket);
+  const publish = (i: number) =>
+    socket.write(mqttPacket.generate({ cmd: 'publish', topic: 'latchkey/v1/gateways/7/events', payload: JSON.stringify({ id: `e${i}` }), qos: 0, retain: false, dup: false }, { protocolVersion: 5 }));
+  for (let i = 0; i < 1000; i++) publish(i);
+  await waitFor(() => handled + dropped.length === 1000, 'every message handled or dropped');
+  assert.equal(handled, MAX_QOS0_BEHIND, 'no more in hand than the bound');
+  assert.equal(dropped.length, 1000 - MAX_QOS0_BEHIND);
+  assert.equal(dropped[0], '7 events');
+  // Once handled, the gateway's next messages are taken again.
+  release();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  publish(1000);
+  await waitFor(() => handled === MAX_QOS0_BEHIND + 1, 'the next message handled');
 });
 
 const externalUrl = process.env.TEST_MQTT_URL;

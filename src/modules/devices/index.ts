@@ -155,6 +155,9 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
       retainedDropped: (_gatewayId, kind) => {
         if (kind === 'events') metrics.dropped('retained');
       },
+      overloadDropped: (_gatewayId, kind) => {
+        if (kind === 'events') metrics.dropped('overload');
+      },
     });
     gatewayUrl = config.gatewayMqttUrl ?? withoutCredentials(config.mqttUrl);
   } else {

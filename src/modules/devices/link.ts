@@ -58,6 +58,14 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
 
 /** How many unacknowledged messages the external broker may send the service at once (MQTT 5 Receive Maximum). */
 const RECEIVE_MAXIMUM = 1000;
+/**
+ * Receive Maximum bounds QoS 1 only: a gateway publishing at QoS 0 (the contract's QoS 1 topics too: a broker's
+ * ACLs cannot tell) had no bound, and 25 s of QoS 0 door events took the service to 2.3 GB. A QoS 0 message of a
+ * gateway with this many of its messages still being handled is dropped (at most once: the gateway chose so).
+ */
+export const MAX_QOS0_BEHIND = 200;
+/** A gateway whose QoS 0 messages are dropped is logged at most this often. */
+const OVERLOAD_LOG_MS = 60_000;
 /** How long the external broker has to acknowledge a command before the unlock answers 502. */
 const PUBLISH_TIMEOUT_MS = 5000;
 /** At shutdown, how long messages being written may take to be acknowledged. */
@@ -72,6 +80,8 @@ type SendPacket = (packet: Packet, callback?: (error?: Error) => void, ...rest: 
 export interface MqttLinkOptions {
   /** A gateway message other than presence came retained, and was dropped (the embedded broker refuses it). */
   retainedDropped?: (gatewayId: number, kind: GatewayTopic) => void;
+  /** A QoS 0 message of a gateway with MAX_QOS0_BEHIND of its messages still being handled, dropped. */
+  overloadDropped?: (gatewayId: number, kind: GatewayTopic) => void;
   /** How often refused subscriptions are asked for again (RESUBSCRIBE_MS; shorter in tests). */
   resubscribeMs?: number;
 }
@@ -100,6 +110,9 @@ export class MqttLink implements DeviceLink {
   private pending = new Map<number, Promise<void>>();
   /** Gateway topic filters granted on the current connection. */
   private granted = new Set<string>();
+  /** Each gateway's messages being handled (see MAX_QOS0_BEHIND), and when its dropping was last logged. */
+  private readonly handling = new Map<number, number>();
+  private readonly overloadLoggedAt = new Map<number, number>();
   private resubscribeTimer: NodeJS.Timeout | null = null;
   /** The subscribing of the latest connection. */
   private subscribing: Promise<void> = Promise.resolve();
@@ -146,7 +159,10 @@ export class MqttLink implements DeviceLink {
     });
     client.on('message', (topic, payload, packet) => {
       if (this.retainedRefused(client, topic, payload, packet)) return;
+      const match = parseGatewayTopic(topic);
+      if (match && packet.qos === 0 && this.overloaded(match.gatewayId, match.kind)) return;
       const handled = routeGatewayMessage(topic, payload, this.onMessage, this.log);
+      if (handled && match) this.behind(match.gatewayId, handled);
       if (handled && packet.qos === 1 && packet.messageId !== undefined) this.pending.set(packet.messageId, handled);
     });
     await new Promise<void>((resolve, reject) => {
@@ -201,6 +217,28 @@ export class MqttLink implements DeviceLink {
    * the broker with an empty retained message, so that it is not replayed to every subscription made later.
    * An empty one is such a clearing. The clearing needs the service's broker role to allow publishing there.
    */
+  /** Counts a gateway's message being handled until it is. */
+  private behind(gatewayId: number, handled: Promise<void>): void {
+    this.handling.set(gatewayId, (this.handling.get(gatewayId) ?? 0) + 1);
+    void handled.finally(() => {
+      const left = (this.handling.get(gatewayId) ?? 1) - 1;
+      if (left > 0) this.handling.set(gatewayId, left);
+      else this.handling.delete(gatewayId);
+    });
+  }
+
+  /** Whether a QoS 0 message of the gateway is dropped: MAX_QOS0_BEHIND of its messages are being handled. */
+  private overloaded(gatewayId: number, kind: GatewayTopic): boolean {
+    if ((this.handling.get(gatewayId) ?? 0) < MAX_QOS0_BEHIND) return false;
+    this.options.overloadDropped?.(gatewayId, kind);
+    const now = Date.now();
+    if ((this.overloadLoggedAt.get(gatewayId) ?? -Infinity) <= now - OVERLOAD_LOG_MS) {
+      this.overloadLoggedAt.set(gatewayId, now);
+      this.log.warn({ gatewayId, behind: MAX_QOS0_BEHIND }, 'gateway sends QoS 0 messages faster than they are handled; dropping them');
+    }
+    return true;
+  }
+
   private retainedRefused(client: MqttClient, topic: string, payload: Buffer, packet: IPublishPacket): boolean {
     if (!packet.retain) return false;
     const match = parseGatewayTopic(topic);
