@@ -150,7 +150,7 @@ describe('online decisions', () => {
     assert.equal(await logged(), answered + 1);
   });
 
-  test('a repeated request id is answered with the decision logged for it, not decided again', async () => {
+  test('a repeated request id is answered with the answer this instance gave it, not decided again', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:0f0f0f0f' });
     const gw = await door(s.gateway);

@@ -27,7 +27,6 @@ import {
   loadAccountFacts,
   recordApplied,
   recordListExpired,
-  storedRequestDecision,
   type AccessKeyRow,
 } from './store.ts';
 import type { Decision, DenialReason } from './types.ts';
@@ -170,13 +169,14 @@ export class GatewaySync {
       await io.publish(gatewayId, 'access/answer', { id, granted: false, reason: 'no_access', key_id: null });
       return;
     }
-    // A request id answered before gets that answer again, not a second decision: the log holds one per id.
+    // A request id this instance answered gets that answer again, not a second decision (a QoS 1 redelivery). It
+    // is not looked up in the log, so that a swipe costs no database read: an instance that did not answer it (a
+    // restart, another instance) decides again, and the log keeps the first decision for the id.
     const logId = `${REQUEST_ID_PREFIX}${id}`;
     const name = `${gatewayId}:${id}`;
     const earlier = this.answered.get(name);
-    const stored = earlier ? null : await storedRequestDecision(this.db, gatewayId, logId);
-    if (earlier || stored) {
-      const answer = earlier ? await earlier : await this.storedAnswer(facts, gatewayId, presented, stored as NonNullable<typeof stored>);
+    if (earlier) {
+      const answer = await earlier;
       await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
       return;
     }
@@ -197,19 +197,6 @@ export class GatewaySync {
       key_id: decision.keyId,
       reason: decision.granted ? null : decision.reason,
     });
-  }
-
-  /**
-   * The answer to a repeated request from its entry in the log, which holds the truth: a key named there is named
-   * to the gateway only when the credential presented is still that key's and it opens a lock of this gateway.
-   */
-  private async storedAnswer(facts: AccountFacts, gatewayId: number, presented: string, stored: { type: string; keyId: number | null; reason: string | null }): Promise<Answer> {
-    if (stored.type === 'access.granted' && stored.keyId !== null) return { granted: true, reason: null, key_id: stored.keyId };
-    const reason = stored.reason === 'no_access' || stored.reason === 'outside_time_window' ? stored.reason : 'unknown_key';
-    const row = stored.keyId === null || reason === 'unknown_key' ? null : await this.lookUp(facts, presented);
-    if (!row || Number(row.id) !== stored.keyId) return { granted: false, reason: 'unknown_key', key_id: null };
-    const opens = opensOnGateway(facts, keyGroupIds(facts, row.security_groups, row.person_path.map(Number)), gatewayId);
-    return opens ? { granted: false, reason, key_id: stored.keyId } : { granted: false, reason: 'unknown_key', key_id: null };
   }
 
   /** The live key presenting a credential, in the account. */

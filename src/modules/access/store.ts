@@ -69,24 +69,6 @@ export async function gatewayAccount(db: Queryable, gatewayId: number): Promise<
   return row ? { accountId: Number(row.account_id), offlineAccessSeconds: row.offline_access_seconds } : null;
 }
 
-/** An online decision the access log holds for a gateway's request (its entry's gateway event id), or null. */
-export async function storedRequestDecision(
-  db: Queryable,
-  gatewayId: number,
-  eventId: string,
-): Promise<{ type: string; keyId: number | null; reason: string | null } | null> {
-  // A read of the events module's table (its unique index on gateway and event id); it writes it.
-  const [row] = await db.query<{ type: string; key_id: string | null; reason: string | null }>(
-    {
-      name: 'access.storedRequestDecision',
-      text: `SELECT type, key_id, coalesce(body, data::text)::jsonb ->> 'reason' AS reason
-               FROM access_events WHERE gateway_id = $1 AND gateway_event_id = $2`,
-    },
-    [gatewayId, eventId],
-  );
-  return row ? { type: row.type, keyId: row.key_id === null ? null : Number(row.key_id), reason: row.reason } : null;
-}
-
 /** A key as the decision and the list builder read it, with its person's location path. */
 export interface AccessKeyRow {
   id: number;
