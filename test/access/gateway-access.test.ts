@@ -138,8 +138,9 @@ describe('online decisions', () => {
     const started = performance.now();
     await Promise.all(burst.map((id, i) => gw.client.publishAsync(`latchkey/v1/gateways/${s.gateway.id}/access/request`, JSON.stringify({ id, lock_id: s.front, credential: `wiegand26:12:${39000 + i}` }), { qos: 1 })));
     const seconds = (performance.now() - started) / 1000;
-    // A minute later the bucket is full again: this one is answered, after every request before it on the connection.
-    await advanceClock(ctx.service, 60);
+    // A moment later (real time: the bucket does not follow the service clock) there is room again: this one is
+    // answered, after every request before it on the connection.
+    await new Promise((resolve) => setTimeout(resolve, 200));
     await gw.ask(s.front, 'wiegand26:12:38999');
     const answered = burst.filter((id) => gw.answers.has(id)).length;
     assert.ok(answered >= perSecond * 4, `the burst answered (${answered})`);

@@ -7,7 +7,8 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { advanceClock, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { closedWithin, within } from '../helpers/gateways.ts';
 import { startService, useTestService, type TestService } from '../helpers/service.ts';
-import { STATE_CHANGE_MS } from '../../src/modules/devices/presence.ts';
+import pino from 'pino';
+import { PresenceService, STATE_CHANGE_MS } from '../../src/modules/devices/presence.ts';
 
 interface Gateway {
   id: number;
@@ -104,6 +105,27 @@ describe('embedded broker', () => {
     const changes = (await presenceEvents(ctx.service, s.account.id)).length / s.locks.length - 1; // the first online is the login's
     assert.ok(changes <= Math.ceil(seconds) + 1, `${changes} changes in ${seconds.toFixed(1)} s of 401 announcements`);
     assert.equal(await gatewayOnline(s.gateway.id), false);
+  });
+
+  test('an offline said again while an earlier offline and a contact are still being written is not taken for a repeat', async () => {
+    // The gateway's work as the pipeline would run it, but run here step by step: a slow database.
+    const s = await site(ctx.service);
+    const queued: Array<() => Promise<unknown>> = [];
+    const runNext = async () => void (await (queued.shift() as () => Promise<unknown>)());
+    const presence = new PresenceService(ctx.database.db, { now: () => new Date() }, pino({ level: 'silent' }), (_id, work) => void queued.push(work));
+    presence.announce(s.gateway.id, true);
+    while (queued.length > 0) await runNext();
+    assert.equal(await gatewayOnline(s.gateway.id), true);
+    await new Promise((resolve) => setTimeout(resolve, STATE_CHANGE_MS + 50));
+    presence.announce(s.gateway.id, false); // acted on: its write waits in the queue
+    presence.heard(s.gateway.id); // a heartbeat after it: contact, queued behind
+    await runNext(); // the offline is written
+    presence.announce(s.gateway.id, false); // its will: a change from what its last message said
+    while (queued.length > 0) await runNext(); // the contact is written: online
+    await eventually(async () => {
+      while (queued.length > 0) await runNext();
+      return (await gatewayOnline(s.gateway.id)) === false;
+    }, 'offline: its last word', 3000);
   });
 
   test('an abrupt disconnect (the will) marks the locks offline within seconds', async () => {

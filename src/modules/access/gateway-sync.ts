@@ -62,9 +62,10 @@ const FACTS_TTL_MS = 30_000;
  * (the whole Wiegand-26 space in hours). A key that opens one of its locks is on its list already, so naming it
  * tells the gateway nothing new.
  */
-function answerFor(decision: Decision, opensOnThisGateway: boolean): Answer {
+function answerFor(decision: Decision, opensOnThisGateway: () => boolean): Answer {
   if (decision.granted) return { granted: true, reason: null, key_id: decision.keyId };
-  if (decision.keyId !== null && !opensOnThisGateway) return { granted: false, reason: 'unknown_key', key_id: null };
+  // Asked only for a refusal naming a key: it walks the account's locks.
+  if (decision.keyId !== null && !opensOnThisGateway()) return { granted: false, reason: 'unknown_key', key_id: null };
   return { granted: false, reason: decision.reason, key_id: decision.keyId };
 }
 
@@ -138,7 +139,8 @@ export class GatewaySync {
    * the decision made for it, not decided again.
    */
   request(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
-    const now = this.clock.now().getTime();
+    // Real time, not the service clock: a clock stepped back must not stop the bucket refilling.
+    const now = performance.now();
     if (!this.limit.take(gatewayId, now)) {
       // Over the limit: no answer and nothing logged, as when the link is down; the gateway decides from its copy
       // (an answer `granted: false` would refuse a card its copy opens, and name no true reason).
@@ -173,7 +175,8 @@ export class GatewaySync {
     // is not looked up in the log, so that a swipe costs no database read: an instance that did not answer it (a
     // restart, another instance) decides again, and the log keeps the first decision for the id.
     const logId = `${REQUEST_ID_PREFIX}${id}`;
-    const name = `${gatewayId}:${id}`;
+    // Keyed by what was asked too: a gateway reusing an id (a counter restarted) for another card or lock gets a new decision.
+    const name = `${gatewayId}:${lockId}:${presented}:${id}`;
     const earlier = this.answered.get(name);
     if (earlier) {
       const answer = await earlier;
@@ -211,11 +214,11 @@ export class GatewaySync {
     const lock = facts.locks.get(lockId);
     if (!row || !lock) {
       const decision = decide(null, null, 'UTC', at);
-      return { decision, answer: answerFor(decision, false) };
+      return { decision, answer: answerFor(decision, () => false) };
     }
     const groups = keyGroupIds(facts, row.security_groups, row.person_path.map(Number));
     const decision = decide({ id: Number(row.id), state: row.state, startsAt: row.starts_at, expiresAt: row.expires_at }, lockAccess(groups, lock), lock.timeZone, at);
-    return { decision, answer: answerFor(decision, opensOnGateway(facts, groups, gatewayId)) };
+    return { decision, answer: answerFor(decision, () => opensOnGateway(facts, groups, gatewayId)) };
   }
 
   /**
@@ -265,11 +268,11 @@ export class GatewaySync {
       .catch((error: unknown) => this.log.error({ err: error, gatewayId }, 'applied version not recorded'));
   }
 
-  /** A presence may say what the gateway holds: `access_list: {version, expired}`. */
-  presence(gatewayId: number, payload: Record<string, unknown>): void {
+  /** A presence may say what the gateway holds: `access_list: {version, expired}`. Rejects when not written (retried by the caller). */
+  async presence(gatewayId: number, payload: Record<string, unknown>): Promise<void> {
     const list = payload.access_list as { expired?: unknown } | undefined;
     if (!list || typeof list !== 'object' || typeof list.expired !== 'boolean') return;
-    void recordListExpired(this.db, gatewayId, list.expired).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'list state not recorded'));
+    await recordListExpired(this.db, gatewayId, list.expired);
   }
 
   /** What the gateway has not applied yet, from the version it last said it applied. */

@@ -28,10 +28,9 @@ export class RequestLimit {
     this.burst = perSecond * BURST_SECONDS;
   }
 
-  /** Whether the gateway may ask now (`now` in ms); takes a token when it may. */
+  /** Whether the gateway may ask now (`now` in ms, monotonic); takes a token when it may. */
   take(gatewayId: number, now: number): boolean {
     const bucket = this.buckets.get(gatewayId) ?? { tokens: this.burst, at: now };
-    // A clock set back refills nothing (and takes nothing away).
     const tokens = Math.min(this.burst, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * this.perSecond);
     const allowed = tokens >= 1;
     this.buckets.set(gatewayId, { tokens: allowed ? tokens - 1 : tokens, at: Math.max(now, bucket.at) });

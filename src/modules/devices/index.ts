@@ -123,11 +123,12 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     const announced = topic === 'presence' ? message.online : undefined;
     if (typeof announced === 'boolean') {
       const acted = presence.announce(gatewayId, announced);
-      // What it says of its copy of the list is written when it says something new, not with each repeat.
+      // What it says of its copy of the list is written when it says something new, in its order of messages (retried
+      // while the database is away); the embedded broker reads on once it is written, so alternating it is no flood.
       const listExpired = (message.access_list as { expired?: unknown } | undefined)?.expired;
       if (announced && (acted || listExpired !== listExpiredSaid.get(gatewayId))) {
         listExpiredSaid.set(gatewayId, listExpired);
-        access.presence(gatewayId, message);
+        pipeline.presence(gatewayId, () => access.presence(gatewayId, message));
       }
       // Read on once what it changed is written (the embedded broker waits for this), so that a flood waits in the gateway.
       return pipeline.settled(gatewayId);

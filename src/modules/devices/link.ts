@@ -66,6 +66,8 @@ const RECEIVE_MAXIMUM = 1000;
 export const MAX_QOS0_BEHIND = 200;
 /** A gateway whose QoS 0 messages are dropped is logged at most this often. */
 const OVERLOAD_LOG_MS = 60_000;
+/** A gateway topic's retained message (not presence) is cleared on the broker at most this often. */
+const CLEAR_RETAINED_EVERY_MS = 10_000;
 /** How long the external broker has to acknowledge a command before the unlock answers 502. */
 const PUBLISH_TIMEOUT_MS = 5000;
 /** At shutdown, how long messages being written may take to be acknowledged. */
@@ -113,6 +115,8 @@ export class MqttLink implements DeviceLink {
   /** Each gateway's messages being handled (see MAX_QOS0_BEHIND), and when its dropping was last logged. */
   private readonly handling = new Map<number, number>();
   private readonly overloadLoggedAt = new Map<number, number>();
+  /** When each gateway topic's retained message was last cleared (see retainedRefused). */
+  private readonly clearedAt = new Map<string, number>();
   private resubscribeTimer: NodeJS.Timeout | null = null;
   /** The subscribing of the latest connection. */
   private subscribing: Promise<void> = Promise.resolve();
@@ -220,11 +224,12 @@ export class MqttLink implements DeviceLink {
   /** Counts a gateway's message being handled until it is. */
   private behind(gatewayId: number, handled: Promise<void>): void {
     this.handling.set(gatewayId, (this.handling.get(gatewayId) ?? 0) + 1);
-    void handled.finally(() => {
+    const done = () => {
       const left = (this.handling.get(gatewayId) ?? 1) - 1;
       if (left > 0) this.handling.set(gatewayId, left);
       else this.handling.delete(gatewayId);
-    });
+    };
+    handled.then(done, done); // not finally(): a rejection would come back unhandled and end the process
   }
 
   /** Whether a QoS 0 message of the gateway is dropped: MAX_QOS0_BEHIND of its messages are being handled. */
@@ -244,8 +249,12 @@ export class MqttLink implements DeviceLink {
     const match = parseGatewayTopic(topic);
     if (!match || match.kind === 'presence') return false;
     if (payload.length === 0) return true;
-    this.log.warn({ gatewayId: match.gatewayId, topic }, 'retained gateway message dropped; clearing it on the broker');
     this.options.retainedDropped?.(match.gatewayId, match.kind);
+    // Cleared once a while per topic: a flood of retained messages is not a flood of clearings queued in the client.
+    const now = Date.now();
+    if ((this.clearedAt.get(topic) ?? -Infinity) > now - CLEAR_RETAINED_EVERY_MS) return true;
+    this.clearedAt.set(topic, now);
+    this.log.warn({ gatewayId: match.gatewayId, topic }, 'retained gateway message dropped; clearing it on the broker');
     client.publishAsync(topic, '', { qos: 1, retain: true }).catch((error: unknown) => this.log.warn({ err: error, topic }, 'the retained gateway message could not be cleared'));
     return true;
   }

@@ -54,9 +54,11 @@ export class PresenceService {
 
   /** A message from the gateway: contact. Brings an offline gateway online. */
   heard(gatewayId: number): void {
-    // Heard after it said offline: a word still waiting is out of date, the gateway is there.
-    const waiting = this.acted.get(gatewayId)?.waiting;
-    if (waiting) waiting.online = true;
+    // Heard after it said offline: the gateway is there. What this instance remembers follows the gateway's
+    // messages as they arrive (not the writes, which come later), so that its next word is compared with its last.
+    const last = this.acted.get(gatewayId);
+    if (last?.waiting) last.waiting.online = true;
+    else if (last && !last.online) Object.assign(last, { online: true, at: performance.now() });
     const now = this.clock.now().getTime();
     const due = this.nextContactWrite.get(gatewayId);
     if (due !== undefined && now < due) return;
@@ -165,13 +167,7 @@ export class PresenceService {
       await tx.notify(CATALOG_CHANNEL);
       return true;
     });
-    if (changed) {
-      this.log.info({ gatewayId, online }, 'gateway presence changed');
-      // Contact or silence changes the state too: an announcement is compared with the state as it is now.
-      const last = this.acted.get(gatewayId);
-      if (last) Object.assign(last, { online, at: performance.now() });
-      else this.acted.set(gatewayId, { online, at: performance.now(), waiting: null });
-    }
+    if (changed) this.log.info({ gatewayId, online }, 'gateway presence changed');
     return changed;
   }
 
