@@ -31,7 +31,7 @@ export const STATE_CHANGE_MS = 1000;
 /** Runs work after the gateway's earlier messages are handled. */
 export type InOrder = (gatewayId: number, work: () => Promise<unknown>) => void;
 
-/** A gateway's state as this instance last acted on it (see announce). */
+/** A gateway's state as its messages last said it to this instance (see announce and heard), not as last written. */
 interface Acted {
   online: boolean;
   /** When (ms, real time: the limit protects the service, whatever the service clock says). */
@@ -43,6 +43,7 @@ interface Acted {
 export class PresenceService {
   /** When this instance next writes contact of a gateway; absent: at its next message. */
   private readonly nextContactWrite = new Map<number, number>();
+  /** Bounded by the gateways (a deleted one's entry stays: a few bytes). */
   private readonly acted = new Map<number, Acted>();
 
   constructor(
