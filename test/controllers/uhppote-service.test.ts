@@ -121,6 +121,16 @@ async function handOver(s: Site, body: Record<string, unknown> = {}) {
   return res.body;
 }
 
+/** A site whose board is set up and holds the card of one key handed over. */
+async function cardOnBoard(): Promise<{ s: Site; simulated: SimulatedController }> {
+  const s = await site();
+  const simulated = await board();
+  await setUp(s, simulated);
+  await handOver(s);
+  await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+  return { s, simulated };
+}
+
 interface EventRow {
   id: number;
   type: string;
@@ -344,11 +354,7 @@ describe('events', () => {
   });
 
   test('events the listener missed are fetched by index, and none is stored twice', async () => {
-    const s = await site();
-    const simulated = await board();
-    await setUp(s, simulated);
-    await handOver(s);
-    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const { s, simulated } = await cardOnBoard();
     simulated.dropPushes(true); // lost UDP packets
     for (let i = 0; i < 3; i++) simulated.swipe(CARD_NUMBER, 1);
     simulated.dropPushes(false);
@@ -376,11 +382,7 @@ describe('forged pushes', () => {
   }
 
   test('a push from another address is ignored; a claimed index the board does not have makes nothing skipped', async () => {
-    const s = await site();
-    const simulated = await board();
-    await setUp(s, simulated);
-    await handOver(s);
-    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const { s, simulated } = await cardOnBoard();
     const fake = (index: number): ControllerEvent => ({ index, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
     await forge(simulated, '127.0.0.2', fake(1)); // another host on the network
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -394,11 +396,7 @@ describe('forged pushes', () => {
   });
 
   test("a push from the board's address only wakes the reading: what is stored is the board's own event at each index", async () => {
-    const s = await site();
-    const simulated = await board();
-    await setUp(s, simulated);
-    await handOver(s);
-    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const { s, simulated } = await cardOnBoard();
     simulated.swipe(CARD_NUMBER, 1); // index 1
     await waitFor(async () => (await accessLog(s)).length === 1, 'the real swipe');
     const granted = (index: number): ControllerEvent => ({ index, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
@@ -435,11 +433,7 @@ describe('forged statuses', () => {
   }
 
   test("an event in a poll's status is not stored as such: what is stored is the board's own event at that index", async () => {
-    const s = await site();
-    const simulated = await board();
-    await setUp(s, simulated);
-    await handOver(s);
-    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    const { s, simulated } = await cardOnBoard();
     const next = simulated.events.length + 1;
     simulated.forgeStatusEvent({ index: next, type: 1, granted: true, door: 1, direction: 1, card: CARD_NUMBER, timestamp: simulated.time(), reason: 1 });
     await polls(simulated, 2);
