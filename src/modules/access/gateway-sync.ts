@@ -59,8 +59,8 @@ const FACTS_TTL_MS = 30_000;
 /**
  * The answer to a gateway. A key of the account that opens no lock of this gateway is answered as a credential
  * nobody holds: telling them apart let a gateway try card numbers and find the cards of other gateways' doors
- * (the whole Wiegand-26 space in hours). A key that opens one of its locks is on its list already, so naming it
- * tells the gateway nothing new.
+ * (the whole Wiegand-26 space in hours). A key whose groups open one of its locks may be on its list already (the
+ * test is on the groups, whatever the key's state), so naming it tells the gateway little.
  */
 function answerFor(decision: Decision, opensOnThisGateway: () => boolean): Answer {
   if (decision.granted) return { granted: true, reason: null, key_id: decision.keyId };
@@ -88,7 +88,7 @@ export class GatewaySync {
   private readonly syncsWaiting = new Map<number, { version: number; highest: number; answered: Promise<void> }>();
   private readonly keys: CredentialCache;
   private readonly limit: RequestLimit;
-  /** The answers this instance gave lately, by gateway and request id: a repeat arriving before the log holds it. */
+  /** The answers this instance gave lately, by gateway, lock, credential and request id (a QoS 1 redelivery gets the same). */
   private readonly answered = new LRUCache<string, Promise<Answer>>({ max: 10_000 });
 
   constructor(
@@ -136,7 +136,7 @@ export class GatewaySync {
   /**
    * `{id, lock_id, credential}`: the decision goes back on `access/answer` at once; it is recorded in the
    * access log once per (gateway, id), and the request acknowledged when it is. A repeated id is answered with
-   * the decision made for it, not decided again.
+   * this instance's answer to it, not decided again (see answer).
    */
   request(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
     // Real time, not the service clock: a clock stepped back must not stop the bucket refilling.
