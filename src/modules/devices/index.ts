@@ -22,6 +22,7 @@ import { serviceTopic } from './topics.ts';
 export { BrokerUnavailableError, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 export { MQTT_TOPIC_PREFIX } from './topics.ts';
 export type { KeyHolder, UnlockHandOff, UnlockService } from './unlock.ts';
+export { KEY_CHANGED } from './unlock.ts';
 
 /** Writes of door events at once on PostgreSQL (a few of the pool's connections; the cores commit them in parallel). */
 const EVENT_WRITES_AT_ONCE = 3;

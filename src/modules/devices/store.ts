@@ -123,25 +123,34 @@ type OutcomeContext = AccessLogLock & {
 
 const CREATE_KEY_COMMAND = {
   name: 'lockCommands.createForKey',
-  text: `WITH target AS (
-    SELECT k.id, k.gateway_id, l.account_id, g.online, g.kind
-      FROM locks k JOIN locations l ON l.id = k.location_id LEFT JOIN gateways g ON g.id = k.gateway_id
-     WHERE k.id = $3 AND l.account_id = (SELECT account_id FROM keys WHERE id = $2)
+  text: `WITH holder AS (
+    SELECT kk.account_id, (kk.xmin::text || ':' || pp.xmin::text) = $7 AS unchanged
+      FROM keys kk JOIN people pp ON pp.id = kk.person_id WHERE kk.id = $2
+  ), target AS (
+    SELECT k.id, k.gateway_id, l.account_id, g.online, g.kind, holder.unchanged
+      FROM locks k JOIN locations l ON l.id = k.location_id JOIN holder ON holder.account_id = l.account_id LEFT JOIN gateways g ON g.id = k.gateway_id
+     WHERE k.id = $3
   ), created AS (
     INSERT INTO lock_commands (id, account_id, lock_id, gateway_id, key_id, status, requested_at, published_at, timeout_seconds, expires_at)
     SELECT $1, target.account_id, target.id, target.gateway_id, $2, 'published', $4, $4, $5, $6 FROM target
-     WHERE target.gateway_id IS NOT NULL AND target.online
+     WHERE target.gateway_id IS NOT NULL AND target.online AND target.unchanged
     ON CONFLICT (lock_id) WHERE status = 'published' DO NOTHING RETURNING *
   )
-  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, target.kind AS gateway_kind, created.* FROM target LEFT JOIN created ON true`,
+  SELECT target.gateway_id AS lock_gateway_id, target.online AS gateway_online, target.kind AS gateway_kind, target.unchanged AS key_unchanged, created.*
+    FROM target LEFT JOIN created ON true`,
 };
 
-/** CREATE_COMMAND for a key holder's unlock: the lock in the key's account, the command naming the key. */
+/**
+ * CREATE_COMMAND for a key holder's unlock: the lock in the key's account, the command naming the key. Created only
+ * while the key and its person are as the decision read them (`keyVersion`, their rows' xmin): a revocation, a
+ * change of groups or a deletion committed after the decision creates nothing (key_unchanged false), and the caller
+ * decides again. Without it a tap decided just before a revocation opened the door after the revocation was answered.
+ */
 export async function tryCreateKeyCommand(
   db: Queryable,
-  c: { id: string; keyId: number; lockId: number; now: Date; timeoutSeconds: number; expiresAt: Date },
-): Promise<CommandAttempt | undefined> {
-  const [attempt] = await db.query<CommandAttempt>(CREATE_KEY_COMMAND, [c.id, c.keyId, c.lockId, c.now, c.timeoutSeconds, c.expiresAt]);
+  c: { id: string; keyId: number; keyVersion: string; lockId: number; now: Date; timeoutSeconds: number; expiresAt: Date },
+): Promise<(CommandAttempt & { key_unchanged: boolean }) | undefined> {
+  const [attempt] = await db.query<CommandAttempt & { key_unchanged: boolean }>(CREATE_KEY_COMMAND, [c.id, c.keyId, c.lockId, c.now, c.timeoutSeconds, c.expiresAt, c.keyVersion]);
   return attempt;
 }
 

@@ -49,7 +49,12 @@ export interface KeyHolder {
   accountId: number;
   key: { id: number; name: string };
   person: { id: string; name: string; email: string | null };
+  /** The key's and its person's rows as the decision read them (holder store's row_version). */
+  version: string;
 }
+
+/** unlockForKey's answer when the key or its person changed after the decision: decide again. */
+export const KEY_CHANGED = 'key_changed';
 
 /**
  * A gateway of another kind (a UHPPOTE controller) that opens its doors itself: takes the command, and reports
@@ -230,9 +235,10 @@ export class UnlockService {
   /**
    * A key holder's Open (README "The key holder's page"): the decision was made by `decide`; a denial is
    * recorded as access.denied with the person and key, a grant becomes one command for the lock (a command
-   * in flight is answered, as for API unlocks) whose outcome names them. `log`: the request's logger.
+   * in flight is answered, as for API unlocks) whose outcome names them; KEY_CHANGED, with nothing created, when
+   * the key or its person changed since the decision read them. `log`: the request's logger.
    */
-  async unlockForKey(holder: KeyHolder, lockId: number, denial: string | null, log: FastifyBaseLogger, tries = 0): Promise<LockCommand | null> {
+  async unlockForKey(holder: KeyHolder, lockId: number, denial: string | null, log: FastifyBaseLogger, tries = 0): Promise<LockCommand | null | typeof KEY_CHANGED> {
     const now = this.deps.clock.now();
     if (denial !== null) {
       const lock = await findUnlockLock(this.db, lockId);
@@ -243,8 +249,9 @@ export class UnlockService {
     }
     const id = uuidv7(now);
     const expiresAt = new Date(now.getTime() + this.deps.timeoutSeconds * 1000);
-    const attempt = await tryCreateKeyCommand(this.db, { id, keyId: holder.key.id, lockId, now, timeoutSeconds: this.deps.timeoutSeconds, expiresAt });
+    const attempt = await tryCreateKeyCommand(this.db, { id, keyId: holder.key.id, keyVersion: holder.version, lockId, now, timeoutSeconds: this.deps.timeoutSeconds, expiresAt });
     if (!attempt) throw errors.notFound('lock');
+    if (!attempt.key_unchanged) return KEY_CHANGED;
     const gatewayId = attempt.lock_gateway_id;
     if (gatewayId === null) throw errors.lockNotRemote();
     if (!attempt.gateway_online) throw errors.lockOffline();

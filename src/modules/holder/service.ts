@@ -11,7 +11,7 @@ import { errors } from '../../platform/errors.ts';
 import type { OpenLimit, RateLimits } from '../../platform/rate-limit.ts';
 import { hashToken } from '../../platform/secrets.ts';
 import { decideForKey, keyDoors, type Decision, type HolderKey, type TimeWindow } from '../access/index.ts';
-import type { KeyHolder, UnlockService } from '../devices/index.ts';
+import { KEY_CHANGED, type KeyHolder, type UnlockService } from '../devices/index.ts';
 import {
   deletePasskey,
   findHolderKey,
@@ -43,6 +43,9 @@ export const CHALLENGE_TTL_MS = 60_000;
  * steps: a person needs 2 or 3 for an activation) and the polls of a command after Open (the page asks up to
  * 200 times over 42 s while a door does not answer: followDelayMs in web/follow-schedule.ts).
  */
+/** Decisions one Open makes while the key changes under them (see open), before the page is told to try again. */
+const MAX_DECISIONS_PER_OPEN = 3;
+
 export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, failedPerKey: 5, setupLinkPerIp: 60, pollsPerIp: 300 } as const;
 
 /** The per-address budgets of the open routes above (platform/access.ts counts them). */
@@ -271,22 +274,30 @@ export class HolderService {
    * `log`: the request's logger (a line about the command carries its request id).
    */
   async open(response: AuthenticationResponseJSON, lockId: number, client: string, log: FastifyBaseLogger) {
-    const key = await this.verify(response, client);
-    const now = this.now();
-    const holder: KeyHolder = {
-      accountId: key.account_id,
-      key: { id: key.id, name: key.name },
-      person: { id: key.person_id, name: key.person_name, email: key.person_email },
-    };
-    // A key whose credential the operator removed presents nothing at a reader, and opens nothing here either.
-    const decision: Decision = key.has_credential ? await decideForKey(this.deps.db, this.accessKey(key), lockId, now) : { granted: false, keyId: key.id, reason: 'no_access' };
-    if (!decision.granted) {
-      const refusal: Refusal = this.keyRefusal(key, now) ?? (decision.reason === 'unknown_key' ? 'revoked' : decision.reason);
-      await this.deps.unlock.unlockForKey(holder, lockId, decision.reason, log);
-      return { refused: refusal, command: null };
+    let key: HolderKeyRow | null = await this.verify(response, client);
+    for (let tries = 1; ; tries++) {
+      const now = this.now();
+      const holder: KeyHolder = {
+        accountId: key.account_id,
+        key: { id: key.id, name: key.name },
+        person: { id: key.person_id, name: key.person_name, email: key.person_email },
+        version: key.row_version,
+      };
+      // A key whose credential the operator removed presents nothing at a reader, and opens nothing here either.
+      const decision: Decision = key.has_credential ? await decideForKey(this.deps.db, this.accessKey(key), lockId, now) : { granted: false, keyId: key.id, reason: 'no_access' };
+      if (!decision.granted) {
+        const refusal: Refusal = this.keyRefusal(key, now) ?? (decision.reason === 'unknown_key' ? 'revoked' : decision.reason);
+        await this.deps.unlock.unlockForKey(holder, lockId, decision.reason, log);
+        return { refused: refusal, command: null };
+      }
+      const command = await this.deps.unlock.unlockForKey(holder, lockId, null, log);
+      if (command !== KEY_CHANGED) return { refused: null, command };
+      // The key or its person changed since the decision (revoked, say): decide again on what is there now. A key
+      // changing under every try is being edited: the page is told to try again in a second.
+      if (tries >= MAX_DECISIONS_PER_OPEN) throw errors.rateLimited(1);
+      key = await findHolderKey(this.deps.db, key.id);
+      if (!key) return { refused: 'revoked' as Refusal, command: null }; // its person was deleted
     }
-    const command = await this.deps.unlock.unlockForKey(holder, lockId, null, log);
-    return { refused: null, command };
   }
 
   /** The page polls its command; the command id alone (uuidv7, unguessable part) and only its status. */

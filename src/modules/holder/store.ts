@@ -94,6 +94,8 @@ export interface HolderKeyRow {
   person_name: string;
   person_email: string | null;
   person_path: number[];
+  /** The key's and the person's rows as read (their xmin): a command is created only while both are unchanged. */
+  row_version: string;
 }
 
 export async function findHolderKey(db: Queryable, keyId: number): Promise<HolderKeyRow | null> {
@@ -101,7 +103,8 @@ export async function findHolderKey(db: Queryable, keyId: number): Promise<Holde
     {
       name: 'holder.findKey',
       text: `SELECT k.id, k.account_id, k.name, k.state, k.starts_at, k.expires_at, k.revoked_at, k.credential_box IS NOT NULL AS has_credential, k.security_groups,
-                    p.id AS person_id, p.name AS person_name, p.email AS person_email, l.path AS person_path
+                    p.id AS person_id, p.name AS person_name, p.email AS person_email, l.path AS person_path,
+                    k.xmin::text || ':' || p.xmin::text AS row_version
                FROM keys k JOIN people p ON p.id = k.person_id AND p.deleted_at IS NULL JOIN locations l ON l.id = p.location_id
               WHERE k.id = $1`,
     },
