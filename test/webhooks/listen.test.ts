@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { verifyWebhook } from '../../packages/sdk/src/index.ts';
-import { backend } from '../helpers/database.ts';
+import type { Sql } from '../../src/platform/db/index.ts';
+import { backend, overriding } from '../helpers/database.ts';
 import { createAccount, createApiKey, createDepartment } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/gateways.ts';
 import { openListenStream } from '../helpers/listen.ts';
@@ -136,6 +137,47 @@ describe('listen', () => {
       return ok;
     }, 'room for a stream');
     for (const stream of streams.slice(1)) await stream.close();
+  });
+
+  test('a client that leaves while its stream is being prepared holds no place: three streams open right after', async () => {
+    // A second service on the same database, whose read of the newest event id waits until the client has gone:
+    // the route then takes over a reply whose connection closed before anything listened for its close.
+    let leaving: (() => Promise<void>) | null = null;
+    let markAnswered = () => {};
+    const answered = new Promise<void>((resolve) => (markAnswered = resolve));
+    const db = overriding(ctx.database.db, {
+      query: async <T extends object>(sql: Sql, params?: readonly unknown[]): Promise<T[]> => {
+        if (!leaving || typeof sql !== 'string' || !sql.includes('max(id)::text AS id FROM domain_events')) return ctx.database.db.query<T>(sql, params);
+        const leave = leaving;
+        leaving = null;
+        await leave();
+        const rows = await ctx.database.db.query<T>(sql, params);
+        // The route goes on synchronously from here to the stream's open(): done by the next turn of the loop.
+        setImmediate(markAnswered);
+        return rows;
+      },
+    });
+    const other = await startService(db, { WEBHOOK_ALLOW_HOSTS: 'localhost' });
+    try {
+      const t = await tenant();
+      const abort = new AbortController();
+      leaving = async () => {
+        abort.abort();
+        await waitFor(async () => (await new Promise<number>((resolve) => other.latchkey.app.server.getConnections((_e, n) => resolve(n)))) === 0, 'the client gone');
+      };
+      const left = await fetch(`${other.url}/v1/webhooks/listen`, { headers: { authorization: `Bearer ${t.token}` }, signal: abort.signal }).catch((error: Error) => error);
+      assert.ok(left instanceof Error, 'the client left before an answer');
+      await answered;
+      const streams = [];
+      for (let i = 0; i < 3; i++) {
+        const stream = await openListenStream(other.url, t.token);
+        streams.push(stream);
+        assert.equal(stream.response.status, 200, `stream ${i + 1} of 3`);
+      }
+      for (const stream of streams) await stream.close();
+    } finally {
+      await other.close();
+    }
   });
 
   test('the stream carries the headers every answer of the public API carries: rate limits, request id, nosniff', async () => {
