@@ -646,4 +646,36 @@ describe('a delete the board did not take', () => {
       return read.body.state === 'handed_over' && !simulated.cards.has(CARD_NUMBER);
     }, 'the card deleted and the key confirmed');
   });
+
+  test("a card the board refuses to delete at a reconciliation is not reported removed and stays recorded: the key's queued write or the next reconciliation removes it", async () => {
+    const s = await site();
+    await createSecurityGroup(ctx.service, s.root, 'visitors'); // opens no door of the board
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.cards.set(31337001, { card: 31337001, from: '2020-01-01', to: '2099-12-31', doors: [1, 1, 1, 1], pin: 0 });
+    simulated.refuseDeletes(true);
+    const moved = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${key.id}`, { token: s.token, body: { security_groups: ['visitors'] } });
+    assert.equal(moved.body.state, 'sent', moved.text);
+
+    type Report = { removed: Array<{ card: string; key_id: number | null }>; problems: string[] };
+    const refused = await ctx.service.admin<Report>('POST', `/admin/v1/controllers/${controller.id}/reconcile`);
+    assert.equal(refused.status, 200, refused.text);
+    assert.deepEqual(refused.body.removed, [], 'reported removed although the board kept them');
+    assert.equal(refused.body.problems.filter((p) => p.includes('refused to delete')).length, 2, refused.text);
+    assert.ok(simulated.cards.has(CARD_NUMBER) && simulated.cards.has(31337001));
+
+    simulated.refuseDeletes(false);
+    // The key's card is still recorded as its card: the key's queued write deletes it.
+    await waitFor(async () => {
+      await advanceClock(ctx.service, 60); // the queued write's next attempt
+      const read = await ctx.service.request<{ state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token });
+      return read.body.state === 'handed_over' && !simulated.cards.has(CARD_NUMBER);
+    }, "the key's card deleted and the key confirmed");
+    const taken = await ctx.service.admin<Report>('POST', `/admin/v1/controllers/${controller.id}/reconcile`);
+    assert.equal(taken.status, 200, taken.text);
+    assert.deepEqual(taken.body.removed.map((r) => [r.card, r.key_id]), [['…001', null]]);
+    assert.ok(!simulated.cards.has(CARD_NUMBER) && !simulated.cards.has(31337001));
+  });
 });

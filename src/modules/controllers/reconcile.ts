@@ -64,10 +64,18 @@ export async function reconcileController(
       else report.problems.push(`The controller refused time profile ${id}.`);
     }
 
+    /** Keys whose card the board refused to delete: kept recorded, so the next reconciliation (or the key's queued write) deletes it. */
+    const undeleted = new Set<number>();
     for (const [card] of onBoard) {
       if (wanted.has(card)) continue;
-      await client.deleteCard(address, card);
       const row = storedByDigest.get(secrets.cardDigest(card));
+      // As in sync.ts: a "no" (or a forged answer) can leave the card on the board, so it is removed only when read
+      // back absent (a board also says "no" for a card it no longer holds).
+      if (!(await client.deleteCard(address, card)) && (await client.getCardById(address, card)) !== null) {
+        if (row) undeleted.add(row.key_id);
+        report.problems.push(`The controller refused to delete card ${maskCard(card)}${row ? ` of key ${row.key_id}` : ''}; tried again at the next reconciliation.`);
+        continue;
+      }
       report.removed.push({
         card: maskCard(card),
         key_id: row?.key_id ?? null,
@@ -75,6 +83,7 @@ export async function reconcileController(
       });
     }
     for (const [card, { plan, doors }] of wanted) {
+      if (undeleted.has(plan.keyId)) continue; // its new card's record would replace the old one's, still on the board
       const target = { card, from: plan.from, to: plan.to, doors };
       const present = onBoard.get(card);
       if (present && sameRecord(present, target)) continue;
@@ -88,8 +97,9 @@ export async function reconcileController(
     // The records follow what the board now holds.
     const now = clock.now();
     const wantedKeys = new Set([...wanted.values()].map((w) => w.plan.keyId));
-    for (const row of stored) if (!wantedKeys.has(row.key_id)) await forgetCard(db, controller.gateway_id, row.key_id);
+    for (const row of stored) if (!wantedKeys.has(row.key_id) && !undeleted.has(row.key_id)) await forgetCard(db, controller.gateway_id, row.key_id);
     for (const { plan, doors } of wanted.values()) {
+      if (undeleted.has(plan.keyId)) continue;
       const record = JSON.stringify({ from: plan.from, to: plan.to, doors });
       await saveCard(db, controller.gateway_id, { key_id: plan.keyId, card_digest: secrets.cardDigest(plan.card), card_box: secrets.seal(String(plan.card)), record }, now);
     }
