@@ -43,6 +43,15 @@ const ctx = useTestService(undefined, {
 /** Runs the due jobs (the sandbox does not run them by itself): polls, queued writes, webhook deliveries. */
 const runJobs = () => advanceClock(ctx.service, 0);
 
+/** Until the board has answered get-status `n` more times (each a poll, run by the jobs). */
+async function polls(simulated: SimulatedController, n: number): Promise<void> {
+  const target = (simulated.requests.get('get-status') ?? 0) + n;
+  await waitFor(async () => {
+    await runJobs();
+    return (simulated.requests.get('get-status') ?? 0) >= target;
+  }, `${n} polls`);
+}
+
 async function board(): Promise<SimulatedController> {
   const simulated = await startSimulatedController({ serial: nextSerial++ });
   boards.push(simulated);
@@ -63,6 +72,7 @@ interface ControllerView {
   online: boolean;
   clock_set_at: string | null;
   listener_set_at: string | null;
+  last_error: string | null;
   door_locks: Array<{ door: number; lock_id: number }>;
   reconciliation: null | { removed: Array<{ card: string; key_id: number | null; reason: string }>; added: unknown[]; profiles_rewritten: number[] };
 }
@@ -423,15 +433,6 @@ describe('forged pushes', () => {
 });
 
 describe('forged statuses', () => {
-  /** Until the board has answered get-status `n` more times (each a poll, run by the jobs). */
-  async function polls(simulated: SimulatedController, n: number): Promise<void> {
-    const target = (simulated.requests.get('get-status') ?? 0) + n;
-    await waitFor(async () => {
-      await runJobs();
-      return (simulated.requests.get('get-status') ?? 0) >= target;
-    }, `${n} polls`);
-  }
-
   test("an event in a poll's status is not stored as such: what is stored is the board's own event at that index", async () => {
     const { s, simulated } = await cardOnBoard();
     const next = simulated.events.length + 1;
@@ -677,5 +678,38 @@ describe('a delete the board did not take', () => {
     assert.equal(taken.status, 200, taken.text);
     assert.deepEqual(taken.body.removed.map((r) => [r.card, r.key_id]), [['…001', null]]);
     assert.ok(!simulated.cards.has(CARD_NUMBER) && !simulated.cards.has(31337001));
+  });
+});
+
+describe('an event read the board did not answer', () => {
+  test('at a first contact, a get-event left unanswered does not take a board whose status answered offline; the contact is made at a later poll', async () => {
+    const s = await site();
+    const simulated = await board();
+    simulated.swipe(99999999, 1); // an event before set-up: the first contact reads the status's index back by get-event
+    simulated.dropAnswersTo(['get-event']);
+    const res = await ctx.service.admin<ControllerView>('POST', '/admin/v1/controllers', {
+      location_id: s.root, name: 'Hall board', serial_number: simulated.serial, address: simulated.address.host, port: simulated.address.port,
+      door_locks: [{ door: 1, lock_id: s.front }],
+    });
+    assert.equal(res.status, 201, res.text);
+    await waitFor(async () => (await controllerView(res.body.id)).online, 'online');
+    await polls(simulated, 3);
+    const waiting = await controllerView(res.body.id);
+    assert.equal(waiting.clock_set_at, null, 'first contact recorded before get-event answered');
+    assert.match(waiting.last_error ?? '', /get-event/);
+
+    simulated.dropAnswersTo([]);
+    await waitFor(async () => {
+      await runJobs();
+      return (await controllerView(res.body.id)).clock_set_at !== null;
+    }, 'first contact recorded');
+    simulated.swipe(99999999, 1);
+    await waitFor(async () => {
+      await runJobs();
+      return (await accessLog(s)).length === 1;
+    }, "the board's first event after the contact");
+    const offline = await ctx.database.db.query("SELECT id FROM domain_events WHERE account_id = $1 AND type = 'lock.offline'", [s.accountId]);
+    assert.equal(offline.length, 0, 'lock.offline for a board whose status answered every poll');
+    assert.equal((await controllerView(res.body.id)).online, true);
   });
 });

@@ -48,6 +48,8 @@ export interface SimulatedController {
   forgeStatusEvent(event: ControllerEvent | null | undefined): void;
   /** delete-card answers "no" and the card stays (a board's fault, or a forged answer). */
   refuseDeletes(refuse: boolean): void;
+  /** Requests of these functions are counted but get no answer (lost on the way); every other one is answered. */
+  dropAnswersTo(fns: Array<Request['fn']>): void;
   /** Answers over UDP `ms` late (a slow board or network): a client that gives up sooner sends again and gets both answers. */
   delayAnswers(ms: number): void;
   /** The transports requests came over (udp, tcp). */
@@ -86,6 +88,7 @@ export async function startSimulatedController(options: {
   let pushesDropped = false;
   let writesRefused = false;
   let deletesRefused = false;
+  let unanswered = new Set<Request['fn']>();
   let forgedStatusEvent: ControllerEvent | null | undefined;
   let sequence = 0;
   const doorsOpen: [boolean, boolean, boolean, boolean] = [false, false, false, false];
@@ -232,6 +235,7 @@ export async function startSimulatedController(options: {
       if (serial !== options.serial && !(serial === 0 && request.fn === 'get-device')) return null;
       sim.requests.set(request.fn, (sim.requests.get(request.fn) ?? 0) + 1);
       if (transportsUsed) transportsUsed.add(currentTransport);
+      if (unanswered.has(request.fn)) return null;
       const response = answer(request);
       return response ? encodeResponse(options.serial, response) : null;
     } catch {
@@ -335,6 +339,9 @@ export async function startSimulatedController(options: {
     },
     refuseDeletes(refuse: boolean) {
       deletesRefused = refuse;
+    },
+    dropAnswersTo(fns: Array<Request['fn']>) {
+      unanswered = new Set(fns);
     },
     delayAnswers(ms: number) {
       answerDelayMs = ms;

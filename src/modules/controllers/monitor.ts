@@ -60,7 +60,7 @@ export class ControllerMonitor {
         presence.connected(board.gateway_id);
         await this.deps.back(board);
       }
-      const contact: { clockSetAt?: Date; listenerSetAt?: Date; error: null } = { error: null };
+      const contact: { clockSetAt?: Date; listenerSetAt?: Date; error: string | null } = { error: null };
       const wall = DateTime.fromJSDate(clock.now(), { zone: board.time_zone });
       const boardTime = DateTime.fromFormat(status.systemTime, 'yyyy-MM-dd HH:mm:ss', { zone: board.time_zone });
       if (!board.clock_set_at || !boardTime.isValid || Math.abs(boardTime.diff(wall, 'seconds').seconds) > CLOCK_DRIFT_SECONDS) {
@@ -76,7 +76,14 @@ export class ControllerMonitor {
       // The events first: a first contact sets where the log starts, and whoever waits for the contact to be
       // recorded (clock_set_at) then knows that a board's later events will be read. Not while the board has not
       // confirmed that start: the clock is set again at the next poll.
-      if (!(await this.deps.events.caughtUp(board, status.event))) delete contact.clockSetAt;
+      const logStarted = await this.deps.events.caughtUp(board, status.event).catch((error: unknown) => {
+        // Its status answered, so the board is there: a first contact's get-event it left unanswered is asked
+        // again at the next poll, not taken for the board gone.
+        if (!(error instanceof ControllerUnreachable) || board.last_event_index !== null) throw error;
+        contact.error = error.message;
+        return false;
+      });
+      if (!logStarted) delete contact.clockSetAt;
       await recordContactState(db, board.gateway_id, contact);
       return true;
     } catch (error) {
