@@ -712,4 +712,26 @@ describe('an event read the board did not answer', () => {
     assert.equal(offline.length, 0, 'lock.offline for a board whose status answered every poll');
     assert.equal((await controllerView(res.body.id)).online, true);
   });
+
+  test('after the first contact, a get-event left unanswered does not take a board whose status answered offline; the event is read at a later poll', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    simulated.dropPushes(true); // read by the polls only
+    simulated.dropAnswersTo(['get-event']);
+    simulated.swipe(99999999, 1);
+    await polls(simulated, 3);
+    const waiting = await controllerView(controller.id);
+    assert.match(waiting.last_error ?? '', /get-event/);
+    assert.equal((await accessLog(s)).length, 0);
+
+    simulated.dropAnswersTo([]);
+    await waitFor(async () => {
+      await runJobs();
+      return (await accessLog(s)).length === 1;
+    }, 'the event, read at a later poll');
+    const offline = await ctx.database.db.query("SELECT id FROM domain_events WHERE account_id = $1 AND type = 'lock.offline'", [s.accountId]);
+    assert.equal(offline.length, 0, 'lock.offline for a board whose status answered every poll');
+    assert.equal((await controllerView(controller.id)).online, true);
+  });
 });

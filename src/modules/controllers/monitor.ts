@@ -77,11 +77,11 @@ export class ControllerMonitor {
       // recorded (clock_set_at) then knows that a board's later events will be read. Not while the board has not
       // confirmed that start: the clock is set again at the next poll.
       const logStarted = await this.deps.events.caughtUp(board, status.event).catch((error: unknown) => {
-        // Its status answered, so the board is there: a first contact's get-event it left unanswered is asked
-        // again at the next poll, not taken for the board gone.
-        if (!(error instanceof ControllerUnreachable) || board.last_event_index !== null) throw error;
+        // Its status answered, so the board is there: a get-event it left unanswered is asked again at the next
+        // poll (the events read before it are stored), not taken for the board gone. A first contact stays unconfirmed.
+        if (!(error instanceof ControllerUnreachable)) throw error;
         contact.error = error.message;
-        return false;
+        return board.last_event_index !== null;
       });
       if (!logStarted) delete contact.clockSetAt;
       await recordContactState(db, board.gateway_id, contact);
