@@ -128,6 +128,32 @@ describe('embedded broker', () => {
     }, 'offline: its last word', 3000);
   });
 
+  test('a gateway reconnecting in a loop changes state at most once a second here, and ends in its last connection state', async () => {
+    const s = await site(ctx.service);
+    const changes = async () => (await presenceEvents(ctx.service, s.account.id)).length / s.locks.length;
+    // Logins and clean ends only: no will, no announcement.
+    const login = () => connectGateway(s.gateway, {}, s.gateway.mqtt.url, false);
+    const reconnect = async (times: number) => {
+      for (let i = 0; i < times; i++) await (await login()).endAsync();
+    };
+    const started = Date.now();
+    await reconnect(50);
+    const held = await login();
+    await new Promise((resolve) => setTimeout(resolve, STATE_CHANGE_MS + 300)); // nothing more waits
+    assert.equal(await gatewayOnline(s.gateway.id), true, 'connected: online');
+    let seconds = (Date.now() - started) / 1000;
+    assert.ok((await changes()) <= Math.ceil(seconds) + 1, `${await changes()} changes in ${seconds.toFixed(1)} s of 51 logins`);
+    await held.endAsync();
+    await reconnect(50);
+    const ended = Date.now();
+    await eventually(async () => (await gatewayOnline(s.gateway.id)) === false, 'offline: its last connection ended', 2000);
+    assert.ok(Date.now() - ended <= 2000, `offline ${Date.now() - ended} ms after the end`);
+    await new Promise((resolve) => setTimeout(resolve, STATE_CHANGE_MS + 300));
+    assert.equal(await gatewayOnline(s.gateway.id), false, 'still offline: nothing waited behind');
+    seconds = (Date.now() - started) / 1000;
+    assert.ok((await changes()) <= Math.ceil(seconds) + 1, `${await changes()} changes in ${seconds.toFixed(1)} s of 101 logins`);
+  });
+
   test('an abrupt disconnect (the will) marks the locks offline within seconds', async () => {
     const s = await site(ctx.service);
     const client = await connectGateway(s.gateway);

@@ -169,7 +169,9 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     await presence.startWithNobodyConnected();
     broker = new EmbeddedBroker(
       db,
-      { connected: (gatewayId) => presence.connected(gatewayId), disconnected: (gatewayId) => presence.lost(gatewayId) },
+      // Bounded as its `{"online": …}` is: a gateway reconnecting in a loop flipped its state (a transaction, a
+      // webhook per lock, every account's cached facts) once per connection.
+      { connected: (gatewayId) => presence.announce(gatewayId, true), disconnected: (gatewayId) => presence.announce(gatewayId, false) },
       onMessage,
       config.mqttMaxPacketBytes,
       log,
@@ -206,6 +208,7 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     sandboxRoutes: (app) => mqttSandboxRoutes(app, unlock),
     async close() {
       pipeline.stopRetrying();
+      presence.close();
       await link.close();
       await broker?.close();
       await pipeline.drained();

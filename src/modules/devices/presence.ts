@@ -5,6 +5,8 @@
 // the service clock, and at start with the embedded broker (nobody is connected to a broker just started).
 // One lock.online / lock.offline per lock of the gateway per change; repeated identical states fire
 // nothing, even with several instances. Each gateway's changes run in its order of messages (inOrder).
+// What the gateway does (its `{"online": …}`, its logins and ends of connections) changes its state at most
+// once a second (announce).
 import type { FastifyBaseLogger } from 'fastify';
 import { CATALOG_CHANNEL } from '../../platform/channels.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -45,6 +47,7 @@ export class PresenceService {
   private readonly nextContactWrite = new Map<number, number>();
   /** Bounded by the gateways (a deleted one's entry stays: a few bytes). */
   private readonly acted = new Map<number, Acted>();
+  private closing = false;
 
   constructor(
     private readonly db: Database,
@@ -68,9 +71,9 @@ export class PresenceService {
   }
 
   /**
-   * The gateway's `{"online": …}`: a change is acted on at once, unless the last one was less than STATE_CHANGE_MS
-   * ago (then it waits, and a later word replaces it); a repeat of the state acted on is contact at most. True when
-   * acted on now.
+   * The gateway's `{"online": …}`, or with the embedded broker its login (true) or the end of its last connection
+   * (false): a change is acted on at once, unless the last one was less than STATE_CHANGE_MS ago (then it waits, and
+   * a later word replaces it); a repeat of the state acted on is contact at most. True when acted on now.
    */
   announce(gatewayId: number, online: boolean): boolean {
     const last = this.acted.get(gatewayId);
@@ -83,7 +86,7 @@ export class PresenceService {
       return false;
     }
     const since = last ? performance.now() - last.at : Infinity;
-    if (last && since < STATE_CHANGE_MS) {
+    if (last && since < STATE_CHANGE_MS && !this.closing) {
       const timer = setTimeout(() => this.actOnWaiting(gatewayId), STATE_CHANGE_MS - since);
       timer.unref();
       last.waiting = { online, timer };
@@ -94,14 +97,14 @@ export class PresenceService {
     return true;
   }
 
-  /** `{"online": true}` acted on, or a login: contact, written at once. */
+  /** `{"online": true}` or a login acted on (or a controller's answer): contact, written at once. */
   connected(gatewayId: number): void {
     this.remember(gatewayId, true);
     this.nextContactWrite.delete(gatewayId);
     this.heard(gatewayId);
   }
 
-  /** `{"online": false}` acted on, or the end of its last connection: offline; its next message is contact again. */
+  /** `{"online": false}` or the end of its last connection acted on (or a rotation): offline; its next message is contact again. */
   lost(gatewayId: number): void {
     this.remember(gatewayId, false);
     this.nextContactWrite.delete(gatewayId);
@@ -113,6 +116,19 @@ export class PresenceService {
     const last = this.acted.get(gatewayId);
     if (last?.waiting) clearTimeout(last.waiting.timer);
     this.acted.set(gatewayId, { online, at: performance.now(), waiting: null });
+  }
+
+  /**
+   * The service is closing: what waits is acted on now, and what follows at once (the ends of connections the
+   * broker's close makes, which come after it), so that nothing waits on a timer past the close.
+   */
+  close(): void {
+    this.closing = true;
+    for (const [gatewayId, last] of this.acted) {
+      if (!last.waiting) continue;
+      clearTimeout(last.waiting.timer);
+      this.actOnWaiting(gatewayId);
+    }
   }
 
   private actOnWaiting(gatewayId: number): void {
