@@ -276,6 +276,15 @@ describe('embedded broker', () => {
     }
   });
 
+  test("the offline a start writes is not the gateway's change: its login right after is acted on at once", async () => {
+    const s = await site(ctx.service);
+    await ctx.database.db.query('UPDATE gateways SET online = true WHERE id = $1', [s.gateway.id]);
+    // The writes are only queued: the other tests' gateways stay as they are.
+    const presence = new PresenceService(ctx.database.db, { now: () => new Date() }, pino({ level: 'silent' }), () => undefined);
+    assert.ok((await presence.startWithNobodyConnected()) >= 1);
+    assert.equal(presence.announce(s.gateway.id, true), true, 'not held back by the bound');
+  });
+
   test('a gateway that reconnects while its old connection is still open stays authorised and online', async () => {
     const s = await site(ctx.service);
     const commandsTopic = `latchkey/v1/gateways/${s.gateway.id}/commands`;

@@ -112,10 +112,10 @@ export class PresenceService {
   }
 
   /** The state acted on now; whatever waited is older than it. */
-  private remember(gatewayId: number, online: boolean): void {
+  private remember(gatewayId: number, online: boolean, at = performance.now()): void {
     const last = this.acted.get(gatewayId);
     if (last?.waiting) clearTimeout(last.waiting.timer);
-    this.acted.set(gatewayId, { online, at: performance.now(), waiting: null });
+    this.acted.set(gatewayId, { online, at, waiting: null });
   }
 
   /**
@@ -152,7 +152,11 @@ export class PresenceService {
    */
   async startWithNobodyConnected(): Promise<number> {
     const held = await onlineGatewayIds(this.db);
-    for (const id of held) this.lost(id);
+    for (const id of held) {
+      // The start's doing, not the gateway's: its login right after is acted on at once.
+      this.remember(id, false, -Infinity);
+      this.inOrder(id, () => this.setOnline(id, false));
+    }
     return held.length;
   }
 
