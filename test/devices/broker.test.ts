@@ -245,6 +245,55 @@ describe('a gateway that stops reading what it is sent', () => {
   });
 });
 
+describe('many gateways that stop reading at once', () => {
+  test('cannot hold every delivery: past half of them, a connection that has not drained is closed, and a gateway that reads is served at once', async () => {
+    // 100 deliveries in flight (the service has 1,000): four gateways that read nothing, sent large messages in turn,
+    // hold 25 each, under the bound per connection (32), once their sockets' buffers are full: then nothing more is
+    // forwarded, none of them reaches its own bound, and nobody is served until the drain time-out (15 s).
+    const deliveries = 100;
+    const disconnected = new Set<number>();
+    const broker = new EmbeddedBroker(
+      ctx.database.db,
+      { connected: () => undefined, disconnected: (id) => disconnected.add(id) },
+      () => undefined,
+      MAX_PACKET_BYTES,
+      pino({ level: 'silent' }),
+      deliveries,
+    );
+    const port = await broker.start(0, '127.0.0.1');
+    const link = broker.link();
+    try {
+      const url = `mqtt://127.0.0.1:${port}`;
+      const connectTo = (gateway: GatewayCredentials) => connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url } });
+      const stalled: GatewayCredentials[] = [];
+      for (let i = 0; i < 4; i++) {
+        const gateway = (await site()).gateway;
+        const staller = await connectTo(gateway);
+        await staller.subscribeAsync(gatewayTopic(gateway, 'access/answer'), { qos: 1 });
+        (staller.stream as Socket).pause();
+        stalled.push(gateway);
+      }
+      const other = (await site()).gateway;
+      const reader = await connectTo(other);
+      const received: string[] = [];
+      reader.on('message', (_topic, payload) => received.push(payload.toString()));
+      await reader.subscribeAsync(gatewayTopic(other, 'access/answer'), { qos: 1 });
+      const big = { id: randomUUID(), filler: 'x'.repeat(60 * 1024) };
+      for (let i = 0; i < 150 && !stalled.every((gateway) => disconnected.has(gateway.id)); i++) {
+        for (const gateway of stalled) void link.publish(gatewayTopic(gateway, 'access/answer'), big).catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      const started = Date.now();
+      await link.publish(gatewayTopic(other, 'access/answer'), { id: 'still served' });
+      await waitFor(() => received.some((m) => m.includes('still served')), 'the gateway that reads served', 5000);
+      assert.ok(Date.now() - started < 3000, 'at once, not after a drain time-out');
+      await waitFor(() => stalled.some((gateway) => disconnected.has(gateway.id)), 'a gateway that reads nothing closed');
+    } finally {
+      await broker.close();
+    }
+  });
+});
+
 describe('a gateway cut off while it logs in', () => {
   test('a login whose password was read before the gateway was cut off (a rotation) is refused, not left open', async () => {
     const { gateway } = await site();

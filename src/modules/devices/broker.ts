@@ -67,6 +67,12 @@ export class EmbeddedBroker {
   private readonly subscribeRefusals: SubscribeRefusals;
   /** Messages forwarded to each connection since its socket last could take them (see MAX_UNDRAINED_FORWARDS). */
   private readonly undrained = new WeakMap<Client, number>();
+  /**
+   * The deliveries those messages hold, all connections together. The bound per connection alone let about 31
+   * gateways that stop reading hold every delivery; past half of them, any connection that has not drained is closed
+   * at its next message, so that the deliveries left always serve the gateways that read.
+   */
+  private held = 0;
 
   constructor(
     private readonly db: Database,
@@ -74,6 +80,8 @@ export class EmbeddedBroker {
     private readonly onMessage: GatewayMessageHandler,
     private readonly maxPacketBytes: number,
     private readonly log: FastifyBaseLogger,
+    /** Aedes's deliveries in flight (a test makes it small). */
+    private readonly deliveriesInFlight = DELIVERIES_IN_FLIGHT,
   ) {
     this.subscribeRefusals = new SubscribeRefusals(log);
   }
@@ -81,7 +89,7 @@ export class EmbeddedBroker {
   async start(port: number, host: string): Promise<number> {
     const broker = await Aedes.createBroker({
       connectTimeout: CONNECT_TIMEOUT_MS,
-      concurrency: DELIVERIES_IN_FLIGHT,
+      concurrency: this.deliveriesInFlight,
       drainTimeout: DRAIN_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         void this.authenticate(client, username, password).then(
@@ -154,18 +162,34 @@ export class EmbeddedBroker {
   /** Whether a connection has stopped reading what it is sent (then closed, and sent nothing more). */
   private notReading(client: Client): boolean {
     if (!client.conn.writableNeedDrain) {
-      this.undrained.delete(client);
+      this.drained(client);
       return false;
     }
     const forwarded = (this.undrained.get(client) ?? 0) + 1;
-    this.undrained.set(client, forwarded);
-    if (forwarded <= MAX_UNDRAINED_FORWARDS) return false;
-    if (forwarded === MAX_UNDRAINED_FORWARDS + 1) {
-      this.log.warn({ gatewayId: this.gatewayOf.get(client), undrained: forwarded }, 'mqtt connection not reading what it is sent; closed');
+    const pressed = this.held >= this.deliveriesInFlight / 2;
+    if (forwarded <= MAX_UNDRAINED_FORWARDS && !pressed) {
+      // Held until the socket drains (or closes): counted until then.
+      if (forwarded === 1) client.conn.once('drain', () => this.drained(client));
+      this.undrained.set(client, forwarded);
+      this.held++;
+      return false;
+    }
+    if (this.undrained.get(client) !== -1) {
+      this.log.warn({ gatewayId: this.gatewayOf.get(client), undrained: forwarded, heldByAll: this.held }, 'mqtt connection not reading what it is sent; closed');
+      this.drained(client);
+      this.undrained.set(client, -1); // closing: said once
       // Closing fails the deliveries waiting for its socket at once, which frees them for the other gateways.
       setImmediate(() => client.close());
     }
     return true;
+  }
+
+  /** The connection's socket took what it held (or closed): its deliveries are free again. */
+  private drained(client: Client): void {
+    const count = this.undrained.get(client);
+    if (count === undefined || count < 0) return;
+    this.held -= count;
+    this.undrained.delete(client);
   }
 
   /** Why a gateway's publish is refused, or null. */
@@ -205,6 +229,7 @@ export class EmbeddedBroker {
   }
 
   private connectionClosed(client: Client, gatewayId: number): void {
+    this.drained(client);
     this.gatewayOf.delete(client);
     const open = this.connectionsOf.get(gatewayId);
     open?.delete(client);
