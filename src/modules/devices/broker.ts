@@ -23,15 +23,27 @@ export const CONNECT_TIMEOUT_MS = 5000;
 /** The one kind of gateway message that may be retained (its last presence, for services that start later). */
 const RETAINED_GATEWAY_PUBLISH = 'presence';
 /**
- * Messages forwarded to a connection whose socket has not drained since the last one it could not take: past this
- * many it is not reading, and is closed. Each such message holds one of Aedes's deliveries in flight until the socket
- * drains, and when they are all held no gateway gets anything (a gateway that stopped reading and asked thousands of
- * questions stalled every account's answers for a minute). The service sends a list part by part, each after the
- * last was taken, so a gateway that reads, even slowly, stays far below it.
+ * Messages waiting for a connection's socket to drain: past this many it is not reading, and is closed. Each holds one
+ * of Aedes's deliveries in flight until the socket drains, and when they are all held no gateway gets anything (a
+ * gateway that stopped reading and asked thousands of questions stalled every account's answers for a minute). The
+ * service sends a list part by part, each after the last was taken, so a gateway that reads, even slowly, stays far
+ * below it.
  */
 export const MAX_UNDRAINED_FORWARDS = 32;
 /** Aedes's deliveries in flight at once (its default 100): room for many slow gateways beside the others. */
 const DELIVERIES_IN_FLIGHT = 1000;
+/** How often the deliveries held by connections that have not drained are counted, all connections together (see sweep). */
+const HELD_SWEEP_MS = 250;
+
+/** Aedes 1.x keeps a connection's deliveries waiting for its socket to drain in `_pendingDrains` (a test pins it). */
+type AedesClientInternals = { _pendingDrains?: unknown[] };
+
+/** The deliveries Aedes holds for this connection until its socket drains (each holds one of those in flight). */
+export function heldDeliveries(client: Client): number {
+  const pending = (client as unknown as AedesClientInternals)._pendingDrains;
+  if (Array.isArray(pending)) return pending.length;
+  return client.conn.writableNeedDrain ? 1 : 0; // another Aedes: at least whether it waits
+}
 /** How long a delivery may wait for a connection's socket to drain before the connection is closed (Aedes's default 60 s). */
 const DRAIN_TIMEOUT_MS = 15_000;
 
@@ -65,14 +77,11 @@ export class EmbeddedBroker {
   private readonly cutOffAt = new Map<number, number>();
   private cuts = 0;
   private readonly subscribeRefusals: SubscribeRefusals;
-  /** Messages forwarded to each connection since its socket last could take them (see MAX_UNDRAINED_FORWARDS). */
-  private readonly undrained = new WeakMap<Client, number>();
-  /**
-   * The deliveries those messages hold, all connections together. The bound per connection alone let about 31
-   * gateways that stop reading hold every delivery; past half of them, any connection that has not drained is closed
-   * at its next message, so that the deliveries left always serve the gateways that read.
-   */
-  private held = 0;
+  /** Connections closed for not reading (their close is under way): forwarded nothing more, said once. */
+  private readonly closingNotReading = new WeakSet<Client>();
+  /** The deliveries held by all connections at the last sweep. */
+  private heldByAll = 0;
+  private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Database,
@@ -132,6 +141,8 @@ export class EmbeddedBroker {
       this.server?.once('error', reject);
       this.server?.listen(port, host, () => resolve());
     });
+    this.sweepTimer = setInterval(() => this.sweep(), HELD_SWEEP_MS);
+    this.sweepTimer.unref();
     const address = this.server.address();
     return typeof address === 'object' && address ? address.port : port;
   }
@@ -159,37 +170,59 @@ export class EmbeddedBroker {
     return this.connectionsOf.size;
   }
 
-  /** Whether a connection has stopped reading what it is sent (then closed, and sent nothing more). */
+  /**
+   * Whether a connection has stopped reading what it is sent (then closed, and sent nothing more): it holds more
+   * than MAX_UNDRAINED_FORWARDS deliveries. Read from what Aedes holds, not counted here: the forwards of one turn of
+   * the event loop are all authorised before Aedes writes any, so a count kept here misses them.
+   */
   private notReading(client: Client): boolean {
-    if (!client.conn.writableNeedDrain) {
-      this.drained(client);
-      return false;
-    }
-    const forwarded = (this.undrained.get(client) ?? 0) + 1;
-    const pressed = this.held >= this.deliveriesInFlight / 2;
-    if (forwarded <= MAX_UNDRAINED_FORWARDS && !pressed) {
-      // Held until the socket drains (or closes): counted until then.
-      if (forwarded === 1) client.conn.once('drain', () => this.drained(client));
-      this.undrained.set(client, forwarded);
-      this.held++;
-      return false;
-    }
-    if (this.undrained.get(client) !== -1) {
-      this.log.warn({ gatewayId: this.gatewayOf.get(client), undrained: forwarded, heldByAll: this.held }, 'mqtt connection not reading what it is sent; closed');
-      this.drained(client);
-      this.undrained.set(client, -1); // closing: said once
-      // Closing fails the deliveries waiting for its socket at once, which frees them for the other gateways.
-      setImmediate(() => client.close());
-    }
+    if (this.closingNotReading.has(client)) return true;
+    const held = heldDeliveries(client);
+    if (held <= MAX_UNDRAINED_FORWARDS) return false;
+    this.closeNotReading(client, held);
     return true;
   }
 
-  /** The connection's socket took what it held (or closed): its deliveries are free again. */
-  private drained(client: Client): void {
-    const count = this.undrained.get(client);
-    if (count === undefined || count < 0) return;
-    this.held -= count;
-    this.undrained.delete(client);
+  /**
+   * Every HELD_SWEEP_MS: a connection holding more than MAX_UNDRAINED_FORWARDS is closed (what one turn forwarded to
+   * it is seen here, as no next message may come); and when the connections together hold half of the deliveries in
+   * flight, those holding most are closed until they hold a quarter. The bound per connection alone let about 31
+   * gateways that stop reading (or fewer, each sent a burst in one turn) hold every delivery, and no gateway of any
+   * account got anything until the drain time-out. A gateway that reads, even slowly, holds few and is closed last.
+   */
+  private sweep(): void {
+    let total = 0;
+    const holding: Array<{ client: Client; held: number }> = [];
+    for (const client of this.gatewayOf.keys()) {
+      const held = heldDeliveries(client);
+      if (held === 0 || this.closingNotReading.has(client)) continue;
+      if (held > MAX_UNDRAINED_FORWARDS) this.closeNotReading(client, held);
+      else {
+        total += held;
+        holding.push({ client, held });
+      }
+    }
+    if (total >= this.deliveriesInFlight / 2) {
+      holding.sort((a, b) => b.held - a.held);
+      for (const { client, held } of holding) {
+        if (total < this.deliveriesInFlight / 4) break;
+        this.closeNotReading(client, held);
+        total -= held;
+      }
+    }
+    this.heldByAll = total;
+  }
+
+  private closeNotReading(client: Client, held: number): void {
+    this.closingNotReading.add(client);
+    this.log.warn({ gatewayId: this.gatewayOf.get(client), held, heldByAll: this.heldByAll }, 'mqtt connection not reading what it is sent; closed');
+    // Closing fails the deliveries waiting for its socket at once, which frees them for the other gateways.
+    setImmediate(() => client.close());
+  }
+
+  /** The deliveries held by connections that have not drained, at the last sweep (a test reads it). */
+  get heldByConnectionsNotDrained(): number {
+    return this.heldByAll;
   }
 
   /** Why a gateway's publish is refused, or null. */
@@ -229,7 +262,6 @@ export class EmbeddedBroker {
   }
 
   private connectionClosed(client: Client, gatewayId: number): void {
-    this.drained(client);
     this.gatewayOf.delete(client);
     const open = this.connectionsOf.get(gatewayId);
     open?.delete(client);
@@ -239,6 +271,8 @@ export class EmbeddedBroker {
   }
 
   async close(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
     await new Promise<void>((resolve) => (this.broker ? this.broker.close(() => resolve()) : resolve()));
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.unref();
