@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { MqttClient } from 'mqtt';
 import { after, before, test } from 'node:test';
 import type { Sql } from '../../src/platform/db/index.ts';
-import { createTestDatabase, overriding, type TestDatabase } from '../helpers/database.ts';
+import { backend, createTestDatabase, overriding, type TestDatabase } from '../helpers/database.ts';
 import { createGateway, gatewayClients, waitFor } from '../helpers/gateways.ts';
 import { issueKey, keysTenant, latestLink, linkPath, type KeysTenant } from '../helpers/keys.ts';
 import { SoftwarePasskey } from '../helpers/passkey.ts';
@@ -106,6 +106,29 @@ test('a key revoked between the decision and the command opens nothing: refused 
     [String(keyId)],
   );
   assert.equal(denied.length, 1, 'the refusal is in the access log');
+});
+
+test('a revocation under way when the command is created (updated, not yet committed) is waited for: nothing opens', { skip: backend !== 'postgres' && 'two transactions at once need PostgreSQL (PGlite runs one at a time)' }, async () => {
+  const { phone, keyId } = await registeredPhone();
+  const other = await database.openAnother();
+  let committed: Promise<void> = Promise.resolve();
+  beforeKeyCommand = async () => {
+    // What a revocation does first, in a transaction that goes on (lists, events) before it commits.
+    let updated: () => void = () => undefined;
+    const didUpdate = new Promise<void>((resolve) => (updated = resolve));
+    committed = other.transaction(async (tx) => {
+      await tx.query(`UPDATE keys SET revoked_at = now(), expires_at = now(), state = 'returned', updated_at = now() WHERE id = $1`, [keyId]);
+      updated();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    await didUpdate;
+  };
+  const res = await open(phone);
+  await committed;
+  assert.equal(beforeKeyCommand, null, 'the hook ran');
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual([res.body.refused, res.body.command], ['revoked', null]);
+  assert.equal(await commandsOfKey(keyId), 0, 'no command for the key');
 });
 
 test('a key moved out of the door’s group between the decision and the command opens nothing (no_access)', async () => {

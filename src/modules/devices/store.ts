@@ -126,6 +126,7 @@ const CREATE_KEY_COMMAND = {
   text: `WITH holder AS (
     SELECT kk.account_id, (kk.xmin::text || ':' || pp.xmin::text) = $7 AS unchanged
       FROM keys kk JOIN people pp ON pp.id = kk.person_id WHERE kk.id = $2
+       FOR SHARE OF kk, pp
   ), target AS (
     SELECT k.id, k.gateway_id, l.account_id, g.online, g.kind, holder.unchanged
       FROM locks k JOIN locations l ON l.id = k.location_id JOIN holder ON holder.account_id = l.account_id LEFT JOIN gateways g ON g.id = k.gateway_id
@@ -145,6 +146,8 @@ const CREATE_KEY_COMMAND = {
  * while the key and its person are as the decision read them (`keyVersion`, their rows' xmin): a revocation, a
  * change of groups or a deletion committed after the decision creates nothing (key_unchanged false), and the caller
  * decides again. Without it a tap decided just before a revocation opened the door after the revocation was answered.
+ * FOR SHARE waits for a change under way (a revocation goes on in its transaction after its UPDATE: lists, events),
+ * then reads the row it committed; without it the statement's snapshot saw the row before it.
  */
 export async function tryCreateKeyCommand(
   db: Queryable,

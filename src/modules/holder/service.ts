@@ -296,7 +296,9 @@ export class HolderService {
       // changing under every try is being edited: the page is told to try again in a second.
       if (tries >= MAX_DECISIONS_PER_OPEN) throw errors.rateLimited(1);
       key = await findHolderKey(this.deps.db, key.id);
-      if (!key) return { refused: 'revoked' as Refusal, command: null }; // its person was deleted
+      // Its person was deleted meanwhile (which revoked the key). Not logged, as a tap of a deleted person's key is not
+      // (verify): a new event would carry the contact details the deletion has just forgotten.
+      if (!key) return { refused: 'revoked' as Refusal, command: null };
     }
   }
 
