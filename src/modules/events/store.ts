@@ -13,7 +13,8 @@ import type { AccessEntry, AccessEvent, AccessLogLock, DoorEventType, WriteGuard
  * grown since its last statistics) was answered by a hash join over the whole log, 4 ms a batch and growing
  * with the log (bench/RESULTS.md). Exported for its plan's test.
  */
-export const BATCH_CONTEXT = {
+export const BATCH_CONTEXT: PreparedSql = {
+  anyValue: true, // see withAnyValuePlan
   name: 'accessLog.batchContext',
   text: `SELECT
     (SELECT coalesce(json_agg(x), '[]') FROM (
@@ -77,7 +78,7 @@ const RECORD_PARAMETERS = 11;
 const guardParam = (n: number): string => `$${RECORD_PARAMETERS + n}`;
 
 function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
-  return fanOutStatement({
+  return withAnyValuePlan(fanOutStatement({
     name: guard ? `accessLog.record.${guard.name}` : 'accessLog.record',
     ctes: `${guard ? `guard AS (${guard.sql(guardParam)}),` : ''}
   drawn AS MATERIALIZED (
@@ -98,8 +99,11 @@ function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
     SELECT type, account_id, location_id, person_id, body::jsonb AS data, $11::timestamptz AS occurred_at, id AS n FROM stored
   )`,
     answer: 'SELECT stored.id, drawn.n FROM stored JOIN drawn ON drawn.id = stored.id',
-  });
+  }));
 }
+
+/** The access log's write and its batch's reads take arrays of whatever length: one plan serves every batch. */
+const withAnyValuePlan = (sql: PreparedSql): PreparedSql => ({ ...sql, anyValue: true });
 
 /** An entry to insert with the Event it stores (its id drawn by the statement). */
 export interface EntryToInsert {

@@ -16,6 +16,12 @@ export type Row = Record<string, unknown>;
 export interface PreparedSql {
   name: string;
   text: string;
+  /**
+   * Its best plan does not depend on its values (a write of many rows from arrays, say): on server PostgreSQL it
+   * runs on connections of its own that plan it once for any value (plan_cache_mode = force_generic_plan), not for
+   * the values of each of its first five runs on every connection of the pool. PGlite ignores it.
+   */
+  anyValue?: true;
 }
 
 export type Sql = string | PreparedSql;

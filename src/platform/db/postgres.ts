@@ -92,19 +92,21 @@ function clientConfig(options: PostgresOptions): pg.ClientConfig {
   };
 }
 
+/**
+ * Connections of the statements planned once for any value (PreparedSql.anyValue): the door events' writes,
+ * EVENT_WRITES_AT_ONCE of them at once, and an unlock's outcome beside them.
+ */
+const ANY_VALUE_CONNECTIONS = 4;
+
 export async function openPostgres(options: PostgresOptions): Promise<PostgresDatabase> {
   const pg = (driver ??= (await import('pg')).default);
   const searchPath = options.schema ? { options: `-c search_path=${options.schema}` } : {};
-  const pool = new pg.Pool({
-    ...clientConfig(options),
-    max: options.maxConnections ?? 10,
-    types: typeParsers(pg.types),
-    ...searchPath,
-  });
+  const poolConfig: pg.PoolConfig = { ...clientConfig(options), types: typeParsers(pg.types), ...searchPath };
+  const pool = new pg.Pool({ ...poolConfig, max: options.maxConnections ?? 10 });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   const [row] = (await pool.query<{ schema: string }>('SELECT current_schema() AS schema')).rows;
-  return new PostgresDatabase(pool, options, row?.schema ?? 'public');
+  return new PostgresDatabase(pool, options, row?.schema ?? 'public', poolConfig);
 }
 
 export class PostgresDatabase implements Database {
@@ -114,16 +116,36 @@ export class PostgresDatabase implements Database {
   private listenerConnecting: Promise<void> | null = null;
   private closed = false;
   private readonly handlers = new Map<string, Array<(payload: string) => void>>();
+  /** The pool of PreparedSql.anyValue statements, made at the first. */
+  private anyValuePool: pg.Pool | null = null;
 
   constructor(
     readonly pool: pg.Pool,
     private readonly options: PostgresOptions,
     /** The schema statements run in (search_path), which namespaces NOTIFY channels. */
     private readonly schema: string,
+    /** What the pool's connections are made with (the anyValue pool's too). */
+    private readonly poolConfig: pg.PoolConfig,
   ) {}
 
   async query<T extends object = Row>(sql: Sql, params: readonly unknown[] = []): Promise<T[]> {
-    return run<T>(this.pool, sql, params);
+    return run<T>(typeof sql !== 'string' && sql.anyValue ? this.anyValueConnections() : this.pool, sql, params);
+  }
+
+  /**
+   * A first run of a prepared statement on a connection plans it for its values, and so do the next four, before
+   * PostgreSQL may keep a plan for any value: the first burst of door events after a start paid that on every
+   * connection of the pool it touched (bench/RESULTS.md, 2026-11-29). A few connections of their own, planning
+   * once, pay it once each. Not the whole pool: the pages of the lists need plans made for their values.
+   */
+  private anyValueConnections(): pg.Pool {
+    if (this.anyValuePool) return this.anyValuePool;
+    const pool = new (loadedDriver().Pool)({ ...this.poolConfig, max: ANY_VALUE_CONNECTIONS });
+    pool.on('error', () => undefined);
+    // Queued on the new connection before anything else it runs.
+    pool.on('connect', (client) => void client.query('SET plan_cache_mode = force_generic_plan').catch(() => undefined));
+    this.anyValuePool = pool;
+    return pool;
   }
 
   async appendRows(table: string, columns: readonly AppendColumn[], rows: ReadonlyArray<readonly AppendValue[]>): Promise<void> {
@@ -249,13 +271,16 @@ export class PostgresDatabase implements Database {
   }
 
   poolStats(): PoolStats {
-    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+    const pools = this.anyValuePool ? [this.pool, this.anyValuePool] : [this.pool];
+    const sum = (count: (pool: pg.Pool) => number) => pools.reduce((total, pool) => total + count(pool), 0);
+    return { total: sum((p) => p.totalCount), idle: sum((p) => p.idleCount), waiting: sum((p) => p.waitingCount) };
   }
 
   async close(): Promise<void> {
     this.closed = true;
     await this.listener?.end().catch(() => undefined);
     this.listener = null;
+    await this.anyValuePool?.end();
     await this.pool.end();
   }
 }
