@@ -140,6 +140,7 @@ export class PostgresDatabase implements Database {
    */
   private anyValueConnections(): pg.Pool {
     if (this.anyValuePool) return this.anyValuePool;
+    if (this.closed) return this.pool; // which refuses, as any statement after close()
     const pool = new (loadedDriver().Pool)({ ...this.poolConfig, max: ANY_VALUE_CONNECTIONS });
     pool.on('error', () => undefined);
     // Queued on the new connection before anything else it runs.
