@@ -36,6 +36,8 @@ const webauthn = () => (webauthnModule ??= import('@simplewebauthn/server'));
 
 /** A challenge is good for this long, once. */
 export const CHALLENGE_TTL_MS = 60_000;
+/** Decisions one Open makes while the key changes under them (see open), before the page is told to try again. */
+const MAX_DECISIONS_PER_OPEN = 3;
 /**
  * Limits (per minute): challenges and taps per address, taps per key, failed assertions per address and key;
  * and, counted per address before anything else runs (each of these requests looks something up in the
@@ -43,9 +45,6 @@ export const CHALLENGE_TTL_MS = 60_000;
  * steps: a person needs 2 or 3 for an activation) and the polls of a command after Open (the page asks up to
  * 200 times over 42 s while a door does not answer: followDelayMs in web/follow-schedule.ts).
  */
-/** Decisions one Open makes while the key changes under them (see open), before the page is told to try again. */
-const MAX_DECISIONS_PER_OPEN = 3;
-
 export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, failedPerKey: 5, setupLinkPerIp: 60, pollsPerIp: 300 } as const;
 
 /** The per-address budgets of the open routes above (platform/access.ts counts them). */
