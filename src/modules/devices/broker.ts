@@ -32,6 +32,8 @@ const RETAINED_GATEWAY_PUBLISH = 'presence';
 export const MAX_UNDRAINED_FORWARDS = 32;
 /** Aedes's deliveries in flight at once (its default 100): room for many slow gateways beside the others. */
 const DELIVERIES_IN_FLIGHT = 1000;
+/** How long a delivery may wait for a connection's socket to drain before the connection is closed (Aedes's default 60 s). */
+const DRAIN_TIMEOUT_MS = 15_000;
 /** How often the deliveries held by connections that have not drained are counted, all connections together (see sweep). */
 const HELD_SWEEP_MS = 250;
 
@@ -39,13 +41,12 @@ const HELD_SWEEP_MS = 250;
 type AedesClientInternals = { _pendingDrains?: unknown[] };
 
 /** The deliveries Aedes holds for this connection until its socket drains (each holds one of those in flight). */
-export function heldDeliveries(client: Client): number {
+function heldDeliveries(client: Client): number {
   const pending = (client as unknown as AedesClientInternals)._pendingDrains;
   if (Array.isArray(pending)) return pending.length;
   return client.conn.writableNeedDrain ? 1 : 0; // another Aedes: at least whether it waits
 }
-/** How long a delivery may wait for a connection's socket to drain before the connection is closed (Aedes's default 60 s). */
-const DRAIN_TIMEOUT_MS = 15_000;
+
 
 function authError(code: number, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode: code }) as AuthenticateError;
