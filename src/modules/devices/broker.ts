@@ -47,7 +47,6 @@ function heldDeliveries(client: Client): number {
   return client.conn.writableNeedDrain ? 1 : 0; // another Aedes: at least whether it waits
 }
 
-
 function authError(code: number, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode: code }) as AuthenticateError;
 }
