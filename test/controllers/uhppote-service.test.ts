@@ -43,6 +43,19 @@ const ctx = useTestService(undefined, {
 /** Runs the due jobs (the sandbox does not run them by itself): polls, queued writes, webhook deliveries. */
 const runJobs = () => advanceClock(ctx.service, 0);
 
+/** The board's first contact is recorded, and its first event after it (a swipe) reaches the access log alone. */
+async function firstContactThenFirstEvent(simulated: SimulatedController, s: Site, controllerId: number): Promise<void> {
+  await waitFor(async () => {
+    await runJobs();
+    return (await controllerView(controllerId)).clock_set_at !== null;
+  }, 'first contact recorded');
+  simulated.swipe(99999999, 1);
+  await waitFor(async () => {
+    await runJobs();
+    return (await accessLog(s)).length === 1;
+  }, "the board's first event after the contact");
+}
+
 /** Until the board has answered get-status `n` more times (each a poll, run by the jobs). */
 async function polls(simulated: SimulatedController, n: number): Promise<void> {
   const target = (simulated.requests.get('get-status') ?? 0) + n;
@@ -457,15 +470,7 @@ describe('forged statuses', () => {
     await polls(simulated, 2);
     assert.equal((await controllerView(res.body.id)).clock_set_at, null, 'first contact recorded on a status the board did not confirm');
     simulated.forgeStatusEvent(undefined);
-    await waitFor(async () => {
-      await runJobs();
-      return (await controllerView(res.body.id)).clock_set_at !== null;
-    }, 'first contact recorded');
-    simulated.swipe(99999999, 1);
-    await waitFor(async () => {
-      await runJobs();
-      return (await accessLog(s)).length === 1;
-    }, "the board's first event after the contact");
+    await firstContactThenFirstEvent(simulated, s, res.body.id);
   });
 });
 
@@ -699,15 +704,7 @@ describe('an event read the board did not answer', () => {
     assert.match(waiting.last_error ?? '', /get-event/);
 
     simulated.dropAnswersTo([]);
-    await waitFor(async () => {
-      await runJobs();
-      return (await controllerView(res.body.id)).clock_set_at !== null;
-    }, 'first contact recorded');
-    simulated.swipe(99999999, 1);
-    await waitFor(async () => {
-      await runJobs();
-      return (await accessLog(s)).length === 1;
-    }, "the board's first event after the contact");
+    await firstContactThenFirstEvent(simulated, s, res.body.id);
     const offline = await ctx.database.db.query("SELECT id FROM domain_events WHERE account_id = $1 AND type = 'lock.offline'", [s.accountId]);
     assert.equal(offline.length, 0, 'lock.offline for a board whose status answered every poll');
     assert.equal((await controllerView(res.body.id)).online, true);

@@ -245,53 +245,74 @@ describe('a gateway that stops reading what it is sent', () => {
   });
 });
 
+/**
+ * A broker of the test's own with few deliveries in flight (the service has 1,000), gateways on it that read nothing
+ * (their sockets paused) or read, and large answers to send them.
+ */
+async function smallBroker(deliveries: number) {
+  const disconnected = new Set<number>();
+  const broker = new EmbeddedBroker(
+    ctx.database.db,
+    { connected: () => undefined, disconnected: (id) => disconnected.add(id) },
+    () => undefined,
+    MAX_PACKET_BYTES,
+    pino({ level: 'silent' }),
+    deliveries,
+  );
+  const url = `mqtt://127.0.0.1:${await broker.start(0, '127.0.0.1')}`;
+  const link = broker.link();
+  const subscribed = async () => {
+    const gateway = (await site()).gateway;
+    const client = await connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url } });
+    await client.subscribeAsync(gatewayTopic(gateway, 'access/answer'), { qos: 1 });
+    return { gateway, client };
+  };
+  return {
+    broker,
+    disconnected,
+    big: { id: randomUUID(), filler: 'x'.repeat(60 * 1024) },
+    sendTo: (gateway: GatewayCredentials, message: unknown) => void link.publish(gatewayTopic(gateway, 'access/answer'), message).catch(() => undefined),
+    async notReading(): Promise<GatewayCredentials> {
+      const { gateway, client } = await subscribed();
+      (client.stream as Socket).pause();
+      return gateway;
+    },
+    /** A gateway that reads: served at once (not after the drain time-out) whatever the others hold. */
+    async reading() {
+      const { gateway, client } = await subscribed();
+      const received: string[] = [];
+      client.on('message', (_topic, payload) => received.push(payload.toString()));
+      return async () => {
+        const started = Date.now();
+        await link.publish(gatewayTopic(gateway, 'access/answer'), { id: 'still served' });
+        await waitFor(() => received.some((m) => m.includes('still served')), 'the gateway that reads served', 5000);
+        assert.ok(Date.now() - started < 3000, 'at once, not after a drain time-out');
+      };
+    },
+  };
+}
+
 describe('many gateways that stop reading at once', () => {
   test('cannot hold every delivery: past half of them, a connection that has not drained is closed, and a gateway that reads is served at once', async () => {
-    // 100 deliveries in flight (the service has 1,000): four gateways that read nothing, sent large messages in turn,
-    // hold 25 each, under the bound per connection (32), once their sockets' buffers are full: then nothing more is
-    // forwarded, none of them reaches its own bound, and nobody is served until the drain time-out (15 s).
+    // 100 deliveries in flight: four gateways that read nothing, sent large messages in turn, hold 25 each, under the
+    // bound per connection (32), once their sockets' buffers are full: then nothing more is forwarded, none of them
+    // reaches its own bound, and nobody is served until the drain time-out (15 s).
     const deliveries = 100;
-    const disconnected = new Set<number>();
-    const broker = new EmbeddedBroker(
-      ctx.database.db,
-      { connected: () => undefined, disconnected: (id) => disconnected.add(id) },
-      () => undefined,
-      MAX_PACKET_BYTES,
-      pino({ level: 'silent' }),
-      deliveries,
-    );
-    const port = await broker.start(0, '127.0.0.1');
-    const link = broker.link();
+    const b = await smallBroker(deliveries);
     try {
-      const url = `mqtt://127.0.0.1:${port}`;
-      const connectTo = (gateway: GatewayCredentials) => connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url } });
       const stalled: GatewayCredentials[] = [];
-      for (let i = 0; i < 4; i++) {
-        const gateway = (await site()).gateway;
-        const staller = await connectTo(gateway);
-        await staller.subscribeAsync(gatewayTopic(gateway, 'access/answer'), { qos: 1 });
-        (staller.stream as Socket).pause();
-        stalled.push(gateway);
-      }
-      const other = (await site()).gateway;
-      const reader = await connectTo(other);
-      const received: string[] = [];
-      reader.on('message', (_topic, payload) => received.push(payload.toString()));
-      await reader.subscribeAsync(gatewayTopic(other, 'access/answer'), { qos: 1 });
-      const big = { id: randomUUID(), filler: 'x'.repeat(60 * 1024) };
-      for (let i = 0; i < 150 && !stalled.every((gateway) => disconnected.has(gateway.id)); i++) {
-        for (const gateway of stalled) void link.publish(gatewayTopic(gateway, 'access/answer'), big).catch(() => undefined);
+      for (let i = 0; i < 4; i++) stalled.push(await b.notReading());
+      const servedAtOnce = await b.reading();
+      for (let i = 0; i < 150 && !stalled.every((gateway) => b.disconnected.has(gateway.id)); i++) {
+        for (const gateway of stalled) b.sendTo(gateway, b.big);
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
-      const started = Date.now();
-      await link.publish(gatewayTopic(other, 'access/answer'), { id: 'still served' });
-      await waitFor(() => received.some((m) => m.includes('still served')), 'the gateway that reads served', 5000);
-      assert.ok(Date.now() - started < 3000, 'at once, not after a drain time-out');
-      await waitFor(() => stalled.some((gateway) => disconnected.has(gateway.id)), 'a gateway that reads nothing closed');
+      await servedAtOnce();
+      await waitFor(() => stalled.some((gateway) => b.disconnected.has(gateway.id)), 'a gateway that reads nothing closed');
       // What the closed ones held is free again: nothing left counted against the gateways that read.
-      await waitFor(() => stalled.every((gateway) => disconnected.has(gateway.id)) || broker.heldByConnectionsNotDrained < deliveries / 4, 'the held deliveries freed', 5000);
+      await waitFor(() => stalled.every((gateway) => b.disconnected.has(gateway.id)) || b.broker.heldByConnectionsNotDrained < deliveries / 4, 'the held deliveries freed', 5000);
     } finally {
-      await broker.close();
+      await b.broker.close();
     }
   });
 
@@ -299,38 +320,15 @@ describe('many gateways that stop reading at once', () => {
     // Aedes authorises every forward of one turn before it writes any, so the socket looks drained to each of them;
     // what they hold is read from Aedes (its _pendingDrains: this test fails if an Aedes release moves it).
     const deliveries = 100;
-    const disconnected = new Set<number>();
-    const broker = new EmbeddedBroker(
-      ctx.database.db,
-      { connected: () => undefined, disconnected: (id) => disconnected.add(id) },
-      () => undefined,
-      MAX_PACKET_BYTES,
-      pino({ level: 'silent' }),
-      deliveries,
-    );
-    const port = await broker.start(0, '127.0.0.1');
-    const link = broker.link();
+    const b = await smallBroker(deliveries);
     try {
-      const url = `mqtt://127.0.0.1:${port}`;
-      const connectTo = (gateway: GatewayCredentials) => connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url } });
-      const stalled = (await site()).gateway;
-      const staller = await connectTo(stalled);
-      await staller.subscribeAsync(gatewayTopic(stalled, 'access/answer'), { qos: 1 });
-      (staller.stream as Socket).pause();
-      const other = (await site()).gateway;
-      const reader = await connectTo(other);
-      const received: string[] = [];
-      reader.on('message', (_topic, payload) => received.push(payload.toString()));
-      await reader.subscribeAsync(gatewayTopic(other, 'access/answer'), { qos: 1 });
-      const big = { id: randomUUID(), filler: 'x'.repeat(60 * 1024) };
-      for (let i = 0; i < 2 * deliveries; i++) void link.publish(gatewayTopic(stalled, 'access/answer'), big).catch(() => undefined);
-      const started = Date.now();
-      await link.publish(gatewayTopic(other, 'access/answer'), { id: 'still served' });
-      await waitFor(() => received.some((m) => m.includes('still served')), 'the gateway that reads served', 5000);
-      assert.ok(Date.now() - started < 3000, 'at once, not after a drain time-out');
-      await waitFor(() => disconnected.has(stalled.id), 'the gateway that reads nothing closed');
+      const stalled = await b.notReading();
+      const servedAtOnce = await b.reading();
+      for (let i = 0; i < 2 * deliveries; i++) b.sendTo(stalled, b.big);
+      await servedAtOnce();
+      await waitFor(() => b.disconnected.has(stalled.id), 'the gateway that reads nothing closed');
     } finally {
-      await broker.close();
+      await b.broker.close();
     }
   });
 });
