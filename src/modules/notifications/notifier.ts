@@ -25,8 +25,12 @@ export interface OutgoingMessage {
  */
 export const SEND_TIMEOUT_MS: Readonly<Record<Channel, number>> = { sms: 10_000, email: 30_000 };
 
-/** nodemailer's own timeouts (defaults: 2 minutes to connect, 30 s for the greeting, 10 minutes of silence). */
-const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 10_000, dnsTimeout: 10_000 };
+/**
+ * nodemailer's own timeouts (defaults: 2 minutes to connect, 30 s for the greeting, 10 minutes of silence). The
+ * silence allowed is longer than the wait for the greeting, so that a server that accepts and says nothing is told
+ * as such (`Greeting never received`), not as a bare `Timeout`: with both at 10 s, whichever timer ran first named it.
+ */
+const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 15_000, dnsTimeout: 10_000 };
 
 export interface Notifier {
   /** Sends one message; throws when the provider refuses or cannot be reached (the caller retries). */
