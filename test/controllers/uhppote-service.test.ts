@@ -43,6 +43,15 @@ const ctx = useTestService(undefined, {
 /** Runs the due jobs (the sandbox does not run them by itself): polls, queued writes, webhook deliveries. */
 const runJobs = () => advanceClock(ctx.service, 0);
 
+/** The key's queued write runs again until it has deleted the card from the board and the key is confirmed. */
+async function cardDeletedByQueuedWrite(s: Site, keyId: number, simulated: SimulatedController): Promise<void> {
+  await waitFor(async () => {
+    await advanceClock(ctx.service, 60); // the queued write's next attempt
+    const read = await ctx.service.request<{ state: string }>('GET', `/v1/keys/${keyId}`, { token: s.token });
+    return read.body.state === 'handed_over' && !simulated.cards.has(CARD_NUMBER);
+  }, "the key's card deleted and the key confirmed");
+}
+
 /** The board's first contact is recorded, and its first event after it (a swipe) reaches the access log alone. */
 async function firstContactThenFirstEvent(simulated: SimulatedController, s: Site, controllerId: number): Promise<void> {
   await waitFor(async () => {
@@ -646,11 +655,7 @@ describe('a delete the board did not take', () => {
     assert.equal(moved.body.state, 'sent', 'confirmed although the board still holds the card');
 
     simulated.refuseDeletes(false);
-    await waitFor(async () => {
-      await advanceClock(ctx.service, 60); // the queued write's next attempt
-      const read = await ctx.service.request<{ state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token });
-      return read.body.state === 'handed_over' && !simulated.cards.has(CARD_NUMBER);
-    }, 'the card deleted and the key confirmed');
+    await cardDeletedByQueuedWrite(s, key.id, simulated);
   });
 
   test("a card the board refuses to delete at a reconciliation is not reported removed and stays recorded: the key's queued write or the next reconciliation removes it", async () => {
@@ -674,11 +679,7 @@ describe('a delete the board did not take', () => {
 
     simulated.refuseDeletes(false);
     // The key's card is still recorded as its card: the key's queued write deletes it.
-    await waitFor(async () => {
-      await advanceClock(ctx.service, 60); // the queued write's next attempt
-      const read = await ctx.service.request<{ state: string }>('GET', `/v1/keys/${key.id}`, { token: s.token });
-      return read.body.state === 'handed_over' && !simulated.cards.has(CARD_NUMBER);
-    }, "the key's card deleted and the key confirmed");
+    await cardDeletedByQueuedWrite(s, key.id, simulated);
     const taken = await ctx.service.admin<Report>('POST', `/admin/v1/controllers/${controller.id}/reconcile`);
     assert.equal(taken.status, 200, taken.text);
     assert.deepEqual(taken.body.removed.map((r) => [r.card, r.key_id]), [['…001', null]]);

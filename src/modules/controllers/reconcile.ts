@@ -69,9 +69,7 @@ export async function reconcileController(
     for (const [card] of onBoard) {
       if (wanted.has(card)) continue;
       const row = storedByDigest.get(secrets.cardDigest(card));
-      // As in sync.ts: a "no" (or a forged answer) can leave the card on the board, so it is removed only when read
-      // back absent (a board also says "no" for a card it no longer holds).
-      if (!(await client.deleteCard(address, card)) && (await client.getCardById(address, card)) !== null) {
+      if (!(await client.deleteCardConfirmed(address, card))) {
         if (row) undeleted.add(row.key_id);
         report.problems.push(`The controller refused to delete card ${maskCard(card)}${row ? ` of key ${row.key_id}` : ''}; tried again at the next reconciliation.`);
         continue;

@@ -206,9 +206,8 @@ export class ControllerSync {
       if (still) continue;
       if (!wanted.has(row.card_digest)) {
         const card = Number(secrets.open(row.card_box));
-        // A "no" (or a forged answer) can leave the card on the board: it is gone only when read back absent
-        // (a board also says "no" for a card it no longer holds). Otherwise the board waits, as one away does.
-        if (!(await client.deleteCard(address, card)) && (await client.getCardById(address, card)) !== null) {
+        // Still on the board after a "no": the board waits, as one away does.
+        if (!(await client.deleteCardConfirmed(address, card))) {
           undeleted.add(row.key_id);
           continue;
         }

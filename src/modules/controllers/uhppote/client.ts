@@ -238,6 +238,14 @@ export class UhppoteClient {
     return (await this.request(c, { fn: 'delete-card', card })).ok;
   }
 
+  /**
+   * Whether the card is off the board: deleted, or read back absent. A "no" (or a forged answer) can leave it there,
+   * and a board also says "no" for a card it no longer holds.
+   */
+  async deleteCardConfirmed(c: ControllerAddress, card: number): Promise<boolean> {
+    return (await this.deleteCard(c, card)) || (await this.getCardById(c, card)) === null;
+  }
+
   async deleteAllCards(c: ControllerAddress): Promise<boolean> {
     return (await this.request(c, { fn: 'delete-all-cards' })).ok;
   }
