@@ -77,9 +77,19 @@ export async function readBatchContext(db: Queryable, q: BatchQuestion): Promise
 const RECORD_PARAMETERS = 11;
 const guardParam = (n: number): string => `$${RECORD_PARAMETERS + n}`;
 
+/** The write's statement per guard kind, built once: its name fixes its text (a guard's SQL is one per name). */
+const recordStatements = new Map<string, PreparedSql>();
+
 function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
+  const name = guard ? `accessLog.record.${guard.name}` : 'accessLog.record';
+  let statement = recordStatements.get(name);
+  if (!statement) recordStatements.set(name, (statement = buildRecordEntriesStatement(name, guard)));
+  return statement;
+}
+
+function buildRecordEntriesStatement(name: string, guard?: WriteGuard): PreparedSql {
   return withAnyValuePlan(fanOutStatement({
-    name: guard ? `accessLog.record.${guard.name}` : 'accessLog.record',
+    name,
     ctes: `${guard ? `guard AS (${guard.sql(guardParam)}),` : ''}
   drawn AS MATERIALIZED (
     SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id
