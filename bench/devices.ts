@@ -1,6 +1,9 @@
 // Gateways on PostgreSQL, through the embedded broker or an external one: unlock round trips, a burst of
 // door events and a steady stream, this process playing the gateways.
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout } from 'node:timers/promises';
+import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
 import type pg from 'pg';
 import { commandsTopic, gatewayTopicPrefix } from '../src/modules/devices/topics.ts';
@@ -64,6 +67,56 @@ async function watchAccessLog(client: pg.Client, schema: string): Promise<{ seen
   };
 }
 
+/** A mix of what doors report: openings with a known card, refusals of an unknown one, closings. */
+const eventFor = (id: string, lock: number, cardId: number, i: number): string =>
+  JSON.stringify(
+    i % 3 === 0
+      ? { id, lock_id: lock, type: 'access.granted', occurred_at: new Date().toISOString(), key_id: cardId, reason: null }
+      : i % 3 === 1
+        ? { id, lock_id: lock, type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null }
+        : { id, lock_id: lock, type: 'access.denied', occurred_at: new Date().toISOString(), key_id: 999_999_999, reason: 'no_access' },
+  );
+
+/** The burst's window: up to 64 unacknowledged per gateway, the next sent as soon as one is acknowledged (lockstep: all 64). */
+const BURST_WINDOW = process.env.BENCH_BURST_LOCKSTEP === '1' ? 'lockstep' : 'sliding';
+
+/** Publishes `count` messages at QoS 1 keeping up to 64 unacknowledged (BURST_WINDOW). */
+async function publishWindowed(c: mqtt.MqttClient, topic: string, count: number, payload: (i: number) => string): Promise<void> {
+  const inFlight = new Set<Promise<unknown>>();
+  for (let i = 0; i < count; i++) {
+    const sent: Promise<unknown> = c.publishAsync(topic, payload(i), { qos: 1 }).finally(() => inFlight.delete(sent));
+    inFlight.add(sent);
+    if (inFlight.size >= 64) {
+      if (BURST_WINDOW === 'lockstep') await Promise.all(inFlight);
+      else await Promise.race(inFlight);
+    }
+  }
+  await Promise.all(inFlight);
+}
+
+/**
+ * Warms this process's side of the gateways (the MQTT client's code) with a burst to a broker of its own, before
+ * the service starts. Gateways are devices that run for months: when a service restarts, theirs is warm code. The
+ * first burst after start is to time a cold service; with this process's client cold too it spent about 230 ms
+ * more CPU here than on the next burst (bench/RESULTS.md, 2026-11-29 05:10), which the figure counted as the
+ * service's. Nothing of the service runs meanwhile.
+ */
+async function warmGatewayClients(burst: number, payload: (i: number) => string): Promise<void> {
+  const broker = await Aedes.createBroker();
+  const server = createServer({ noDelay: true }, broker.handle);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const clients = await Promise.all([0, 1, 2].map((g) => mqtt.connectAsync(url, { clientId: `warm-${g}` })));
+  try {
+    await Promise.all(clients.map((c, g) => publishWindowed(c, `warm/${g}/events`, burst / 3, payload)));
+  } finally {
+    for (const c of clients) await c.endAsync(true);
+    server.close();
+    await new Promise<void>((resolve) => broker.close(() => resolve()));
+  }
+}
+
 /**
  * Gateways on PostgreSQL, with the embedded broker or an external one (mqttUrl): unlock round trips (API call to \`confirmed\`, this
  * process playing the gateway and answering at once, the client polling the command), then door events
@@ -71,6 +124,10 @@ async function watchAccessLog(client: pg.Client, schema: string): Promise<{ seen
  * and a steady 2,000 events a second (latency from publish to the committed row, seen by a 2 ms poller).
  */
 export async function deviceRuns(pgUrl: string, client: pg.Client, schema: string, mqttUrl?: string): Promise<DeviceFigures> {
+  // BENCH_BURST_EVENTS: a longer burst for a profile or a process's CPU to be read over several seconds.
+  const burst = Number(process.env.BENCH_BURST_EVENTS ?? 12_000);
+  // BENCH_COLD_GATEWAYS=1: as before 2026-11-29 18:40, this process's gateways start cold with the service.
+  if (process.env.BENCH_COLD_GATEWAYS !== '1') await warmGatewayClients(burst, (i) => eventFor(`warm-${i}`, 1, 1, i));
   const server = await startBenchService({
     DATABASE_URL: pgUrl,
     SANDBOX: 'false',
@@ -122,22 +179,10 @@ export async function deviceRuns(pgUrl: string, client: pg.Client, schema: strin
     }
     unlockTimes.sort((a, b) => a - b);
 
-    // A mix of what doors report: openings with a known card, refusals of an unknown one, closings.
-    const eventFor = (id: string, lock: number, i: number) =>
-      JSON.stringify(
-        i % 3 === 0
-          ? { id, lock_id: lock, type: 'access.granted', occurred_at: new Date().toISOString(), key_id: card.id, reason: null }
-          : i % 3 === 1
-            ? { id, lock_id: lock, type: 'door.closed', occurred_at: new Date().toISOString(), key_id: null, reason: null }
-            : { id, lock_id: lock, type: 'access.denied', occurred_at: new Date().toISOString(), key_id: 999_999_999, reason: 'no_access' },
-      );
     const doorClients = clients.slice(1).map((c, index) => ({ c, gateway: gateways[index + 1] as { id: number }, lock: eventLocks[index] as number }));
 
     // Bursts: every gateway publishes its share keeping up to 64 unacknowledged at a time, sending the next as
     // soon as one is acknowledged (an MQTT client's window; before 2026-11-23 the bench waited for all 64).
-    // BENCH_BURST_EVENTS: a longer burst for a profile or a process's CPU to be read over several seconds.
-    const burst = Number(process.env.BENCH_BURST_EVENTS ?? 12_000);
-    const window = process.env.BENCH_BURST_LOCKSTEP === '1' ? 'lockstep' : 'sliding';
     let burstRound = 0;
     /** One burst, timed from its first publish to its last event committed; events stored per second. */
     const oneBurst = async (): Promise<number> => {
@@ -146,19 +191,9 @@ export async function deviceRuns(pgUrl: string, client: pg.Client, schema: strin
       const [before] = (await client.query<{ id: number }>(`SELECT coalesce(max(id), 0)::int AS id FROM ${schema}.access_events`)).rows;
       const burstStarted = performance.now();
       await Promise.all(
-        doorClients.map(async ({ c, gateway, lock }) => {
-          const topic = `${gatewayTopicPrefix(gateway.id)}events`;
-          const inFlight = new Set<Promise<unknown>>();
-          for (let i = 0; i < burst / 3; i++) {
-            const sent: Promise<unknown> = c.publishAsync(topic, eventFor(`burst-${round}-${gateway.id}-${i}`, lock, i), { qos: 1 }).finally(() => inFlight.delete(sent));
-            inFlight.add(sent);
-            if (inFlight.size >= 64) {
-              if (window === 'lockstep') await Promise.all(inFlight);
-              else await Promise.race(inFlight);
-            }
-          }
-          await Promise.all(inFlight);
-        }),
+        doorClients.map(({ c, gateway, lock }) =>
+          publishWindowed(c, `${gatewayTopicPrefix(gateway.id)}events`, burst / 3, (i) => eventFor(`burst-${round}-${gateway.id}-${i}`, lock, card.id, i)),
+        ),
       );
       // The burst ends when its last event is committed. Through the embedded broker that is its last
       // acknowledgement; through an external one the broker acknowledges on receipt, so the log is counted from
@@ -205,7 +240,7 @@ export async function deviceRuns(pgUrl: string, client: pg.Client, schema: strin
           const { c, gateway, lock } = doorClients[sent % 3] as (typeof doorClients)[number];
           const id = `paced-${run}-${gateway.id}-${sent}`;
           publishedAt.set(id, performance.now());
-          void c.publishAsync(`${gatewayTopicPrefix(gateway.id)}events`, eventFor(id, lock, Math.floor(sent / 3)), { qos: 1 });
+          void c.publishAsync(`${gatewayTopicPrefix(gateway.id)}events`, eventFor(id, lock, card.id, Math.floor(sent / 3)), { qos: 1 });
         }
         await setTimeout(5);
       }
