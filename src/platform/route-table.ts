@@ -79,9 +79,11 @@ export function trackRoutes(app: FastifyInstance): () => void {
   return () => {
     const frozen = [...declared];
     declaredRoutesOf.set(app, frozen);
-    const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+    // OPTIONS and TRACE too (no route serves them; the spec's 405 is for any method a path lacks), and HEAD
+    // where the path has no GET (Fastify answers HEAD wherever it has one).
+    const all = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
     for (const [url, methods] of [...methodsByPath]) {
-      const missing = all.filter((m) => !methods.has(m));
+      const missing = all.filter((m) => !methods.has(m) && !(m === 'HEAD' && methods.has('GET')));
       if (missing.length === 0 || url === '*') continue;
       const allowed = [...methods].filter((m) => m !== 'HEAD' && m !== 'OPTIONS');
       app.route({

@@ -1,5 +1,6 @@
 // The platform rules every response follows: Cache-Control, the error envelope, 400/404/405/422/500.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { withFaults } from '../helpers/database.ts';
 import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
@@ -64,6 +65,32 @@ describe('routing errors', () => {
       assert.equal(res.body.error.code, 'invalid_request');
       assert.match(res.headers.get('allow') ?? '', /GET/);
     }
+  });
+
+  test('OPTIONS, TRACE and a HEAD where there is no GET answer 405 too, in the envelope', async () => {
+    // fetch refuses TRACE, so these go through node:http.
+    const send = (method: string, path: string) =>
+      new Promise<{ status: number; allow: string | undefined; body: string }>((resolve, reject) => {
+        const req = httpRequest(ctx.service.url + path, { method, headers: { authorization: `Bearer ${token}` } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body }));
+        });
+        req.on('error', reject).end();
+      });
+    for (const [method, path] of [
+      ['OPTIONS', '/v1/locks'],
+      ['TRACE', '/v1/locks'],
+      ['OPTIONS', `/v1/locks/${lockId}/unlock`],
+      ['HEAD', `/v1/locks/${lockId}/unlock`],
+    ] as const) {
+      const res = await send(method, path);
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.ok(res.allow, `${method} ${path}: Allow`);
+      if (method !== 'HEAD') assert.equal((JSON.parse(res.body) as ErrorBody).error.code, 'invalid_request');
+    }
+    // A HEAD of a path that has GET is still the GET's head.
+    assert.equal((await send('HEAD', '/v1/locks')).status, 200);
   });
 
   test('a 405 is answered to whoever may call the path, always with Allow: any valid key, or ADMIN_TOKEN', async () => {
