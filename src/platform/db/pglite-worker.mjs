@@ -18,6 +18,7 @@
 // A failed request answers { id, error: { message, code, … } }: the error's own fields, never its parameters.
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, parse, protocol, types } from '@electric-sql/pglite';
+import parseTimestamp from 'postgres-date';
 
 /** The fields of a PostgreSQL error that errors.ts keeps (KEPT_FIELDS), and its message. */
 const ERROR_FIELDS = ['message', 'code', 'severity', 'constraint', 'table', 'column', 'schema', 'dataType', 'routine'];
@@ -36,7 +37,9 @@ const { dataDir, wasmModule, settings, loadDataDir } = workerData;
 const pg = new PGlite(dataDir, {
   pgliteWasmModule: wasmModule,
   // Ids are int8; every id we hand out stays far below 2^53, so numbers are safe and JSON-friendly.
-  parsers: { [types.INT8]: (value) => Number(value) },
+  // Timestamps as node-postgres reads them (postgres-date): PGlite's own parser is `new Date(text)`, which V8 reads
+  // wrong for years 1 to 99 in PostgreSQL's format ("0050-01-01 00:00:00+00" is 1950, "0026-…" Invalid Date).
+  parsers: { [types.INT8]: (value) => Number(value), [types.TIMESTAMPTZ]: parseTimestamp, [types.TIMESTAMP]: parseTimestamp },
   // PostgreSQL settings after PGlite's own (EMBEDDED_SETTINGS in pglite.ts).
   startParams: [...PGlite.defaultStartParams, ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
   ...(loadDataDir ? { loadDataDir } : {}),
