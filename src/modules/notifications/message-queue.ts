@@ -90,12 +90,14 @@ export class MessageQueue {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-    private readonly notifiers: Record<Channel, Notifier>,
+    /** A channel without a notifier is not configured here: its messages are left queued (notifierFor). */
+    private readonly notifiers: Partial<Record<Channel, Notifier>>,
     private readonly box: SecretBox,
     private readonly log: FastifyBaseLogger,
     private readonly invitationMessageSent: InvitationMessageSent,
   ) {
-    this.queue = new WorkQueue(MESSAGE_WORK, { claimDue: (lease) => claimDueMessages(db, lease) }, clock);
+    const channels = (Object.keys(notifiers) as Channel[]).filter((channel) => notifiers[channel]);
+    this.queue = new WorkQueue(MESSAGE_WORK, { claimDue: (lease) => claimDueMessages(db, lease, channels) }, clock);
   }
 
   /** Queues a message inside the caller's transaction. */
@@ -193,7 +195,9 @@ export class MessageQueue {
   private async sendOne(row: MessageRow): Promise<void> {
     try {
       const { body, link } = this.content(row);
-      await this.notifiers[row.channel].send({ channel: row.channel, to: row.to_address, subject: row.subject, body, link });
+      const notifier = this.notifiers[row.channel];
+      if (!notifier) throw new Error(`the ${row.channel} channel is not configured`); // never claimed (claimDueMessages)
+      await notifier.send({ channel: row.channel, to: row.to_address, subject: row.subject, body, link });
     } catch (error) {
       const message = withoutRecipient(error instanceof Error ? error.message : String(error), row.to_address);
       this.log.warn({ messageId: row.id, channel: row.channel, attempt: row.attempts, err: message }, 'message not sent');

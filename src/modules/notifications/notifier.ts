@@ -93,22 +93,17 @@ class HttpSmsNotifier implements Notifier {
   }
 }
 
-class Unconfigured implements Notifier {
-  constructor(private readonly variable: string) {}
-
-  async send(): Promise<void> {
-    throw new Error(`${this.variable} is not configured`);
-  }
-}
-
-/** One notifier per channel, chosen from the configuration. */
-export function notifierFor(config: Config, db: Database, clock: Clock): Record<Channel, Notifier> {
+/**
+ * One notifier per channel, chosen from the configuration; a channel without one (no SMTP_URL, no SMS_URL, outside
+ * the sandbox) is absent: its messages stay queued, never attempted, until a restart configures it.
+ */
+export function notifierFor(config: Config, db: Database, clock: Clock): Partial<Record<Channel, Notifier>> {
   if (config.sandbox) {
     const sandbox = new SandboxNotifier(db, clock);
     return { sms: sandbox, email: sandbox };
   }
   return {
-    email: config.smtpUrl ? new SmtpNotifier(config.smtpUrl, config.smtpFrom) : new Unconfigured('SMTP_URL'),
-    sms: config.smsUrl ? new HttpSmsNotifier(config.smsUrl, config.smsToken, config.smsFrom) : new Unconfigured('SMS_URL'),
+    ...(config.smtpUrl ? { email: new SmtpNotifier(config.smtpUrl, config.smtpFrom) } : {}),
+    ...(config.smsUrl ? { sms: new HttpSmsNotifier(config.smsUrl, config.smsToken, config.smsFrom) } : {}),
   };
 }

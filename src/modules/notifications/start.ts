@@ -15,7 +15,11 @@ export interface NotificationsDeps {
 
 export function startNotifications(core: Core, deps: NotificationsDeps): Notifications {
   const { db, clock } = core;
-  const messages = new MessageQueue(db, clock, notifierFor(core.config, db, clock), core.secrets, core.log, deps.invitationSent);
+  const notifiers = notifierFor(core.config, db, clock);
+  for (const [channel, variable] of [['email', 'SMTP_URL'], ['sms', 'SMS_URL']] as const) {
+    if (!notifiers[channel]) core.log.warn(`${variable} is not set: ${channel === 'email' ? 'e-mail' : 'SMS'} messages are queued and not sent until it is`);
+  }
+  const messages = new MessageQueue(db, clock, notifiers, core.secrets, core.log, deps.invitationSent);
   core.jobs.register(messages.job());
   core.jobs.register(messages.retentionJob());
   return { messages, sandboxRoutes: (app) => outboxSandboxRoutes(app, db) };

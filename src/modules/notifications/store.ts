@@ -55,14 +55,18 @@ export async function withdrawMessages(tx: Queryable, invitationIds: number[]): 
   );
 }
 
-/** The work queue's claim (platform/work-queue.ts): due messages, oldest due first, the attempt counted. */
-export function claimDueMessages(db: Queryable, lease: Lease): Promise<MessageRow[]> {
+/**
+ * The work queue's claim (platform/work-queue.ts): due messages of the channels this instance can send, oldest due
+ * first, the attempt counted.
+ */
+export async function claimDueMessages(db: Queryable, lease: Lease, channels: readonly Channel[]): Promise<MessageRow[]> {
+  if (channels.length === 0) return [];
   return db.query<MessageRow>(
     `UPDATE outbound_messages SET claimed_until = $2, attempts = attempts + 1
-      WHERE id IN (SELECT id FROM outbound_messages WHERE ${dueAndUnleased()}
+      WHERE id IN (SELECT id FROM outbound_messages WHERE ${dueAndUnleased()} AND channel = ANY($4::text[])
                     ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
       RETURNING id, invitation_id, channel, to_address, subject, body, link, sealed_content, attempts`,
-    [lease.now, lease.until, lease.batchSize],
+    [lease.now, lease.until, lease.batchSize, channels],
   );
 }
 
