@@ -151,8 +151,14 @@ export class GatewaySync {
       return undefined;
     }
     const { id, lock_id: lockId, credential } = payload;
-    if (typeof id !== 'string' || id === '' || id.length > 200 || id.includes('\u0000') || !isRowId(lockId) || typeof credential !== 'string') {
-      this.log.warn({ gatewayId }, 'malformed access request; dropped');
+    if (typeof id !== 'string' || id === '' || id.length > 200 || id.includes('\u0000')) {
+      this.log.warn({ gatewayId, problem: 'id: must be text of 1 to 200 characters, without NUL' }, 'malformed access request; dropped');
+      return undefined;
+    }
+    // The field and the rule, and the request's id: never the credential, which opens the door.
+    if (!isRowId(lockId) || typeof credential !== 'string') {
+      const problem = isRowId(lockId) ? 'credential: must be text' : 'lock_id: must be a positive integer';
+      this.log.warn({ gatewayId, requestId: id, problem }, 'malformed access request; dropped');
       return undefined;
     }
     // Never rejects: the broker's callbacks would end the process. A request the database could not answer is
@@ -231,7 +237,7 @@ export class GatewaySync {
   sync(gatewayId: number, payload: Record<string, unknown>): Promise<void> | undefined {
     const version = payload.version;
     if (!isVersion(version)) {
-      this.log.warn({ gatewayId }, 'malformed access sync; dropped');
+      this.log.warn({ gatewayId, problem: 'version: must be an integer of 0 or more' }, 'malformed access sync; dropped');
       return undefined;
     }
     const waiting = this.syncsWaiting.get(gatewayId);

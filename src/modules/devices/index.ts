@@ -136,12 +136,12 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     }
     presence.heard(gatewayId); // any message from the gateway is contact
     if (topic === 'events') {
-      const event = parseGatewayEvent(payload);
-      if (!event) {
+      const parsed = parseGatewayEvent(payload);
+      if ('problem' in parsed) {
         metrics.dropped('malformed');
-        return void log.warn({ gatewayId }, 'malformed gateway event; dropped');
+        return void log.warn({ gatewayId, eventId: parsed.eventId, problem: parsed.problem }, 'malformed gateway event; dropped');
       }
-      return recordEvent(gatewayId, event);
+      return recordEvent(gatewayId, parsed.event);
     }
     if (topic === 'commands/result') return pipeline.result(gatewayId, payload);
     if (topic === 'access/request') return access.request(gatewayId, message);

@@ -148,8 +148,11 @@ export class UnlockService {
    */
   async result(gatewayId: number, payload: unknown): Promise<void> {
     const p = payload as { id?: unknown; ok?: unknown; error?: unknown };
-    if (typeof p?.id !== 'string' || typeof p.ok !== 'boolean' || !UUID.test(p.id)) {
-      return void this.deps.log.warn({ gatewayId }, 'malformed command result; dropped');
+    if (typeof p?.id !== 'string' || !UUID.test(p.id)) {
+      return void this.deps.log.warn({ gatewayId, problem: "id: must be the command's UUID" }, 'malformed command result; dropped');
+    }
+    if (typeof p.ok !== 'boolean') {
+      return void this.deps.log.warn({ gatewayId, commandId: p.id, problem: 'ok: must be true or false' }, 'malformed command result; dropped');
     }
     if (p.ok) return this.finish(p.id, gatewayId, 'confirmed', null, null);
     const code = p.error === 'device_missing' ? 'device_missing' : 'device_error';
