@@ -20,6 +20,8 @@ function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
     useDefaults: false,
     strict: false,
     strictNumbers: !coerce,
+    // Errors carry their schema: a pattern's error is told with its description, not its regular expression.
+    verbose: true,
   });
   addFormats.default(ajv);
   // ajv-formats' uuid also takes the URN form (`urn:uuid:…`), which PostgreSQL's uuid type refuses: such an id
@@ -259,6 +261,11 @@ export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
       // ajv would say `must match pattern "\S"`.
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} must not be blank.` };
+    } else if (error.keyword === 'pattern' && typeof (error.parentSchema as { description?: unknown } | undefined)?.description === 'string') {
+      // ajv would print the regular expression (`must match pattern "^(\d{4})-(\d{2})…"`).
+      const field = fieldPath(error.instancePath) || 'body';
+      const expected = ((error.parentSchema as { description: string }).description).replace(/\.$/, '');
+      detail = { field, code: 'invalid', message: `${field} is not in the expected form: ${expected}.` };
     } else if (error.keyword === 'format' && params.format === SINGLE_LINE) {
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} must not contain control characters or line breaks.` };

@@ -175,7 +175,7 @@ describe('names', () => {
         assert.equal(res.body.error.code, 'validation_failed', what);
         assert.deepEqual(res.body.error.details?.map((d) => [d.field, d.code]), [[field, 'invalid']], what);
         // A code holds no whitespace at all: a line break in one is told as that rule.
-        const message = field === 'code' && /\s/.test(text) ? 'code must match pattern "^\\S+$".' : `${field} must not contain control characters or line breaks.`;
+        const message = field === 'code' && /\s/.test(text) ? 'code is not in the expected form: one word, without spaces or line breaks.' : `${field} must not contain control characters or line breaks.`;
         assert.equal(res.body.error.details?.[0]?.message, message, what);
       }
     }

@@ -188,6 +188,26 @@ describe('body validation (operator API, same rules as the public API)', () => {
     );
   });
 
+  test('a value not in the form a field takes is told that form in words, never as a regular expression', async () => {
+    const account = await createAccount(ctx.service);
+    const person = await ctx.service.admin<{ id: string }>('POST', '/admin/v1/people', { name: 'Ann', location_id: account.rootLocationId });
+    const cases: Array<[string, string, Record<string, unknown>, string, RegExp]> = [
+      ['POST', '/admin/v1/keys', { person_id: person.body.id, type: 'card', name: 'Badge', expires_at: '2027-01-01' }, 'expires_at', /ISO 8601 date-time/],
+      ['POST', '/v1/people', { name: 'Bo', email: 'bo@example.com', language: 'klingon' }, 'language', /ISO 639/],
+      ['POST', '/admin/v1/security_groups', { location_id: account.rootLocationId, code: 'x', title: 'X', windows: [{ days: ['mon'], start: '25:00', end: '26:00' }] }, 'windows[0].start', /HH:MM/],
+    ];
+    for (const [method, path, body, field, form] of cases) {
+      const res = path.startsWith('/admin')
+        ? await ctx.service.admin<ErrorBody>(method, path, body)
+        : await ctx.service.request<ErrorBody>(method, path, { token: writer, body });
+      assert.equal(res.status, 422, `${path}: ${JSON.stringify(res.body)}`);
+      const detail = res.body.error.details?.find((d) => d.field === field);
+      assert.ok(detail, `${field} named: ${JSON.stringify(res.body)}`);
+      assert.match(detail.message, form, field);
+      assert.doesNotMatch(detail.message, /pattern|\^|\$/, `${field}: ${detail.message}`);
+    }
+  });
+
   test('field paths name array indexes, e.g. security_groups[0]', async () => {
     const account = await createAccount(ctx.service);
     const res = await ctx.service.admin<ErrorBody>('POST', '/admin/v1/locks', {

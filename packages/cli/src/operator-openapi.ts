@@ -1237,7 +1237,10 @@ export interface components {
         SecurityGroupCreate: {
             /** Format: int64 */
             location_id: number;
-            /** Format: single-line */
+            /**
+             * Format: single-line
+             * @description one word, without spaces or line breaks
+             */
             code: string;
             /** Format: single-line */
             title: string;

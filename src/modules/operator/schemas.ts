@@ -111,7 +111,7 @@ export const ApiKeyWithToken = named('ApiKeyCreated', Type.Composite([ApiKey, Ty
 export const SecurityGroupCreate = named('SecurityGroupCreate', Type.Object(
   {
     location_id: RowId,
-    code: SingleLine({ minLength: 1, maxLength: 64, pattern: '^\\S+$' }),
+    code: SingleLine({ minLength: 1, maxLength: 64, pattern: '^\\S+$', description: 'one word, without spaces or line breaks' }),
     title: Name,
     description: Type.Optional(Type.String({ maxLength: 2000, default: '' })),
     is_default: Type.Optional(Type.Boolean({ default: false })),
