@@ -2,8 +2,9 @@
 // page, so each command file holds only its own flags and columns.
 import type { Command, OptionValues } from 'commander';
 import { contextOf, type Context, type Io } from './context.ts';
-import { table, type Column } from './output.ts';
-import { positiveInteger } from './parse.ts';
+import { UsageError } from './failures.ts';
+import { details, table, type Column } from './output.ts';
+import { NULL, positiveInteger } from './parse.ts';
 
 export interface Page<T> {
   data: T[];
@@ -67,7 +68,55 @@ export function printPage<T>(ctx: Context, page: Page<T>, columns: ReadonlyArray
   if (page.next_cursor !== null && !ctx.json) ctx.note(`More ${noun}: --cursor ${page.next_cursor} (or --all).`);
 }
 
-/** Only the fields that were given: an update sends what the user asked to change and nothing else. */
-export function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
+/** A field's value in a body: NULL (a flag's word for null, parse.ts) is null. */
+type Sent<V> = V extends typeof NULL ? null : V;
+
+/**
+ * Only the fields that were given: an update sends what the user asked to change and nothing else. A flag's
+ * word for null (`--gateway none`: NULL) is sent as null.
+ */
+export function defined<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Sent<T[K]> } {
+  return Object.fromEntries(
+    Object.entries(fields)
+      .filter(([, value]) => value !== undefined)
+      .map(([name, value]) => [name, value === NULL ? null : value]),
+  ) as { [K in keyof T]?: Sent<T[K]> };
+}
+
+/** The body of an update: the fields given, at least one (else a usage error before anything is sent). */
+export function changes<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Sent<T[K]> } {
+  const body = defined(fields);
+  if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give at least one field (see --help).');
+  return body;
+}
+
+/** `<group> get <id>`: one object read by id (`path` is relative to /admin/v1), as `field  value` lines. */
+export function addGet(group: Command, io: Io, noun: string, path: (id: number) => string, description = `one ${noun}`): Command {
+  return group
+    .command('get')
+    .description(description)
+    .argument('<id>', `${noun} id`, positiveInteger)
+    .action(action(io, async (ctx, _o, [id]) => ctx.print(await ctx.admin().get<object>(path(id as number)), details)));
+}
+
+/**
+ * `<group> <verb> <id>`: a DELETE answered 204, printed as `{ id, <past>: true }` (--json) or one sentence, since
+ * the API answers nothing.
+ */
+export function addDelete(
+  group: Command,
+  io: Io,
+  options: { noun: string; path: (id: number) => string; description: string; verb?: string; past?: string },
+): Command {
+  const { noun, verb = 'delete', past = 'deleted' } = options;
+  return group
+    .command(verb)
+    .description(options.description)
+    .argument('<id>', `${noun} id`, positiveInteger)
+    .action(
+      action(io, async (ctx, _o, [id]) => {
+        await ctx.admin().delete(options.path(id as number));
+        ctx.print({ id, [past]: true }, () => `${past[0]?.toUpperCase()}${past.slice(1)} ${noun} ${String(id)}.`);
+      }),
+    );
 }

@@ -63,3 +63,79 @@ export function boolean(value: string): boolean {
   if (['false', 'no', '0'].includes(input)) return false;
   throw new InvalidArgumentError('expected true or false.');
 }
+
+/**
+ * What a flag's value reads as when it sends null (`--gateway none`). Commander turns a parser's null into '', so
+ * parsers answer this instead, and defined() (kit.ts) puts null in the body for it.
+ */
+export const NULL: unique symbol = Symbol('null');
+
+/**
+ * A value or the word that sends null: `--gateway none`, `--time-zone inherit`. The word is the flag's own
+ * (as `--phone-key-allowance unlimited` and `--locking-system none`), so it cannot be read as a value by mistake.
+ */
+export function orNull<T>(word: string, parse: (value: string) => T): (value: string) => T | typeof NULL {
+  return (value) => (value === word ? NULL : parse(value));
+}
+
+/** A flag given once per item (`--window … --window …`): the items in order; not given, undefined. */
+export function repeated<T>(parse: (value: string) => T): (value: string, previous: T[] | undefined) => T[] {
+  return (value, previous) => [...(previous ?? []), parse(value)];
+}
+
+export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export type Day = (typeof DAYS)[number];
+
+export interface Window {
+  days: Day[];
+  start: string;
+  end: string;
+}
+
+const WINDOW_HELP = 'expected days and times such as mon-fri,08:00-18:00 or sat,sun,09:00-13:00.';
+
+/**
+ * A weekly window, `DAYS,START-END`: days are mon … sun, single (`sat`) or ranges (`mon-fri`, `fri-mon` runs over
+ * the weekend), comma-separated; times are HH:MM (00:00 to 24:00; an end before the start runs past midnight).
+ * The days come out in week order, each once; the times go on as written, for the service to judge.
+ */
+export function weeklyWindow(value: string): Window {
+  const items = list(value.toLowerCase());
+  const times = /^(\d{1,2}:\d{2})-(\d{1,2}:\d{2})$/.exec(items.pop() ?? '');
+  if (!times || items.length === 0) throw new InvalidArgumentError(WINDOW_HELP);
+  const days = new Set<Day>();
+  for (const item of items) {
+    const ends = item.split('-').map((day) => DAYS.indexOf(day as Day));
+    const from = ends[0] ?? -1;
+    const to = ends[ends.length - 1] ?? -1;
+    if (ends.length > 2 || from < 0 || to < 0) throw new InvalidArgumentError(`unknown day "${item}": ${WINDOW_HELP}`);
+    for (let day = from; ; day = (day + 1) % 7) {
+      days.add(DAYS[day] as Day);
+      if (day === to) break;
+    }
+  }
+  return { days: DAYS.filter((day) => days.has(day)), start: times[1] as string, end: times[2] as string };
+}
+
+/** A window as the CLI writes it (`mon-fri 08:00-18:00`): runs of three days or more as ranges. */
+export function windowText(window: Window): string {
+  const indexes = window.days.map((day) => DAYS.indexOf(day));
+  const runs: string[] = [];
+  for (let i = 0; i < indexes.length; ) {
+    let j = i;
+    while (j + 1 < indexes.length && (indexes[j + 1] as number) === (indexes[j] as number) + 1) j++;
+    const run = window.days.slice(i, j + 1);
+    runs.push(run.length >= 3 ? `${run[0]}-${run[run.length - 1]}` : run.join(','));
+    i = j + 1;
+  }
+  return `${runs.join(',')} ${window.start}-${window.end}`;
+}
+
+/** A board's doors and their locks, `1=7,2=8` (door=lock id); an empty string maps none. */
+export function doorLocks(value: string): Array<{ door: number; lock_id: number }> {
+  return list(value).map((item) => {
+    const match = /^(\d+)=(\d+)$/.exec(item);
+    if (!match) throw new InvalidArgumentError('expected door=lock pairs such as 1=7,2=8.');
+    return { door: positiveInteger(match[1] as string), lock_id: positiveInteger(match[2] as string) };
+  });
+}

@@ -1,10 +1,10 @@
-// latchkey admin locks|gateways|people|keys: locks and their gateways, service-managed people and dashboard
-// hand-overs of cards and fobs, through the operator API (docs/spec/operator-api.md), with the operator token.
+// latchkey admin locks|gateways: locks and the gateways they are on, through the operator API
+// (docs/spec/operator-api.md), with the operator token. UHPPOTE boards: admin-controllers.ts.
 import type { Command } from 'commander';
 import type { Context, Io } from '../context.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addDelete, addGet, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
-import { list, positiveInteger } from '../parse.ts';
+import { list, orNull, positiveInteger, type NULL } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
 
 type Schemas = components['schemas'];
@@ -32,7 +32,7 @@ const GATEWAY_COLUMNS: ReadonlyArray<Column<GatewaySummary>> = [
 ];
 
 export function registerDevices(admin: Command, io: Io): void {
-  const locks = admin.command('locks').description('locks: list, create');
+  const locks = admin.command('locks').description('locks: list, create, update');
   withListFlags(
     locks
       .command('list')
@@ -70,70 +70,22 @@ export function registerDevices(admin: Command, io: Io): void {
       ),
     );
 
+  locks
+    .command('update')
+    .description('change a lock: only the fields given change')
+    .argument('<id>', 'lock id', positiveInteger)
+    .option('--name <name>', 'lock name')
+    .option('--place <text>', 'where it is, e.g. Lobby')
+    .option('--gateway <id>', 'the gateway it is on (a gateway of its account), or "none": not remote any more', orNull('none', positiveInteger))
+    .option('--security-groups <codes>', 'security group codes of its location or above, comma-separated; replaces the list ("" for none)', list)
+    .action(
+      action<{ name?: string; place?: string; gateway?: number | typeof NULL; securityGroups?: string[] }>(io, async (ctx, o, [id]) => {
+        const body = changes({ name: o.name, place: o.place, gateway_id: o.gateway, security_groups: o.securityGroups });
+        ctx.print(await ctx.admin().patch<object>(`/locks/${String(id)}`, body), details);
+      }),
+    );
+
   registerGateways(admin, io);
-
-  admin
-    .command('people')
-    .description('people: create (service-managed ones too)')
-    .command('create')
-    .description('create a person as the dashboard does (no de-duplication)')
-    .argument('<name>', 'full name')
-    .requiredOption('--location <id>', 'location id', positiveInteger)
-    .option('--email <email>', 'e-mail address')
-    .option('--phone <phone>', 'phone in international format')
-    .option('--company <name>', 'company name')
-    .option('--title <title>', 'job title')
-    .option('--language <code>', 'language code')
-    .option('--managed', 'managed by the service: the public API cannot change or delete them')
-    .action(
-      action<{ location: number; email?: string; phone?: string; company?: string; title?: string; language?: string; managed?: boolean }>(
-        io,
-        async (ctx, o, [name]) => {
-          const body = {
-            name,
-            location_id: o.location,
-            ...defined({ email: o.email, phone: o.phone, company_name: o.company, title: o.title, language: o.language, managed: o.managed }),
-          };
-          ctx.print(await ctx.admin().post<object>('/people', body), details);
-        },
-      ),
-    );
-
-  const keys = admin.command('keys').description('keys handed over in the dashboard (cards, fobs, phone keys): create, return');
-  keys
-    .command('create')
-    .description('hand a key over: it is handed_over at once and key.activated fires')
-    .argument('<name>', 'key name')
-    .requiredOption('--person <id>', 'person id (uuid)')
-    .requiredOption('--type <type>', 'card, fob or digital')
-    .option('--security-groups <codes>', 'security group codes, comma-separated', list)
-    .option('--starts-at <time>', 'ISO 8601 date-time (default: now)')
-    .option('--expires-at <time>', 'ISO 8601 date-time (default: no expiry)')
-    .option('--managed-in-locking-system', "a fob managed in the locking system's own manager (only its name can change)")
-    .action(
-      action<{ person: string; type: string; securityGroups?: string[]; startsAt?: string; expiresAt?: string; managedInLockingSystem?: boolean }>(
-        io,
-        async (ctx, o, [name]) => {
-          const body = {
-            person_id: o.person,
-            type: o.type,
-            name,
-            ...defined({
-              security_groups: o.securityGroups,
-              starts_at: o.startsAt,
-              expires_at: o.expiresAt,
-              managed_in_locking_system: o.managedInLockingSystem,
-            }),
-          };
-          ctx.print(await ctx.admin().post<object>('/keys', body), details);
-        },
-      ),
-    );
-  keys
-    .command('return')
-    .description('take a key back: it reads returned and key.revoked fires')
-    .argument('<id>', 'key id', positiveInteger)
-    .action(action(io, async (ctx, _o, [id]) => ctx.print(await ctx.admin().post<object>(`/keys/${String(id)}/return`), details)));
 }
 
 function registerGateways(admin: Command, io: Io): void {
@@ -155,19 +107,21 @@ function registerGateways(admin: Command, io: Io): void {
       ),
     );
 
-  withListFlags(gateways.command('list').description('gateways, with presence; never their passwords').option('--location <id>', 'only this location', positiveInteger)).action(
-    action<ListFlags & { location?: number }>(io, async (ctx, o) => {
+  withListFlags(
+    gateways
+      .command('list')
+      .description('gateways, with presence; never their passwords')
+      .option('--location <id>', 'only this location', positiveInteger)
+      .option('--account <id>', 'only this account (every location of it)', positiveInteger),
+  ).action(
+    action<ListFlags & { location?: number; account?: number }>(io, async (ctx, o) => {
       const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<GatewaySummary>>('/gateways', { limit, cursor, location_id: o.location }), o);
+      const page = await readPages((limit, cursor) => client.get<Page<GatewaySummary>>('/gateways', { limit, cursor, location_id: o.location, account_id: o.account }), o);
       printPage(ctx, page, GATEWAY_COLUMNS, 'gateways');
     }),
   );
 
-  gateways
-    .command('get')
-    .description('one gateway')
-    .argument('<id>', 'gateway id', positiveInteger)
-    .action(action(io, async (ctx, _o, [id]) => ctx.print(await ctx.admin().get<object>(`/gateways/${String(id)}`), details)));
+  addGet(gateways, io, 'gateway', (id) => `/gateways/${id}`);
 
   gateways
     .command('rotate-password')
@@ -175,14 +129,5 @@ function registerGateways(admin: Command, io: Io): void {
     .argument('<id>', 'gateway id', positiveInteger)
     .action(action(io, async (ctx, _o, [id]) => printCredentials(await ctx.admin().post<GatewayWithPassword>(`/gateways/${String(id)}/rotate_password`), ctx)));
 
-  gateways
-    .command('delete')
-    .description('delete a gateway that no lock, log entry or command refers to')
-    .argument('<id>', 'gateway id', positiveInteger)
-    .action(
-      action(io, async (ctx, _o, [id]) => {
-        await ctx.admin().delete(`/gateways/${String(id)}`);
-        ctx.print({ id, deleted: true }, () => `Deleted gateway ${String(id)}.`);
-      }),
-    );
+  addDelete(gateways, io, { noun: 'gateway', path: (id) => `/gateways/${id}`, description: 'delete a gateway that no lock, log entry or command refers to' });
 }

@@ -1,28 +1,16 @@
-// latchkey admin accounts|locations|users|api-keys|security-groups: provisioning through the operator API
+// latchkey admin overview|accounts|locations|users: provisioning through the operator API
 // (docs/spec/operator-api.md, Provisioning), with the operator token.
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Io } from '../context.ts';
-import { UsageError } from '../failures.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addGet, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
 import { details, ref, type Column } from '../output.ts';
-import { integerList, list, positiveInteger, wholeNumber } from '../parse.ts';
+import { durationSeconds, NULL, orNull, positiveInteger, wholeNumber } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
 
 type Schemas = components['schemas'];
-type ApiKey = Schemas['ApiKey'];
-
-const API_KEY_COLUMNS: ReadonlyArray<Column<ApiKey>> = [
-  ['id', (k) => k.id],
-  ['name', (k) => k.name],
-  ['prefix', (k) => k.prefix],
-  ['location', (k) => k.location_id],
-  ['scopes', (k) => k.scopes],
-  ['lock allowlist', (k) => k.lock_allowlist],
-  ['expires', (k) => k.expires_at],
-  ['revoked', (k) => k.revoked_at],
-];
-
 type Account = Schemas['Account'];
+type Location = Schemas['Location'];
+type User = Schemas['User'];
 
 const ACCOUNT_COLUMNS: ReadonlyArray<Column<Account>> = [
   ['id', (a) => a.id],
@@ -34,8 +22,6 @@ const ACCOUNT_COLUMNS: ReadonlyArray<Column<Account>> = [
   ['locking system', (a) => a.locking_system],
 ];
 
-type Location = Schemas['Location'];
-
 const LOCATION_COLUMNS: ReadonlyArray<Column<Location>> = [
   ['id', (l) => l.id],
   ['name', (l) => l.name],
@@ -44,22 +30,33 @@ const LOCATION_COLUMNS: ReadonlyArray<Column<Location>> = [
   ['time zone', (l) => l.effective_time_zone],
 ];
 
+const USER_COLUMNS: ReadonlyArray<Column<User>> = [
+  ['id', (u) => u.id],
+  ['name', (u) => u.name],
+  ['email', (u) => u.email],
+  ['account', (u) => u.account_id],
+];
+
 interface AccountFlags {
   name?: string;
   reseller?: boolean;
   sms?: boolean;
-  phoneKeyAllowance?: number | null;
-  lockingSystem?: string | null;
+  phoneKeyAllowance?: number | typeof NULL;
+  lockingSystem?: string | typeof NULL;
+  offlineAccess?: number;
 }
 
-function allowance(value: string): number | null {
-  return value === 'unlimited' ? null : wholeNumber(value);
+function lockingSystem(value: string): string | typeof NULL {
+  if (value === 'none') return NULL;
+  if (value === 'sandbox' || value === 'uhppote') return value;
+  throw new InvalidArgumentError('expected sandbox, uhppote or none.');
 }
 
-function lockingSystem(value: string): string | null {
-  if (value === 'none') return null;
-  if (value === 'sandbox') return value;
-  throw new InvalidArgumentError('expected sandbox or none.');
+/** A whole number of seconds written as a duration (`7d`, `12h`, `3600`). */
+function wholeSeconds(value: string): number {
+  const seconds = durationSeconds(value);
+  if (!Number.isInteger(seconds)) throw new InvalidArgumentError('expected a whole number of seconds.');
+  return seconds;
 }
 
 /** The account fields of create and update; a flag not given is not sent (the service's default applies). */
@@ -69,21 +66,30 @@ function withAccountFlags(command: Command): Command {
     .option('--no-reseller', 'not a reseller account')
     .option('--sms', 'SMS enabled (the default on create)')
     .option('--no-sms', 'SMS disabled: setup links go by e-mail only')
-    .option('--phone-key-allowance <n>', 'invitations the account may send, or "unlimited"', allowance)
-    .option('--locking-system <system>', 'sandbox (the built-in simulator) or none', lockingSystem);
+    .option('--phone-key-allowance <n>', 'invitations the account may send, or "unlimited"', orNull('unlimited', wholeNumber))
+    .option('--locking-system <system>', 'sandbox (the built-in simulator), uhppote (UHPPOTE controllers) or none', lockingSystem)
+    .option('--offline-access <duration>', "how long a gateway may decide from its copy of the access list without the service: 1h, 7d, or seconds (default 7d)", wholeSeconds);
 }
 
 function accountBody(o: AccountFlags): Record<string, unknown> {
-  return defined({
+  return {
     name: o.name,
     reseller: o.reseller,
     sms_enabled: o.sms,
     phone_key_allowance: o.phoneKeyAllowance,
     locking_system: o.lockingSystem,
-  });
+    offline_access_seconds: o.offlineAccess,
+  };
 }
 
+const TIME_ZONE_HELP = 'an IANA time-zone name, e.g. Europe/Berlin, or "inherit" (the parent\'s; UTC at a root without one)';
+
 export function registerTenancy(admin: Command, io: Io): void {
+  admin
+    .command('overview')
+    .description('what needs attention across accounts: gateways online/offline, locks offline, failing or paused webhooks, deliveries pending')
+    .action(action(io, async (ctx) => ctx.print(await ctx.admin().get<Schemas['Overview']>('/overview'), details)));
+
   const accounts = admin.command('accounts').description('accounts: list, create, read, update');
   withListFlags(accounts.command('list').description('accounts, by id').option('--name <text>', 'only accounts whose name contains this (any case)')).action(
     action<ListFlags & { name?: string }>(io, async (ctx, o) => {
@@ -94,25 +100,15 @@ export function registerTenancy(admin: Command, io: Io): void {
   );
   withAccountFlags(accounts.command('create').description('create an account (its root location comes with it)').argument('<name>', 'account name')).action(
     action<AccountFlags>(io, async (ctx, o, [name]) => {
-      ctx.print(await ctx.admin().post<object>('/accounts', { ...accountBody(o), name }), details);
+      ctx.print(await ctx.admin().post<object>('/accounts', { ...defined(accountBody(o)), name }), details);
     }),
   );
-  accounts
-    .command('get')
-    .description('one account')
-    .argument('<id>', 'account id', positiveInteger)
-    .action(action(io, async (ctx, _o, [id]) => ctx.print(await ctx.admin().get<object>(`/accounts/${String(id)}`), details)));
+  addGet(accounts, io, 'account', (id) => `/accounts/${id}`);
   withAccountFlags(
     accounts.command('update').description('change an account: only the fields given change').argument('<id>', 'account id', positiveInteger).option('--name <name>', 'account name'),
-  ).action(
-    action<AccountFlags>(io, async (ctx, o, [id]) => {
-      const body = accountBody(o);
-      if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give at least one field (see --help).');
-      ctx.print(await ctx.admin().patch<object>(`/accounts/${String(id)}`, body), details);
-    }),
-  );
+  ).action(action<AccountFlags>(io, async (ctx, o, [id]) => ctx.print(await ctx.admin().patch<object>(`/accounts/${String(id)}`, changes(accountBody(o))), details)));
 
-  const locations = admin.command('locations').description('locations: list, create a department');
+  const locations = admin.command('locations').description('locations: list, create a department, update');
   withListFlags(locations.command('list').description("an account's locations (its root and departments)").requiredOption('--account <id>', 'account id', positiveInteger)).action(
     action<ListFlags & { account: number }>(io, async (ctx, o) => {
       const client = ctx.admin();
@@ -125,13 +121,33 @@ export function registerTenancy(admin: Command, io: Io): void {
     .description('create a department under a location')
     .argument('<name>', 'department name')
     .requiredOption('--parent <id>', 'parent location id', positiveInteger)
+    .option('--time-zone <zone>', `${TIME_ZONE_HELP} (default: inherit)`, orNull('inherit', String))
     .action(
-      action<{ parent: number }>(io, async (ctx, o, [name]) => ctx.print(await ctx.admin().post<object>('/locations', { parent_id: o.parent, name }), details)),
+      action<{ parent: number; timeZone?: string | typeof NULL }>(io, async (ctx, o, [name]) =>
+        ctx.print(await ctx.admin().post<object>('/locations', { parent_id: o.parent, name, ...defined({ time_zone: o.timeZone }) }), details),
+      ),
+    );
+  locations
+    .command('update')
+    .description("rename a location (a root too) or set its time zone, the wall clock of its doors' windows")
+    .argument('<id>', 'location id', positiveInteger)
+    .option('--name <name>', 'location name')
+    .option('--time-zone <zone>', TIME_ZONE_HELP, orNull('inherit', String))
+    .action(
+      action<{ name?: string; timeZone?: string | typeof NULL }>(io, async (ctx, o, [id]) =>
+        ctx.print(await ctx.admin().patch<object>(`/locations/${String(id)}`, changes({ name: o.name, time_zone: o.timeZone })), details),
+      ),
     );
 
-  admin
-    .command('users')
-    .description('dashboard users: create')
+  const users = admin.command('users').description('dashboard users: list, create');
+  withListFlags(users.command('list').description("an account's dashboard users").requiredOption('--account <id>', 'account id', positiveInteger)).action(
+    action<ListFlags & { account: number }>(io, async (ctx, o) => {
+      const client = ctx.admin();
+      const page = await readPages((limit, cursor) => client.get<Page<User>>('/users', { limit, cursor, account_id: o.account }), o);
+      printPage(ctx, page, USER_COLUMNS, 'users');
+    }),
+  );
+  users
     .command('create')
     .description('create a dashboard user of an account')
     .argument('<name>', 'full name')
@@ -141,68 +157,5 @@ export function registerTenancy(admin: Command, io: Io): void {
       action<{ account: number; email: string }>(io, async (ctx, o, [name]) =>
         ctx.print(await ctx.admin().post<object>('/users', { account_id: o.account, name, email: o.email }), details),
       ),
-    );
-
-  registerApiKeys(admin, io);
-
-  admin
-    .command('security-groups')
-    .description('security groups (access profiles): create')
-    .command('create')
-    .description('create a security group at a location')
-    .argument('<code>', 'the code keys refer to (no spaces)')
-    .requiredOption('--location <id>', 'location id', positiveInteger)
-    .requiredOption('--title <title>', 'title for people')
-    .option('--description <text>', 'description')
-    .option('--default', 'a default group')
-    .action(
-      action<{ location: number; title: string; description?: string; default?: boolean }>(io, async (ctx, o, [code]) => {
-        const body = { location_id: o.location, code, title: o.title, ...defined({ description: o.description, is_default: o.default }) };
-        ctx.print(await ctx.admin().post<object>('/security_groups', body), details);
-      }),
-    );
-}
-
-function registerApiKeys(admin: Command, io: Io): void {
-  const apiKeys = admin.command('api-keys').description('API keys: create, list, revoke');
-  apiKeys
-    .command('create')
-    .description('create an API key; its token is printed only this once')
-    .argument('<name>', 'key name')
-    .requiredOption('--location <id>', 'the location it belongs to (it sees that location and its departments)', positiveInteger)
-    .requiredOption('--scopes <scopes>', 'comma-separated: catalog:read, people:read, people:write, keys:read, keys:write, locks:control, events:read, webhooks:manage', list)
-    .option('--lock-allowlist <ids>', 'lock ids it may unlock, comma-separated', integerList)
-    .option('--expires-at <time>', 'ISO 8601 date-time (default: in 1 year; at most 2 years)')
-    .option('--created-by <user>', 'id of the dashboard user it is made for', positiveInteger)
-    .action(
-      action<{ location: number; scopes: string[]; lockAllowlist?: number[]; expiresAt?: string; createdBy?: number }>(io, async (ctx, o, [name]) => {
-        const body = {
-          location_id: o.location,
-          name,
-          scopes: o.scopes,
-          ...defined({ lock_allowlist: o.lockAllowlist, expires_at: o.expiresAt, created_by_user_id: o.createdBy }),
-        };
-        ctx.print(await ctx.admin().post<object>('/api_keys', body), details);
-        ctx.note('The token is shown only now: keep it (LATCHKEY_API_KEY).');
-      }),
-    );
-
-  withListFlags(apiKeys.command('list').description('API keys, never their tokens').option('--location <id>', 'only the keys of this location', positiveInteger)).action(
-    action<ListFlags & { location?: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<ApiKey>>('/api_keys', { limit, cursor, location_id: o.location }), o);
-      printPage(ctx, page, API_KEY_COLUMNS, 'API keys');
-    }),
-  );
-
-  apiKeys
-    .command('revoke')
-    .description('revoke an API key: its token answers 401 from now on')
-    .argument('<id>', 'API key id', positiveInteger)
-    .action(
-      action(io, async (ctx, _o, [id]) => {
-        await ctx.admin().delete(`/api_keys/${String(id)}`);
-        ctx.print({ id, revoked: true }, () => `Revoked API key ${String(id)}.`);
-      }),
     );
 }
