@@ -23,6 +23,11 @@ const CONTROLLER_COLUMNS: ReadonlyArray<Column<Controller>> = [
   ['last error', (c) => c.last_error],
 ];
 
+function doorCount(value: string): number {
+  if (!['1', '2', '4'].includes(value)) throw new InvalidArgumentError('expected 1, 2 or 4.');
+  return Number(value);
+}
+
 function port(value: string): number {
   const n = positiveInteger(value);
   if (n > 65535) throw new InvalidArgumentError('expected a port, 1 to 65535.');
@@ -80,7 +85,7 @@ export function registerControllers(admin: Command, io: Io): void {
       .requiredOption('--location <id>', 'location id (its time zone is the board\'s wall clock)', positiveInteger)
       .requiredOption('--serial-number <n>', "the board's serial number (on its label; uhppote-cli get-devices)", positiveInteger)
       .requiredOption('--address <ipv4>', 'the fixed IPv4 address the board answers at')
-      .addOption(new Option('--doors <n>', 'doors on the board (default 4)').choices(['1', '2', '4']).argParser(Number)),
+      .option('--doors <n>', 'doors on the board: 1, 2 or 4 (default 4)', doorCount),
     true,
   ).action(
     action<ControllerFlags & { location: number; serialNumber: number; address: string; doors?: number }>(io, async (ctx, o, [name]) => {
