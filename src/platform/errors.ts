@@ -131,7 +131,7 @@ export const errors = {
   lockingSystemRejected: () => build(409, 'lockingsystem_rejected', 'The locking system refused the change; nothing was saved.'),
   invitationNotPending: () => build(409, 'invitation_not_pending', 'The invitation is not pending.'),
   idempotencyConflict: () =>
-    build(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request body.'),
+    build(409, 'idempotency_conflict', 'This Idempotency-Key was already used for another request: a different body, or another endpoint.'),
   idempotencyInProgress: () =>
     build(409, 'idempotency_in_progress', 'The first request with this Idempotency-Key is still running.', undefined, {
       'retry-after': String(IDEMPOTENCY_RETRY_AFTER_SECONDS),

@@ -39,7 +39,7 @@ const MEANINGS: Record<ErrorStatus, Meanings> = {
   409: {
     lockingsystem_rejected: 'the locking system refused the change; nothing was saved',
     invitation_not_pending: 'the invitation was already activated, has expired or was cancelled',
-    idempotency_conflict: 'the Idempotency-Key was already used with a different body',
+    idempotency_conflict: 'the Idempotency-Key was already used for another request (a different body, or another endpoint)',
     idempotency_in_progress: 'the first request with this Idempotency-Key is still running; retry after Retry-After',
     subscription_paused: 'the subscription is paused',
     lock_not_remote: 'the lock cannot be opened over the network',

@@ -1266,7 +1266,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict. `idempotency_conflict`: the Idempotency-Key was already used with a different body. `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
+            /** @description Conflict. `idempotency_conflict`: the Idempotency-Key was already used for another request (a different body, or another endpoint). `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
             409: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2218,7 +2218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. `idempotency_conflict`: the Idempotency-Key was already used with a different body. `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
+            /** @description Conflict. `lockingsystem_rejected`: the locking system refused the change; nothing was saved. `idempotency_conflict`: the Idempotency-Key was already used for another request (a different body, or another endpoint). `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
             409: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3140,7 +3140,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict. `idempotency_conflict`: the Idempotency-Key was already used with a different body. `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
+            /** @description Conflict. `idempotency_conflict`: the Idempotency-Key was already used for another request (a different body, or another endpoint). `idempotency_in_progress`: the first request with this Idempotency-Key is still running; retry after Retry-After. */
             409: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
