@@ -73,6 +73,12 @@ describe('profiles', () => {
       { name: 'reader', url: ctx.service.url, has_api_key: true, has_admin_token: false, default: false },
     ]);
 
+    // With the default profile logged out, "default" is the one used, and marked so.
+    assert.equal((await run(['profile', 'use', 'reader'])).code, 0);
+    assert.equal((await run(['logout', '--profile', 'reader'])).code, 0);
+    assert.match((await run(['profile', 'list'])).stdout, /^\*\s+default\s/m);
+    assert.equal((await run(['login', '--profile', 'reader', '--url', ctx.service.url, '--api-key', apiKey])).code, 0);
+
     const logout = await run(['logout', '--profile', 'reader']);
     assert.equal(logout.code, 0, logout.stderr);
     assert.ok(!readFileSync(file, 'utf8').includes(apiKey), 'logout removes the secret from the file');

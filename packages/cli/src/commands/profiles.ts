@@ -8,7 +8,7 @@ import { DEFAULT_URL, nonEmpty, resolveSettings, sameService, type GlobalFlags, 
 import { UsageError } from '../failures.ts';
 import { profileAction } from '../kit.ts';
 import { table } from '../output.ts';
-import { configPath, readConfig, selectedProfile, validProfileName, writeConfig, type ConfigFile, type Profile } from '../profiles.ts';
+import { configPath, DEFAULT_PROFILE, readConfig, selectedProfile, validProfileName, writeConfig, type ConfigFile, type Profile } from '../profiles.ts';
 
 interface ProfileRow {
   name: string;
@@ -24,7 +24,8 @@ function rows(config: ConfigFile): ProfileRow[] {
     url: profile.url,
     has_api_key: Boolean(profile.api_key),
     has_admin_token: Boolean(profile.admin_token),
-    default: config.default_profile === name,
+    // The profile a run without --profile uses: "default" when the file names none (its default was logged out).
+    default: (config.default_profile ?? DEFAULT_PROFILE) === name,
   }));
 }
 
