@@ -77,20 +77,28 @@ export async function readBatchContext(db: Queryable, q: BatchQuestion): Promise
 const RECORD_PARAMETERS = 11;
 const guardParam = (n: number): string => `$${RECORD_PARAMETERS + n}`;
 
-/** The write's statement per guard kind, built once: its name fixes its text (a guard's SQL is one per name). */
-const recordStatements = new Map<string, PreparedSql>();
+/** The write's statement per guard kind, built once, with the guard's SQL it was built from. */
+const recordStatements = new Map<string, { guardSql: string; statement: PreparedSql }>();
 
 function recordEntriesStatement(guard?: WriteGuard): PreparedSql {
   const name = guard ? `accessLog.record.${guard.name}` : 'accessLog.record';
-  let statement = recordStatements.get(name);
-  if (!statement) recordStatements.set(name, (statement = buildRecordEntriesStatement(name, guard)));
+  const guardSql = guard ? guard.sql(guardParam) : '';
+  const built = recordStatements.get(name);
+  if (built) {
+    // A name prepares one text: two guards of one name would run one's SQL with the other's parameters.
+    if (built.guardSql !== guardSql) throw new Error(`${name}: two guards share this name with different SQL`);
+    return built.statement;
+  }
+  const statement = buildRecordEntriesStatement(name, guardSql);
+  recordStatements.set(name, { guardSql, statement });
   return statement;
 }
 
-function buildRecordEntriesStatement(name: string, guard?: WriteGuard): PreparedSql {
+function buildRecordEntriesStatement(name: string, guardSql: string): PreparedSql {
+  const guard = guardSql !== '';
   return withAnyValuePlan(fanOutStatement({
     name,
-    ctes: `${guard ? `guard AS (${guard.sql(guardParam)}),` : ''}
+    ctes: `${guard ? `guard AS (${guardSql}),` : ''}
   drawn AS MATERIALIZED (
     SELECT n, nextval(pg_get_serial_sequence('access_events', 'id')) AS id
       FROM generate_series(1, ${guard ? '(SELECT CASE WHEN count(*) > 0 THEN cardinality($1::bigint[]) ELSE 0 END FROM guard)' : 'cardinality($1::bigint[])'}) AS n
