@@ -36,7 +36,7 @@ export function parseGatewayEvent(payload: unknown): { event: GatewayEvent } | {
   if (!isRowId(p.lock_id)) return { problem: 'lock_id: must be a positive integer', eventId };
   if (!(DOOR_EVENT_TYPES as readonly unknown[]).includes(p.type)) return { problem: `type: must be one of ${DOOR_EVENT_TYPES.join(', ')}`, eventId };
   if (!isStorableText(p.occurred_at, 64) || !parseClientTimestamp(p.occurred_at)) {
-    return { problem: 'occurred_at: must be an RFC 3339 date-time with an offset, years 1 to 9999', eventId };
+    return { problem: 'occurred_at: must be an ISO 8601 date-time (UTC unless an offset is given), a real date of years 1 to 9999', eventId };
   }
   if (p.key_id !== null && p.key_id !== undefined && !isRowId(p.key_id)) return { problem: 'key_id: must be a positive integer or null', eventId };
   if (p.reason !== null && p.reason !== undefined && !isStorableText(p.reason, 200)) {
