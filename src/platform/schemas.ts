@@ -2,7 +2,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ErrorEnvelope as NamedErrorEnvelope } from './errors.ts';
 import { ref } from './openapi-schemas.ts';
-import { NOT_BLANK, SINGLE_LINE } from './validation.ts';
+import { FORM, NOT_BLANK, SINGLE_LINE } from './validation.ts';
 
 /** The error envelope (components.schemas.Error), for routes outside the documents that answer in it. */
 export const ErrorEnvelope = ref(NamedErrorEnvelope);
@@ -21,7 +21,7 @@ export const Name = (options: { description?: string; default?: string } = {}) =
   Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK, format: SINGLE_LINE, ...options });
 
 /** A short text shown on one line that may be empty or have its own bounds (a lock's place, a group's code). */
-export const SingleLine = (options: { minLength?: number; maxLength: number; pattern?: string; default?: string; description?: string }) =>
+export const SingleLine = (options: { minLength?: number; maxLength: number; pattern?: string; default?: string; description?: string; [FORM]?: string }) =>
   Type.String({ format: SINGLE_LINE, ...options });
 
 export const NoContent = Type.Null({ description: 'No content.' });

@@ -1,11 +1,13 @@
 // Timestamps sent by clients: ISO 8601, parsed as UTC unless they carry their own offset (spec: General rules).
 import { Type } from '@sinclair/typebox';
+import { FORM } from './validation.ts';
 
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?$/;
 
 export const ClientTimestamp = (description?: string) =>
   Type.String({
     pattern: TIMESTAMP.source,
+    [FORM]: 'an ISO 8601 date-time such as 2027-01-31T09:00:00Z (UTC unless an offset is given)',
     description: `ISO 8601 date-time; UTC unless an offset is given${description ? `. ${description}` : ''}`,
     examples: ['2027-01-31T09:00:00Z'],
   });

@@ -20,8 +20,9 @@ function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
     useDefaults: false,
     strict: false,
     strictNumbers: !coerce,
-    // Errors carry their schema: a pattern's error is told with its description, not its regular expression.
-    verbose: true,
+    // Body errors carry their schema, for a pattern's error to be told in its FORM's words (the path's and the
+    // query's name only their first problem, and need none; their values stay out of error objects).
+    verbose: !coerce,
   });
   addFormats.default(ajv);
   // ajv-formats' uuid also takes the URN form (`urn:uuid:…`), which PostgreSQL's uuid type refuses: such an id
@@ -32,6 +33,12 @@ function newAjv(coerce: boolean, validateSchema: boolean): Ajv {
 }
 
 const NUL = '\u0000';
+
+/**
+ * A schema's keyword (an OpenAPI extension) naming in words the form its `pattern` asks for: a value that does not
+ * match is told `<field> is not in the expected form: <form>.`, never the regular expression.
+ */
+export const FORM = 'x-form';
 
 /** The pattern of a text that must show something: a character that is not whitespace (names, titles). */
 export const NOT_BLANK = '\\S';
@@ -261,11 +268,11 @@ export function bodyErrorDetails(validation: ErrorObject[]): ErrorDetail[] {
       // ajv would say `must match pattern "\S"`.
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} must not be blank.` };
-    } else if (error.keyword === 'pattern' && typeof (error.parentSchema as { description?: unknown } | undefined)?.description === 'string') {
+    } else if (error.keyword === 'pattern') {
       // ajv would print the regular expression (`must match pattern "^(\d{4})-(\d{2})…"`).
       const field = fieldPath(error.instancePath) || 'body';
-      const expected = ((error.parentSchema as { description: string }).description).replace(/\.$/, '');
-      detail = { field, code: 'invalid', message: `${field} is not in the expected form: ${expected}.` };
+      const form: unknown = (error.parentSchema as Record<string, unknown> | undefined)?.[FORM];
+      detail = { field, code: 'invalid', message: typeof form === 'string' ? `${field} is not in the expected form: ${form}.` : `${field} is not in the expected form.` };
     } else if (error.keyword === 'format' && params.format === SINGLE_LINE) {
       const field = fieldPath(error.instancePath) || 'body';
       detail = { field, code: 'invalid', message: `${field} must not contain control characters or line breaks.` };

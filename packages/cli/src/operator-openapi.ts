@@ -1237,10 +1237,7 @@ export interface components {
         SecurityGroupCreate: {
             /** Format: int64 */
             location_id: number;
-            /**
-             * Format: single-line
-             * @description one word, without spaces or line breaks
-             */
+            /** Format: single-line */
             code: string;
             /** Format: single-line */
             title: string;

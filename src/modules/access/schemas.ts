@@ -1,13 +1,14 @@
 // The shapes of access decisions on the operator API: weekly windows of a security group, a time zone.
 import { Type, type Static } from '@sinclair/typebox';
 import { named } from '../../platform/openapi-schemas.ts';
+import { FORM } from '../../platform/validation.ts';
 
 // Written out (not mapped from WEEKDAYS) so that the static type is the union of days.
 const Day = Type.Union([
   Type.Literal('mon'), Type.Literal('tue'), Type.Literal('wed'), Type.Literal('thu'), Type.Literal('fri'), Type.Literal('sat'), Type.Literal('sun'),
 ]);
 
-const ClockTime = Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$', description: 'HH:MM, 00:00 to 24:00' });
+const ClockTime = Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$', description: 'HH:MM, 00:00 to 24:00', [FORM]: 'a time of day HH:MM, 00:00 to 24:00' });
 
 export const TimeWindowSchema = named(
   'TimeWindow',

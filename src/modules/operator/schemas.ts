@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page } from '../../platform/pagination.ts';
 import { Id, Name as NameSchema, SingleLine } from '../../platform/schemas.ts';
+import { FORM } from '../../platform/validation.ts';
 import { SCOPES } from '../../platform/scopes.ts';
 import { ClientTimestamp } from '../../platform/time.ts';
 import { TimeZone, Windows } from '../access/schemas.ts';
@@ -111,7 +112,7 @@ export const ApiKeyWithToken = named('ApiKeyCreated', Type.Composite([ApiKey, Ty
 export const SecurityGroupCreate = named('SecurityGroupCreate', Type.Object(
   {
     location_id: RowId,
-    code: SingleLine({ minLength: 1, maxLength: 64, pattern: '^\\S+$', description: 'one word, without spaces or line breaks' }),
+    code: SingleLine({ minLength: 1, maxLength: 64, pattern: '^\\S+$', [FORM]: 'one word, without spaces or line breaks' }),
     title: Name,
     description: Type.Optional(Type.String({ maxLength: 2000, default: '' })),
     is_default: Type.Optional(Type.Boolean({ default: false })),

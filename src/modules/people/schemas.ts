@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { named, ref } from '../../platform/openapi-schemas.ts';
 import { Page, PageQuery } from '../../platform/pagination.ts';
 import { Id, Name, Nullable, SingleLine } from '../../platform/schemas.ts';
+import { FORM } from '../../platform/validation.ts';
 import { LocationRef } from '../catalog/schemas.ts';
 import { EmbeddedKey } from '../keys/schemas.ts';
 
@@ -14,7 +15,7 @@ export const personFields = {
   company_name: Nullable(SingleLine({ maxLength: 200 })),
   title: Nullable(SingleLine({ maxLength: 200 })),
   language: Nullable(
-    Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$', maxLength: 12, description: 'ISO 639 code, e.g. en or en-GB' }),
+    Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})?$', maxLength: 12, description: 'ISO 639 code, e.g. en or en-GB', [FORM]: 'an ISO 639 language code such as en or en-GB' }),
   ),
   location_id: Id({ description: "default: the API key's location" }),
 };
