@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { SMTPServer } from 'smtp-server';
 import type { Clock } from '../../src/platform/clock.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { issueKey, keysTenant } from '../helpers/keys.ts';
+import { activate, issueKey, keysTenant } from '../helpers/keys.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 
 let database: TestDatabase;
@@ -16,6 +16,7 @@ let smtp: SMTPServer;
 let sms: Server;
 const mailedTo: string[] = [];
 const textedTo: string[] = [];
+const texts: string[] = [];
 const logLines: string[] = [];
 let offsetMs = 0;
 const clock: Clock = { now: () => new Date(Date.now() + offsetMs) };
@@ -36,7 +37,9 @@ before(async () => {
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString()));
     request.on('end', () => {
-      textedTo.push((JSON.parse(body) as { to: string }).to);
+      const { to, text } = JSON.parse(body) as { to: string; text: string };
+      textedTo.push(to);
+      texts.push(text);
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -63,8 +66,17 @@ const messagesTo = (address: string) =>
     [address],
   );
 
+const smsOnly = () => start({ SMS_URL: `http://127.0.0.1:${(sms.address() as AddressInfo).port}/messages` });
+
+/** The e-mail of a `both` invitation: its status and whether it still holds its link. */
+const waitingMail = async (address: string) =>
+  database.db.query<{ status: string; holds_link: boolean }>(
+    'SELECT status, (sealed_content IS NOT NULL OR link IS NOT NULL) AS holds_link FROM outbound_messages WHERE to_address = $1',
+    [address],
+  );
+
 test('e-mail without SMTP_URL stays queued past the whole retry ladder, SMS goes out, and a restart with SMTP_URL sends it', async () => {
-  service = await start({ SMS_URL: `http://127.0.0.1:${(sms.address() as AddressInfo).port}/messages` });
+  service = await smsOnly();
   assert.ok(
     logLines.some((line) => line.includes('SMTP_URL is not set')),
     'the start says e-mail will wait',
@@ -86,4 +98,29 @@ test('e-mail without SMTP_URL stays queued past the whole retry ladder, SMS goes
   await service.latchkey.jobs.runUntilIdle();
   assert.deepEqual(mailedTo, [tenant.email], 'sent once the channel is configured');
   assert.deepEqual((await messagesTo(tenant.email)).map((m) => m.status), ['sent']);
+});
+
+test("an activated invitation's message still waiting on another channel is withdrawn: its link is used", async () => {
+  await service?.close();
+  service = await smsOnly();
+  const tenant = await keysTenant(service);
+  assert.equal((await issueKey(service, tenant, { channel: 'both' })).status, 202);
+  await service.latchkey.jobs.runUntilIdle();
+  const link = /https:\/\/doors\.example\.com\/\S+/.exec(texts.at(-1) ?? '')?.[0];
+  assert.ok(link, 'the SMS carried the link');
+  assert.equal((await activate(service, link)).status, 200);
+  assert.deepEqual(await waitingMail(tenant.email), [{ status: 'withdrawn', holds_link: false }]);
+});
+
+test('a message still waiting after 30 days is withdrawn, its link forgotten: the link has expired', async () => {
+  await service?.close();
+  service = await smsOnly();
+  const tenant = await keysTenant(service);
+  assert.equal((await issueKey(service, tenant, { channel: 'both' })).status, 202);
+  offsetMs += 29 * 86_400_000;
+  await service.latchkey.jobs.runUntilIdle();
+  assert.deepEqual(await waitingMail(tenant.email), [{ status: 'pending', holds_link: true }], 'still waiting after 29 days');
+  offsetMs += 2 * 86_400_000;
+  await service.latchkey.jobs.runUntilIdle();
+  assert.deepEqual(await waitingMail(tenant.email), [], 'withdrawn, then deleted with the ended messages of its age');
 });

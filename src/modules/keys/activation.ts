@@ -81,6 +81,7 @@ export class ActivationService {
       await bind?.(tx, keyId);
       await this.deps.access.refresh(tx, account.id, [keyId]);
       await markActivated(tx, invitation.id, keyId, now);
+      await this.deps.messages.withdraw(tx, [invitation.id]); // messages still waiting carry the link just used
       await emitKeyEvent(tx, 'key.activated', (await findKey(tx, null, keyId)) as KeyRow, now);
       return { key_id: keyId, invitation_id: invitation.id };
     }).catch(async (error: unknown) => {

@@ -24,6 +24,7 @@ import {
   releaseMessages,
   scheduleMessageRetry,
   withdrawMessages,
+  withdrawWaitingBefore,
   forgetRecipient,
   deleteEndedMessagesBefore,
   type MessageRow,
@@ -130,14 +131,20 @@ export class MessageQueue {
     return forgetRecipient(tx, personId);
   }
 
-  /** Ended messages are deleted MESSAGE_RETENTION_MS after they were made: nothing reads them. */
+  /**
+   * Ended messages are deleted MESSAGE_RETENTION_MS after they were made: nothing reads them. One still waiting then
+   * (its channel has no provider here) is withdrawn first: a setup link lasts as long (keys: LINK_LIFETIME_MS).
+   */
   retentionJob(): Job {
     return {
       name: 'messages-retention',
       everySeconds: 300,
-      run: () => {
-        const cutoff = new Date(this.clock.now().getTime() - MESSAGE_RETENTION_MS);
-        return purgeWhileFull(() => deleteEndedMessagesBefore(this.db, cutoff));
+      run: async () => {
+        const now = this.clock.now();
+        const cutoff = new Date(now.getTime() - MESSAGE_RETENTION_MS);
+        // Still waiting after as long as a setup link lasts (a channel without its provider): its link has expired.
+        const withdrawn = await purgeWhileFull(() => withdrawWaitingBefore(this.db, cutoff, now));
+        return withdrawn + (await purgeWhileFull(() => deleteEndedMessagesBefore(this.db, cutoff)));
       },
     };
   }

@@ -138,6 +138,22 @@ export async function forgetRecipient(tx: Queryable, personId: string): Promise<
 }
 
 /** Deletes ended messages (sent, failed, withdrawn) made before `cutoff`, at most PURGE_BATCH a call; returns how many. */
+/**
+ * Withdraws messages still waiting that were queued before `cutoff` (a channel not configured holds them): the setup
+ * link they carry has expired. Not one under a live claim (being sent); its content is dropped. Returns how many.
+ */
+export async function withdrawWaitingBefore(db: Queryable, cutoff: Date, now: Date): Promise<number> {
+  const rows = await db.query(
+    `UPDATE outbound_messages SET status = 'withdrawn', claimed_until = NULL, ${FORGET_CONTENT}
+      WHERE id IN (SELECT id FROM outbound_messages
+                    WHERE status = 'pending' AND created_at < $1 AND (claimed_until IS NULL OR claimed_until < $2)
+                    ORDER BY id LIMIT ${PURGE_BATCH})
+      RETURNING id`,
+    [cutoff, now],
+  );
+  return rows.length;
+}
+
 export async function deleteEndedMessagesBefore(db: Queryable, cutoff: Date): Promise<number> {
   const rows = await db.query(
     `DELETE FROM outbound_messages
