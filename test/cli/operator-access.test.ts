@@ -25,8 +25,9 @@ describe('operator changes through the CLI', () => {
     const { cli, id, location } = await account('Windowed');
     const created = await cli.json<{ id: number; windows: Windows }>([
       'admin', 'security-groups', 'create', 'office', '--location', location, '--title', 'Office hours',
-      '--window', 'mon-fri,08:00-18:00', '--window', 'sat,09:00-13:00',
+      '--window', 'mon-fri,08:00-18:00', '--window', 'sat,9:00-13:00',
     ]);
+    // sat,9:00: the hour is sent with its zero (the API takes HH:MM only).
     const office = [{ days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '08:00', end: '18:00' }, { days: ['sat'], start: '09:00', end: '13:00' }];
     assert.deepEqual(created.windows, office);
     const stored = await ctx.service.admin<Page<{ id: number; windows: Windows }>>('GET', `/admin/v1/security_groups?account_id=${id}`);

@@ -23,11 +23,12 @@ test('ids and lists', () => {
   assert.deepEqual(integerList('1,2'), [1, 2]);
 });
 
-test('--window: days (single, ranges, over the weekend) in week order, each once, and the times as written', () => {
+test('--window: days (single, ranges, over the weekend) in week order, each once, and the times as HH:MM', () => {
   assert.deepEqual(weeklyWindow('mon-fri,08:00-18:00'), { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '08:00', end: '18:00' });
-  assert.deepEqual(weeklyWindow('SUN,sat,9:00-13:00'), { days: ['sat', 'sun'], start: '9:00', end: '13:00' });
+  assert.deepEqual(weeklyWindow('SUN,sat,9:00-13:00'), { days: ['sat', 'sun'], start: '09:00', end: '13:00' }, 'a one-digit hour is sent with its zero');
+  assert.deepEqual(weeklyWindow('sat,22:00-6:30'), { days: ['sat'], start: '22:00', end: '06:30' });
   assert.deepEqual(weeklyWindow('fri-mon,wed,mon,22:00-06:00').days, ['mon', 'wed', 'fri', 'sat', 'sun']);
-  for (const input of ['', 'mon', '08:00-18:00', 'mon,08:00', 'mon-tue-wed,08:00-18:00', 'monday,08:00-18:00', 'mon,8-18']) {
+  for (const input of ['', 'mon', '08:00-18:00', 'mon,08:00', 'mon-tue-wed,08:00-18:00', 'monday,08:00-18:00', 'mon,8-18', 'mon,9:0-13:00', 'mon,009:00-13:00', 'mon,:00-13:00']) {
     assert.throws(() => weeklyWindow(input), /expected days and times|unknown day/, input);
   }
   assert.equal(windowText(weeklyWindow('mon-fri,08:00-18:00')), 'mon-fri 08:00-18:00');

@@ -97,7 +97,8 @@ const WINDOW_HELP = 'expected days and times such as mon-fri,08:00-18:00 or sat,
 /**
  * A weekly window, `DAYS,START-END`: days are mon … sun, single (`sat`) or ranges (`mon-fri`, `fri-mon` runs over
  * the weekend), comma-separated; times are HH:MM (00:00 to 24:00; an end before the start runs past midnight).
- * The days come out in week order, each once; the times go on as written, for the service to judge.
+ * The days come out in week order, each once; a one-digit hour gets its zero (`9:00` is sent as `09:00`, the
+ * API's HH:MM), and otherwise the times go on as written, for the service to judge (`25:00`).
  */
 export function weeklyWindow(value: string): Window {
   const items = list(value.toLowerCase());
@@ -114,7 +115,7 @@ export function weeklyWindow(value: string): Window {
       if (day === to) break;
     }
   }
-  return { days: DAYS.filter((day) => days.has(day)), start: times[1] as string, end: times[2] as string };
+  return { days: DAYS.filter((day) => days.has(day)), start: (times[1] as string).padStart(5, '0'), end: (times[2] as string).padStart(5, '0') };
 }
 
 /** A window as the CLI writes it (`mon-fri 08:00-18:00`): runs of three days or more as ranges. */
