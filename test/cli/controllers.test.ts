@@ -106,4 +106,22 @@ describe('UHPPOTE controllers with the CLI', () => {
     const gone = await cli.run(['admin', 'controllers', 'get', String(other.id)]);
     assert.match(gone.stderr, /not_found, HTTP 404/);
   });
+
+  test('--doors: 1, 2 and 4 are sent as numbers; anything else is a usage error naming them, before any request', async () => {
+    const cli = cliFor(ctx.service);
+    const account = await cli.json<{ root_location: { id: number } }>(['admin', 'accounts', 'create', 'Door counts', '--locking-system', 'uhppote']);
+    const location = String(account.root_location.id);
+    const create = (serial: number, doors: string) =>
+      ['admin', 'controllers', 'create', `Board ${doors}`, '--location', location, '--serial-number', String(serial), '--address', '127.0.0.1', '--port', '9', '--doors', doors];
+    for (const [i, doors] of [1, 2, 4].entries()) {
+      const created = await cli.json<{ doors: number }>(create(423188001 + i, String(doors)));
+      assert.equal(created.doors, doors);
+    }
+    // An unreachable URL: a request would fail with exit 3 or more, so exit 2 shows none was made.
+    for (const doors of ['3', '0', '8', 'four', '2.0']) {
+      const refused = await cli.run(create(423188010, doors), { LATCHKEY_URL: 'http://127.0.0.1:9' });
+      assert.equal(refused.code, 2, `--doors ${doors}: ${refused.stderr}`);
+      assert.match(refused.stderr, /--doors <n>.*expected 1, 2 or 4/, `--doors ${doors}`);
+    }
+  });
 });
