@@ -68,6 +68,24 @@ export function printPage<T>(ctx: Context, page: Page<T>, columns: ReadonlyArray
   if (page.next_cursor !== null && !ctx.json) ctx.note(`More ${noun}: --cursor ${page.next_cursor} (or --all).`);
 }
 
+/** Reads one page of a list: `limit` items at most, from `cursor` (undefined: the first page). */
+export type PageReader<T> = (limit: number, cursor: string | undefined) => Promise<Page<T>>;
+
+/**
+ * A list command: `command` (its name, description and filter flags) gets --limit, --cursor and --all, and its
+ * action reads the pages (readPages) and prints them as a table of `columns` (printPage). `pages` is called once
+ * per run, with the options and arguments, and returns the reader of one page, so filters are worked out once.
+ */
+export function addList<T, O extends OptionValues = Record<string, never>>(
+  command: Command,
+  io: Io,
+  options: { noun: string; columns: ReadonlyArray<Column<T>>; pages: (ctx: Context, o: O & ListFlags, args: unknown[]) => PageReader<T> },
+): Command {
+  return withListFlags(command).action(
+    action<O & ListFlags>(io, async (ctx, o, args) => printPage(ctx, await readPages(options.pages(ctx, o, args), o), options.columns, options.noun)),
+  );
+}
+
 /** A field's value in a body: NULL (a flag's word for null, parse.ts) is null. */
 type Sent<V> = V extends typeof NULL ? null : V;
 

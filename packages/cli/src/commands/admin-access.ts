@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, addDelete, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addDelete, addList, changes, defined, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { integerList, list, NULL, positiveInteger, repeated, weeklyWindow, windowText, type Window } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
@@ -65,13 +65,11 @@ export function registerAccess(admin: Command, io: Io): void {
   registerApiKeys(admin, io);
 
   const groups = admin.command('security-groups').description('security groups (access profiles) and their weekly windows: list, create, update');
-  withListFlags(groups.command('list').description("an account's security groups, at every location, with their windows").requiredOption('--account <id>', 'account id', positiveInteger)).action(
-    action<ListFlags & { account: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<SecurityGroup>>('/security_groups', { limit, cursor, account_id: o.account }), o);
-      printPage(ctx, page, SECURITY_GROUP_COLUMNS, 'security groups');
-    }),
-  );
+  addList<SecurityGroup, { account: number }>(groups.command('list').description("an account's security groups, at every location, with their windows").requiredOption('--account <id>', 'account id', positiveInteger), io, {
+    noun: 'security groups',
+    columns: SECURITY_GROUP_COLUMNS,
+    pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<SecurityGroup>>('/security_groups', { limit, cursor, account_id: o.account }),
+  });
   withGroupFlags(
     groups
       .command('create')
@@ -126,18 +124,18 @@ function registerApiKeys(admin: Command, io: Io): void {
       }),
     );
 
-  withListFlags(
+  addList<ApiKey, { location?: number; account?: number }>(
     apiKeys
       .command('list')
       .description('API keys, never their tokens (both filters: the two together)')
       .option('--location <id>', 'only the keys of this location', positiveInteger)
       .option('--account <id>', 'only the keys of this account (every location of it)', positiveInteger),
-  ).action(
-    action<ListFlags & { location?: number; account?: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<ApiKey>>('/api_keys', { limit, cursor, location_id: o.location, account_id: o.account }), o);
-      printPage(ctx, page, API_KEY_COLUMNS, 'API keys');
-    }),
+    io,
+    {
+      noun: 'API keys',
+      columns: API_KEY_COLUMNS,
+      pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<ApiKey>>('/api_keys', { limit, cursor, location_id: o.location, account_id: o.account }),
+    },
   );
 
   addDelete(apiKeys, io, {

@@ -2,7 +2,7 @@
 // controllers"), set up, mapped to locks and reconciled through the operator API, with the operator token.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Io } from '../context.ts';
-import { action, addDelete, addGet, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addDelete, addGet, addList, changes, defined, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { doorLocks, positiveInteger } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
@@ -63,18 +63,18 @@ export function registerControllers(admin: Command, io: Io): void {
     .command('controllers')
     .description('UHPPOTE controller boards (accounts with locking system uhppote): list, create, read, update, delete, reconcile');
 
-  withListFlags(
+  addList<Controller, { location?: number; account?: number }>(
     controllers
       .command('list')
       .description('controllers, with presence, clock, listener and the last reconciliation (--json)')
       .option('--location <id>', 'only those at this location or below', positiveInteger)
       .option('--account <id>', 'only those of this account', positiveInteger),
-  ).action(
-    action<ListFlags & { location?: number; account?: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<Controller>>('/controllers', { limit, cursor, location_id: o.location, account_id: o.account }), o);
-      printPage(ctx, page, CONTROLLER_COLUMNS, 'controllers');
-    }),
+    io,
+    {
+      noun: 'controllers',
+      columns: CONTROLLER_COLUMNS,
+      pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<Controller>>('/controllers', { limit, cursor, location_id: o.location, account_id: o.account }),
+    },
   );
 
   withControllerFlags(

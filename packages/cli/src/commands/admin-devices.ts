@@ -2,7 +2,7 @@
 // (docs/spec/operator-api.md), with the operator token. UHPPOTE boards: admin-controllers.ts.
 import type { Command } from 'commander';
 import type { Context, Io } from '../context.ts';
-import { action, addDelete, addGet, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addDelete, addGet, addList, changes, defined, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, orNull, positiveInteger, type NULL } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
@@ -33,18 +33,18 @@ const GATEWAY_COLUMNS: ReadonlyArray<Column<GatewaySummary>> = [
 
 export function registerDevices(admin: Command, io: Io): void {
   const locks = admin.command('locks').description('locks: list, create, update');
-  withListFlags(
+  addList<OperatorLock, { account?: number; location?: number }>(
     locks
       .command('list')
       .description('locks of every account, or of one (--account) or a location and below (--location)')
       .option('--account <id>', 'only the locks of this account', positiveInteger)
       .option('--location <id>', 'only the locks at this location and below', positiveInteger),
-  ).action(
-    action<ListFlags & { account?: number; location?: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<OperatorLock>>('/locks', { limit, cursor, account_id: o.account, location_id: o.location }), o);
-      printPage(ctx, page, LOCK_COLUMNS, 'locks');
-    }),
+    io,
+    {
+      noun: 'locks',
+      columns: LOCK_COLUMNS,
+      pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<OperatorLock>>('/locks', { limit, cursor, account_id: o.account, location_id: o.location }),
+    },
   );
   locks
     .command('create')
@@ -107,18 +107,18 @@ function registerGateways(admin: Command, io: Io): void {
       ),
     );
 
-  withListFlags(
+  addList<GatewaySummary, { location?: number; account?: number }>(
     gateways
       .command('list')
       .description('gateways, with presence; never their passwords')
       .option('--location <id>', 'only this location', positiveInteger)
       .option('--account <id>', 'only this account (every location of it)', positiveInteger),
-  ).action(
-    action<ListFlags & { location?: number; account?: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<GatewaySummary>>('/gateways', { limit, cursor, location_id: o.location, account_id: o.account }), o);
-      printPage(ctx, page, GATEWAY_COLUMNS, 'gateways');
-    }),
+    io,
+    {
+      noun: 'gateways',
+      columns: GATEWAY_COLUMNS,
+      pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<GatewaySummary>>('/gateways', { limit, cursor, location_id: o.location, account_id: o.account }),
+    },
   );
 
   addGet(gateways, io, 'gateway', (id) => `/gateways/${id}`);

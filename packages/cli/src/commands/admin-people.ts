@@ -2,7 +2,7 @@
 // their credentials and phone devices, through the operator API (docs/spec/operator-api.md), with the operator token.
 import type { Command } from 'commander';
 import type { Io } from '../context.ts';
-import { action, addGet, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addGet, addList, changes, defined, type Page } from '../kit.ts';
 import { details, ref, table, type Column } from '../output.ts';
 import { list, orNull, positiveInteger, type NULL } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
@@ -30,18 +30,18 @@ const CREDENTIAL_HELP =
 
 export function registerPeople(admin: Command, io: Io): void {
   const people = admin.command('people').description('people: search, create (service-managed ones too)');
-  withListFlags(
+  addList<Person, { account: number; search?: string }>(
     people
       .command('list')
       .description("an account's people in id order (the console's search)")
       .requiredOption('--account <id>', 'account id', positiveInteger)
       .option('--search <text>', 'part of a name or an e-mail (any case) or, with digits, of the phone'),
-  ).action(
-    action<ListFlags & { account: number; search?: string }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<Person>>('/people', { limit, cursor, account_id: o.account, q: o.search }), o);
-      printPage(ctx, page, PERSON_COLUMNS, 'people');
-    }),
+    io,
+    {
+      noun: 'people',
+      columns: PERSON_COLUMNS,
+      pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<Person>>('/people', { limit, cursor, account_id: o.account, q: o.search }),
+    },
   );
   people
     .command('create')

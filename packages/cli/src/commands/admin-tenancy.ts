@@ -2,7 +2,7 @@
 // (docs/spec/operator-api.md, Provisioning), with the operator token.
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Io } from '../context.ts';
-import { action, addGet, changes, defined, printPage, readPages, withListFlags, type ListFlags, type Page } from '../kit.ts';
+import { action, addGet, addList, changes, defined, type Page } from '../kit.ts';
 import { details, ref, type Column } from '../output.ts';
 import { durationSeconds, NULL, orNull, positiveInteger, wholeNumber } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
@@ -91,13 +91,11 @@ export function registerTenancy(admin: Command, io: Io): void {
     .action(action(io, async (ctx) => ctx.print(await ctx.admin().get<Schemas['Overview']>('/overview'), details)));
 
   const accounts = admin.command('accounts').description('accounts: list, create, read, update');
-  withListFlags(accounts.command('list').description('accounts, by id').option('--name <text>', 'only accounts whose name contains this (any case)')).action(
-    action<ListFlags & { name?: string }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<Account>>('/accounts', { limit, cursor, q: o.name }), o);
-      printPage(ctx, page, ACCOUNT_COLUMNS, 'accounts');
-    }),
-  );
+  addList<Account, { name?: string }>(accounts.command('list').description('accounts, by id').option('--name <text>', 'only accounts whose name contains this (any case)'), io, {
+    noun: 'accounts',
+    columns: ACCOUNT_COLUMNS,
+    pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<Account>>('/accounts', { limit, cursor, q: o.name }),
+  });
   withAccountFlags(accounts.command('create').description('create an account (its root location comes with it)').argument('<name>', 'account name')).action(
     action<AccountFlags>(io, async (ctx, o, [name]) => {
       ctx.print(await ctx.admin().post<object>('/accounts', { ...defined(accountBody(o)), name }), details);
@@ -109,13 +107,11 @@ export function registerTenancy(admin: Command, io: Io): void {
   ).action(action<AccountFlags>(io, async (ctx, o, [id]) => ctx.print(await ctx.admin().patch<object>(`/accounts/${String(id)}`, changes(accountBody(o))), details)));
 
   const locations = admin.command('locations').description('locations: list, create a department, update');
-  withListFlags(locations.command('list').description("an account's locations (its root and departments)").requiredOption('--account <id>', 'account id', positiveInteger)).action(
-    action<ListFlags & { account: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<Location>>('/locations', { limit, cursor, account_id: o.account }), o);
-      printPage(ctx, page, LOCATION_COLUMNS, 'locations');
-    }),
-  );
+  addList<Location, { account: number }>(locations.command('list').description("an account's locations (its root and departments)").requiredOption('--account <id>', 'account id', positiveInteger), io, {
+    noun: 'locations',
+    columns: LOCATION_COLUMNS,
+    pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<Location>>('/locations', { limit, cursor, account_id: o.account }),
+  });
   locations
     .command('create')
     .description('create a department under a location')
@@ -140,13 +136,11 @@ export function registerTenancy(admin: Command, io: Io): void {
     );
 
   const users = admin.command('users').description('dashboard users: list, create');
-  withListFlags(users.command('list').description("an account's dashboard users").requiredOption('--account <id>', 'account id', positiveInteger)).action(
-    action<ListFlags & { account: number }>(io, async (ctx, o) => {
-      const client = ctx.admin();
-      const page = await readPages((limit, cursor) => client.get<Page<User>>('/users', { limit, cursor, account_id: o.account }), o);
-      printPage(ctx, page, USER_COLUMNS, 'users');
-    }),
-  );
+  addList<User, { account: number }>(users.command('list').description("an account's dashboard users").requiredOption('--account <id>', 'account id', positiveInteger), io, {
+    noun: 'users',
+    columns: USER_COLUMNS,
+    pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<User>>('/users', { limit, cursor, account_id: o.account }),
+  });
   users
     .command('create')
     .description('create a dashboard user of an account')

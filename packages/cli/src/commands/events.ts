@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { Event, EventQuery } from '@latchkey/sdk';
 import type { Context, Io } from '../context.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
+import { action, addList, defined, readPages } from '../kit.ts';
 import { ref, text, type Column } from '../output.ts';
 import { durationMs, list, positiveInteger, sinceTime } from '../parse.ts';
 
@@ -68,14 +68,15 @@ function printLine(ctx: Context, event: Event): void {
 export function registerEvents(program: Command, io: Io): void {
   const events = program.command('events').description('the access log: list, tail (API key)');
 
-  withListFlags(withFilterFlags(events.command('list').description('access-log entries, oldest first'), 'only entries since then')).action(
-    action<ListFlags & FilterFlags>(io, async (ctx, o) => {
+  addList<Event, FilterFlags>(withFilterFlags(events.command('list').description('access-log entries, oldest first'), 'only entries since then'), io, {
+    noun: 'events',
+    columns: EVENT_COLUMNS,
+    pages: (ctx, o) => {
       const lk = ctx.sdk();
       const filters = query(o);
-      const page = await readPages((limit, cursor) => lk.events.list({ ...filters, limit, cursor }).page(), o);
-      printPage(ctx, page, EVENT_COLUMNS, 'events');
-    }),
-  );
+      return (limit, cursor) => lk.events.list({ ...filters, limit, cursor }).page();
+    },
+  });
 
   withFilterFlags(
     events

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { Invitation, InvitationResend, KeyCreate, KeyUpdate, PersonWithKeys } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
+import { action, addList, defined } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
 
@@ -38,20 +38,23 @@ const CHANNELS = 'sms, email or both';
 export function registerKeys(program: Command, io: Io): void {
   const keys = program.command('keys').description('keys: list, read, issue (setup link), update, revoke (API key)');
 
-  withListFlags(
+  addList<KeyRow, { person?: string; state?: string; securityGroup?: string }>(
     keys
       .command('list')
       .description('every key in scope, cards and fobs included')
       .option('--person <id>', 'only the keys of this person (uuid)')
       .option('--state <state>', 'planning, sent, handed_over, returned or other')
       .option('--security-group <code>', 'only keys with this security group'),
-  ).action(
-    action<ListFlags & { person?: string; state?: string; securityGroup?: string }>(io, async (ctx, o) => {
-      const lk = ctx.sdk();
-      const filters = defined({ person_id: o.person, state: o.state, security_group: o.securityGroup });
-      const page = await readPages((limit, cursor) => lk.keys.list({ ...filters, limit, cursor } as Parameters<typeof lk.keys.list>[0]).page(), o);
-      printPage(ctx, page, KEY_COLUMNS, 'keys');
-    }),
+    io,
+    {
+      noun: 'keys',
+      columns: KEY_COLUMNS,
+      pages: (ctx, o) => {
+        const lk = ctx.sdk();
+        const filters = defined({ person_id: o.person, state: o.state, security_group: o.securityGroup });
+        return (limit, cursor) => lk.keys.list({ ...filters, limit, cursor } as Parameters<typeof lk.keys.list>[0]).page();
+      },
+    },
   );
 
   keys
@@ -125,22 +128,22 @@ export function registerKeys(program: Command, io: Io): void {
 function registerInvitations(program: Command, io: Io): void {
   const invitations = program.command('invitations').description('invitations (setup links): list, read, cancel, resend (API key)');
 
-  withListFlags(
+  addList<Invitation, { person?: string; state?: string }>(
     invitations
       .command('list')
       .description('invitations in scope, cancelled ones included')
       .option('--person <id>', 'only the invitations of this person (uuid)')
       .option('--state <state>', 'pending, activated, expired or cancelled'),
-  ).action(
-    action<ListFlags & { person?: string; state?: string }>(io, async (ctx, o) => {
-      const lk = ctx.sdk();
-      const filters = defined({ person_id: o.person, state: o.state });
-      const page = await readPages(
-        (limit, cursor) => lk.invitations.list({ ...filters, limit, cursor } as Parameters<typeof lk.invitations.list>[0]).page(),
-        o,
-      );
-      printPage(ctx, page, INVITATION_COLUMNS, 'invitations');
-    }),
+    io,
+    {
+      noun: 'invitations',
+      columns: INVITATION_COLUMNS,
+      pages: (ctx, o) => {
+        const lk = ctx.sdk();
+        const filters = defined({ person_id: o.person, state: o.state });
+        return (limit, cursor) => lk.invitations.list({ ...filters, limit, cursor } as Parameters<typeof lk.invitations.list>[0]).page();
+      },
+    },
   );
 
   invitations

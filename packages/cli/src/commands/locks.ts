@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { Lock, LockCommand, SecurityGroup } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UnlockFailed } from '../failures.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
+import { action, addList, defined } from '../kit.ts';
 import { details, ref, type Column } from '../output.ts';
 import { boolean, durationMs, positiveInteger } from '../parse.ts';
 
@@ -28,17 +28,20 @@ const GROUP_COLUMNS: ReadonlyArray<Column<SecurityGroup>> = [
 export function registerLocks(program: Command, io: Io): void {
   const locks = program.command('locks').description('locks: list, read, read an unlock command (API key)');
 
-  withListFlags(
+  addList<Lock, { location?: number }>(
     locks
       .command('list')
       .description('locks in scope')
       .option('--location <id>', 'only the locks of this location and its departments', positiveInteger),
-  ).action(
-    action<ListFlags & { location?: number }>(io, async (ctx, o) => {
-      const lk = ctx.sdk();
-      const page = await readPages((limit, cursor) => lk.locks.list({ ...defined({ location_id: o.location }), limit, cursor }).page(), o);
-      printPage(ctx, page, LOCK_COLUMNS, 'locks');
-    }),
+    io,
+    {
+      noun: 'locks',
+      columns: LOCK_COLUMNS,
+      pages: (ctx, o) => {
+        const lk = ctx.sdk();
+        return (limit, cursor) => lk.locks.list({ ...defined({ location_id: o.location }), limit, cursor }).page();
+      },
+    },
   );
 
   locks
@@ -55,17 +58,20 @@ export function registerLocks(program: Command, io: Io): void {
     .action(action(io, async (ctx, _o, [lock, command]) => ctx.print(await ctx.sdk().locks.command(lock as number, command as string), details)));
 
   const groups = program.command('security-groups').description('security groups (access profiles): list (API key)');
-  withListFlags(
+  addList<SecurityGroup, { default?: boolean }>(
     groups
       .command('list')
       .description('security groups in scope')
       .option('--default <bool>', 'only default (true) or non-default (false) groups', boolean),
-  ).action(
-    action<ListFlags & { default?: boolean }>(io, async (ctx, o) => {
-      const lk = ctx.sdk();
-      const page = await readPages((limit, cursor) => lk.securityGroups.list({ ...defined({ is_default: o.default }), limit, cursor }).page(), o);
-      printPage(ctx, page, GROUP_COLUMNS, 'security groups');
-    }),
+    io,
+    {
+      noun: 'security groups',
+      columns: GROUP_COLUMNS,
+      pages: (ctx, o) => {
+        const lk = ctx.sdk();
+        return (limit, cursor) => lk.securityGroups.list({ ...defined({ is_default: o.default }), limit, cursor }).page();
+      },
+    },
   );
 
   program

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { Person, PersonCreate, PersonUpdate, PersonWithKeys } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
+import { action, addList, defined } from '../kit.ts';
 import { details, ref, table, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
 import { KEY_COLUMNS } from './keys.ts';
@@ -68,18 +68,21 @@ function printPerson(person: Person | PersonWithKeys): string {
 export function registerPeople(program: Command, io: Io): void {
   const people = program.command('people').description('people: list, read, create, update, delete (API key)');
 
-  withListFlags(
+  addList<Person, { email?: string; phone?: string }>(
     people
       .command('list')
       .description('list people in the API key\'s scope, as a table (--json: the page envelope)')
       .option('--email <email>', 'only the person with this e-mail (exact, any case)')
       .option('--phone <phone>', 'only the person with this phone (any format)'),
-  ).action(
-    action<ListFlags & { email?: string; phone?: string }>(io, async (ctx, o) => {
-      const lk = ctx.sdk();
-      const page = await readPages((limit, cursor) => lk.people.list({ ...defined({ email: o.email, phone: o.phone }), limit, cursor }).page(), o);
-      printPage(ctx, page, PERSON_COLUMNS, 'people');
-    }),
+    io,
+    {
+      noun: 'people',
+      columns: PERSON_COLUMNS,
+      pages: (ctx, o) => {
+        const lk = ctx.sdk();
+        return (limit, cursor) => lk.people.list({ ...defined({ email: o.email, phone: o.phone }), limit, cursor }).page();
+      },
+    },
   );
 
   people

@@ -9,7 +9,7 @@ import type {
 } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, defined, printPage, readPages, withListFlags, type ListFlags } from '../kit.ts';
+import { action, addList, defined } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, sinceTime } from '../parse.ts';
 
@@ -45,12 +45,14 @@ const EVENTS_HELP = 'event names, comma-separated, or * for every event';
 export function registerWebhooks(program: Command, io: Io): void {
   const webhooks = program.command('webhooks').description('webhook subscriptions and deliveries (API key with webhooks:manage)');
 
-  withListFlags(webhooks.command('list').description("the subscriptions of the API key's location")).action(
-    action<ListFlags>(io, async (ctx, o) => {
+  addList<WebhookSubscription>(webhooks.command('list').description("the subscriptions of the API key's location"), io, {
+    noun: 'subscriptions',
+    columns: SUBSCRIPTION_COLUMNS,
+    pages: (ctx) => {
       const lk = ctx.sdk();
-      printPage(ctx, await readPages((limit, cursor) => lk.webhooks.list({ limit, cursor }).page(), o), SUBSCRIPTION_COLUMNS, 'subscriptions');
-    }),
-  );
+      return (limit, cursor) => lk.webhooks.list({ limit, cursor }).page();
+    },
+  });
 
   webhooks
     .command('create')
@@ -91,7 +93,7 @@ export function registerWebhooks(program: Command, io: Io): void {
       }),
     );
 
-  withListFlags(
+  addList<WebhookDelivery, { status?: string; eventType?: string; since?: string }>(
     webhooks
       .command('deliveries')
       .description('the deliveries of a subscription, newest first')
@@ -99,13 +101,16 @@ export function registerWebhooks(program: Command, io: Io): void {
       .option('--status <status>', 'e.g. pending, delivered, failed, exhausted')
       .option('--event-type <type>', 'one event name')
       .option('--since <time>', 'an ISO 8601 date-time, or how long ago (15m, 2h, 1d)'),
-  ).action(
-    action<ListFlags & { status?: string; eventType?: string; since?: string }>(io, async (ctx, o, [id]) => {
-      const lk = ctx.sdk();
-      const filters = defined({ status: o.status, event_type: o.eventType, since: o.since === undefined ? undefined : sinceTime(o.since) }) as WebhookDeliveryQuery;
-      const page = await readPages((limit, cursor) => lk.webhooks.deliveries(id as string, { ...filters, limit, cursor }).page(), o);
-      printPage(ctx, page, DELIVERY_COLUMNS, 'deliveries');
-    }),
+    io,
+    {
+      noun: 'deliveries',
+      columns: DELIVERY_COLUMNS,
+      pages: (ctx, o, [id]) => {
+        const lk = ctx.sdk();
+        const filters = defined({ status: o.status, event_type: o.eventType, since: o.since === undefined ? undefined : sinceTime(o.since) }) as WebhookDeliveryQuery;
+        return (limit, cursor) => lk.webhooks.deliveries(id as string, { ...filters, limit, cursor }).page();
+      },
+    },
   );
 
   webhooks
