@@ -66,6 +66,9 @@ describe('people', () => {
     const nothing = await lk.run(['people', 'update', person.id]);
     assert.equal(nothing.code, 2);
     assert.match(nothing.stderr, /nothing to change/);
+    const noneCleared = await lk.run(['people', 'update', person.id, '--clear', '']);
+    assert.equal(noneCleared.code, 2, 'an empty --clear changes nothing');
+    assert.match(noneCleared.stderr, /nothing to change/);
   });
 });
 
@@ -145,6 +148,9 @@ describe('keys, invitations and webhooks', () => {
     const card = await lk.json<{ id: number }>(['admin', 'keys', 'create', 'Badge', '--person', person.id, '--type', 'card', '--security-groups', 'staff']);
     const renamed = await lk.json<{ name: string; state: string }>(['keys', 'update', String(card.id), '--name', 'Badge 2']);
     assert.deepEqual([renamed.name, renamed.state], ['Badge 2', 'handed_over']);
+    const unchanged = await lk.run(['keys', 'update', String(card.id)]);
+    assert.equal(unchanged.code, 2);
+    assert.match(unchanged.stderr, /nothing to change/);
     const keys = await lk.run(['keys', 'list', '--person', person.id]);
     assert.match(keys.stdout, new RegExp(`^${card.id}\\s+Badge 2\\s+card\\s+handed_over\\s+${person.id}\\s+staff`, 'm'));
     assert.deepEqual(await lk.json(['keys', 'revoke', String(card.id)]), { id: card.id, revoked: true });

@@ -48,6 +48,9 @@ test('create prints the secret once; list, get, update, ping, deliveries and red
 
   const paused = await json<{ status: string }>(['webhooks', 'update', id, '--status', 'paused']);
   assert.equal(paused.status, 'paused');
+  const unchanged = await run(['webhooks', 'update', id]);
+  assert.equal(unchanged.code, 2);
+  assert.match(unchanged.stderr, /nothing to change/);
   const refused = await run(['webhooks', 'redeliver', id, ping.id]);
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /subscription_paused, HTTP 409/);

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { Invitation, InvitationResend, KeyCreate, KeyUpdate, PersonWithKeys } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, addList, defined } from '../kit.ts';
+import { action, addList, changes, defined } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
 
@@ -100,13 +100,12 @@ export function registerKeys(program: Command, io: Io): void {
     .action(
       action<{ name?: string; securityGroups?: string[]; startsAt?: string; expiresAt?: string; expiry: boolean }>(io, async (ctx, o, [id]) => {
         if (o.expiresAt !== undefined && !o.expiry) throw new UsageError('--expires-at and --no-expiry exclude each other.');
-        const body = defined({
+        const body = changes({
           name: o.name,
           security_groups: o.securityGroups,
           starts_at: o.startsAt,
           expires_at: o.expiry ? o.expiresAt : null,
         });
-        if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give at least one field (see --help).');
         ctx.print(await ctx.sdk().keys.update(id as number, body as KeyUpdate), details);
       }),
     );

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { Person, PersonCreate, PersonUpdate, PersonWithKeys } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, addList, defined } from '../kit.ts';
+import { action, addList, changes, defined } from '../kit.ts';
 import { details, ref, table, type Column } from '../output.ts';
 import { list, positiveInteger } from '../parse.ts';
 import { KEY_COLUMNS } from './keys.ts';
@@ -118,13 +118,13 @@ export function registerPeople(program: Command, io: Io): void {
       .option('--clear <fields>', 'fields to empty, comma-separated: email,phone,company,title,language', list),
   ).action(
     action<PersonFlags & { clear?: string[] }>(io, async (ctx, o, [id]) => {
-      const body: Record<string, unknown> = personBody(o);
+      const cleared: Record<string, null> = {};
       for (const field of o.clear ?? []) {
         const name = CLEARABLE.get(field);
         if (name === undefined) throw new UsageError(`--clear: ${field} cannot be emptied (${[...CLEARABLE.keys()].join(', ')} can).`);
-        body[name] = null;
+        cleared[name] = null;
       }
-      if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give at least one field (see --help).');
+      const body = changes({ ...personBody(o), ...cleared });
       ctx.print(await ctx.sdk().people.update(id as string, body as PersonUpdate), printPerson);
     }),
   );

@@ -9,7 +9,7 @@ import type {
 } from '@latchkey/sdk';
 import type { Io } from '../context.ts';
 import { UsageError } from '../failures.ts';
-import { action, addList, defined } from '../kit.ts';
+import { action, addList, changes, defined } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { list, sinceTime } from '../parse.ts';
 
@@ -87,8 +87,7 @@ export function registerWebhooks(program: Command, io: Io): void {
     .option('--status <status>', 'active or paused')
     .action(
       action<{ endpoint?: string; events?: string[]; description?: string; status?: string }>(io, async (ctx, o, [id]) => {
-        const body = defined({ url: o.endpoint, events: o.events, description: o.description, status: o.status });
-        if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give at least one field (see --help).');
+        const body = changes({ url: o.endpoint, events: o.events, description: o.description, status: o.status });
         ctx.print(await ctx.sdk().webhooks.update(id as string, body as WebhookSubscriptionUpdate), details);
       }),
     );
