@@ -167,6 +167,24 @@ describe('online decisions', () => {
     assert.deepEqual((await accessEvents(s.token)).map((e) => e.type).sort(), ['access.denied', 'access.granted']);
   });
 
+  test('a request id reused for another card or lock (a counter restarted) is decided anew and each decision is logged', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:0d0d0d0d' });
+    const gw = await door(s.gateway);
+    const id = randomUUID();
+    assert.deepEqual(await gw.ask(s.front, 'uid:0c0c0c0c', id), { id, granted: false, reason: 'unknown_key', key_id: null });
+    gw.answers.delete(id);
+    // The same id, another card: the door opens, so the opening must be in the log beside the first refusal.
+    assert.deepEqual(await gw.ask(s.front, 'uid:0d0d0d0d', id), { id, granted: true, reason: null, key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'both decisions in the log');
+    assert.deepEqual((await accessEvents(s.token)).map((e) => e.type).sort(), ['access.denied', 'access.granted']);
+    const ids = await ctx.database.db.query<{ gateway_event_id: string }>(
+      `SELECT gateway_event_id FROM access_events WHERE lock_id = $1 AND gateway_event_id LIKE 'request:%'`,
+      [s.front],
+    );
+    assert.ok(ids.every((row) => !row.gateway_event_id.toLowerCase().includes('0d0d0d0d')), 'no card number in clear');
+  });
+
   test('a door event cannot take the log id of an online request: an event id starting request: is dropped', async () => {
     const s = await site();
     const gw = await door(s.gateway);

@@ -180,8 +180,13 @@ export class GatewaySync {
     // A request id this instance answered gets that answer again, not a second decision (a QoS 1 redelivery). It
     // is not looked up in the log, so that a swipe costs no database read: an instance that did not answer it (a
     // restart, another instance) decides again, and the log keeps the first decision for the id.
-    const logId = `${REQUEST_ID_PREFIX}${id}`;
-    // Keyed by what was asked too: a gateway reusing an id (a counter restarted) for another card or lock gets a new decision.
+    // Keyed by what was asked too: a gateway reusing an id (a counter restarted) for another card or lock gets a new
+    // decision, and the log keeps that one as well (keyed by the id alone, it kept only the first: a door opened with
+    // nothing in the log). The card is in the log's id by its keyed digest, never in clear; text that is no
+    // credential opens nothing, and all such text is one.
+    const parsed = parseCredential(presented);
+    const card = 'credential' in parsed ? this.lists.lookupHash(parsed.credential).slice(0, 16) : 'invalid';
+    const logId = `${REQUEST_ID_PREFIX}${id}:${lockId}:${card}`;
     const name = `${gatewayId}:${lockId}:${presented}:${id}`;
     const earlier = this.answered.get(name);
     if (earlier) {
