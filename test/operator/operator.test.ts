@@ -219,6 +219,19 @@ describe('API keys', () => {
     assert.equal(list.body.data[0]?.prefix, res.body.prefix);
   });
 
+  test('the default expiry is a calendar year on, across a 29 February too', async () => {
+    const clock = { now: () => new Date('2027-06-15T12:00:00.000Z') };
+    const leap = await startService(ctx.database.db, { SANDBOX: 'false' }, clock);
+    try {
+      const account = await createAccount(leap);
+      const created = await leap.admin<{ expires_at: string }>('POST', '/admin/v1/api_keys', { location_id: account.rootLocationId, name: 'k', scopes: [] });
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.body.expires_at, '2028-06-15T12:00:00.000Z');
+    } finally {
+      await leap.close();
+    }
+  });
+
   test('expiry defaults to one year; more than two years ahead, or the past, answers 422', async () => {
     const account = await createAccount(ctx.service);
     const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
@@ -227,8 +240,9 @@ describe('API keys', () => {
       name: 'k',
       scopes: [],
     });
-    const lifetime = new Date(created.body.expires_at).getTime() - new Date(created.body.created_at).getTime();
-    assert.equal(lifetime, 365 * 86_400_000);
+    const oneYearOn = new Date(created.body.created_at);
+    oneYearOn.setUTCFullYear(oneYearOn.getUTCFullYear() + 1);
+    assert.equal(created.body.expires_at, oneYearOn.toISOString(), 'a calendar year');
     assert.ok(Math.abs(new Date(created.body.created_at).getTime() - now.getTime()) < 60_000, 'created on the service clock');
 
     const day = 86_400_000;

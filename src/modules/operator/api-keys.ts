@@ -11,13 +11,13 @@ import type { ApiKey, ApiKeyCreate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
 import { insertApiKey, listApiKeys, type OwnerFilter, locksUnder, revokeApiKey, userInAccount, type ApiKeyRow } from './store.ts';
 
-const DAY_MS = 86_400_000;
-export const API_KEY_DEFAULT_LIFETIME_MS = 365 * DAY_MS;
-
-/** The same instant two calendar years later: the longest an API key may live. */
-function twoYearsAfter(date: Date): Date {
+/**
+ * The same instant `years` calendar years later (29 February to 1 March): a key lives one by default
+ * ("now + 1 year"), two at most. 365 days fell a day short across a 29 February.
+ */
+function yearsAfter(date: Date, years: number): Date {
   const later = new Date(date);
-  later.setUTCFullYear(later.getUTCFullYear() + 2);
+  later.setUTCFullYear(later.getUTCFullYear() + years);
   return later;
 }
 
@@ -38,12 +38,12 @@ function toApiKey(row: ApiKeyRow): ApiKey {
 
 /** `expires_at` as sent (strictly in the future, at most two years ahead), or one year from now. */
 function expiryOf(sent: string | undefined, now: Date, details: ErrorDetail[]): Date {
-  const fallback = new Date(now.getTime() + API_KEY_DEFAULT_LIFETIME_MS);
+  const fallback = yearsAfter(now, 1);
   if (sent === undefined) return fallback;
   const parsed = parseClientTimestamp(sent);
   if (!parsed) details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at is not a valid date-time.' });
   else if (parsed.getTime() <= now.getTime()) details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at must be in the future.' });
-  else if (parsed.getTime() > twoYearsAfter(now).getTime()) {
+  else if (parsed.getTime() > yearsAfter(now, 2).getTime()) {
     details.push({ field: 'expires_at', code: 'invalid', message: 'expires_at may be at most 2 years ahead.' });
   } else return parsed;
   return fallback;
