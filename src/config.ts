@@ -33,6 +33,8 @@ export interface Config {
    */
   gatewayMqttUrl: string | null;
   mqttPort: number;
+  /** The embedded broker's listen address (HOST is the HTTP listener's only). */
+  mqttHost: string;
   /**
    * The service's MQTT client id at MQTT_URL: its session there keeps what the service has not acknowledged
    * yet, to be delivered again when the same id reconnects. Stable and different for every instance.
@@ -273,6 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttUrl,
     gatewayMqttUrl: url(env, 'GATEWAY_MQTT_URL', ['mqtt:', 'mqtts:', 'ws:', 'wss:']),
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
+    mqttHost: text(env, 'MQTT_HOST') ?? '0.0.0.0',
     mqttClientId: text(env, 'MQTT_CLIENT_ID') ?? `latchkey-${hostname()}`,
     mqttSessionExpirySeconds: integer(env, 'MQTT_SESSION_EXPIRY_SECONDS', 3600, 0, 4_294_967_295),
     mqttDynsec: mqttDynsec(env, mqttUrl),

@@ -59,10 +59,10 @@ export const parts = {
       ? { part: 'the database', setting: `DATABASE_URL=${shownUrl(config.databaseUrl)}` }
       : { part: 'the embedded database', setting: `DATA_DIR=${config.dataDir}`, problem: 'could not be opened' };
   },
-  broker(config: Pick<Config, 'mqttUrl' | 'mqttPort'>): StartupPart {
+  broker(config: Pick<Config, 'mqttUrl' | 'mqttPort' | 'mqttHost'>): StartupPart {
     return config.mqttUrl
       ? { part: 'the MQTT broker', setting: `MQTT_URL=${shownUrl(config.mqttUrl)}` }
-      : { part: 'the embedded MQTT broker', setting: `MQTT_PORT=${config.mqttPort}`, problem: 'could not start' };
+      : { part: 'the embedded MQTT broker', setting: `MQTT_HOST=${config.mqttHost}, MQTT_PORT=${config.mqttPort}`, problem: 'could not start' };
   },
   dynsec(config: Pick<Config, 'mqttUrl' | 'mqttDynsec'>): StartupPart {
     const url = config.mqttUrl ? shownUrl(config.mqttUrl) : '';

@@ -177,7 +177,7 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
       log,
     );
     const embedded = broker;
-    const port = await startPart(parts.broker(config), () => embedded.start(config.mqttPort, config.host));
+    const port = await startPart(parts.broker(config), () => embedded.start(config.mqttPort, config.mqttHost));
     link = broker.link();
     gatewayUrl = config.gatewayMqttUrl ?? `mqtt://${new URL(config.publicUrl).hostname}:${port}`;
   }
