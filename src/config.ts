@@ -215,6 +215,26 @@ function trustProxy(env: Env): TrustProxy {
   return entries.map((entry) => (PROXY_RANGE_NAMES.has(entry.toLowerCase()) ? entry.toLowerCase() : entry));
 }
 
+/**
+ * Comma-separated host names as a URL's host reads them (lower case, IPv6 without brackets), each checked: a scheme,
+ * a port, a path or a space in one would never match a webhook's host, and the exemption would silently not apply.
+ */
+function hostNames(env: Env, name: string): string[] {
+  const hosts = (text(env, name) ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  for (const host of hosts) {
+    let parsed: string | null = null;
+    try {
+      parsed = new URL(`https://${host.includes(':') ? `[${host}]` : host}/`).hostname.replace(/^\[(.*)\]$/, '$1');
+    } catch {
+      // not a host
+    }
+    if (parsed !== host) {
+      throw new ConfigError(name, `expected comma-separated host names such as localhost or receiver.internal, got "${host}"${parsed ? ` (as a URL's host: ${parsed})` : ''}`);
+    }
+  }
+  return hosts;
+}
+
 /** `host:port` (IPv4 or a name; port 0..65535), or null when unset. */
 function hostPort(env: Env, name: string): { host: string; port: number } | null {
   const raw = text(env, name);
@@ -291,10 +311,7 @@ export function loadConfig(env: Env = process.env): Config {
     consoleEnabled: boolean(env, 'CONSOLE_ENABLED', true),
     pageCacheEnabled: boolean(env, 'PAGE_CACHE_ENABLED', true),
     keyRevocationEnabled: boolean(env, 'KEY_REVOCATION_ENABLED', true),
-    webhookAllowHosts: (text(env, 'WEBHOOK_ALLOW_HOSTS') ?? '')
-      .split(',')
-      .map((h) => h.trim().toLowerCase())
-      .filter((h) => h !== ''),
+    webhookAllowHosts: hostNames(env, 'WEBHOOK_ALLOW_HOSTS'),
     webhookSecretKey: secretKey(env, 'WEBHOOK_SECRET_KEY'),
     trustProxy: trustProxy(env),
     brandName,

@@ -12,6 +12,7 @@ describe('configuration', () => {
     assert.equal(config.dataDir, './data');
     assert.equal(config.mqttUrl, null);
     assert.equal(config.mqttPort, 1884);
+    assert.equal(config.mqttHost, '0.0.0.0', 'the broker listens on every interface whatever HOST says');
     assert.equal(config.redisUrl, null);
     assert.equal(config.publicUrl, 'http://localhost:8080');
     assert.equal(config.adminToken, null);
@@ -28,6 +29,17 @@ describe('configuration', () => {
     assert.equal(config.sandbox, true);
     assert.equal(config.keyRevocationEnabled, false);
     assert.deepEqual(config.webhookAllowHosts, ['a.test', 'b.test']);
+  });
+
+  test('WEBHOOK_ALLOW_HOSTS takes host names only: a scheme, a port, a space or a non-ASCII name stops the start', () => {
+    assert.deepEqual(loadConfig({ WEBHOOK_ALLOW_HOSTS: 'localhost, Receiver.Internal,::1,127.0.0.1' }).webhookAllowHosts, ['localhost', 'receiver.internal', '::1', '127.0.0.1']);
+    for (const value of ['http://x', 'y z', 'host:8443', 'a.test/hooks', 'bücher.example']) {
+      assert.throws(
+        () => loadConfig({ WEBHOOK_ALLOW_HOSTS: `a.test,${value}` }),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith('WEBHOOK_ALLOW_HOSTS: expected comma-separated host names'),
+        value,
+      );
+    }
   });
 
   test('an invalid value is refused with a message naming the variable', () => {
