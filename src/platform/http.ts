@@ -11,7 +11,7 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import { ApiError, errors, type ErrorBody } from './errors.ts';
 import { loggableError } from './logging.ts';
 import { inlineRefs, namedSchemas } from './openapi-schemas.ts';
-import { bodyErrorDetails, compiledOnFirstUse, fieldPath, validatorCompiler, type CompileOptions } from './validation.ts';
+import { bodyErrorDetails, compiledOnFirstUse, fieldPath, parameterProblem, validatorCompiler, type CompileOptions } from './validation.ts';
 
 export const CACHE_CONTROL = 'no-store, private';
 
@@ -23,7 +23,7 @@ function toApiError(error: FastifyError): ApiError | null {
     const name = first ? fieldPath(first.instancePath, (first.params as { missingProperty?: string }).missingProperty) : '';
     const where = error.validationContext === 'params' ? 'path parameter' : 'query parameter';
     // ajv says of a missing one "must have required property 'x'", which reads oddly after its name.
-    const problem = first?.keyword === 'required' ? 'is required' : (first?.message ?? 'is invalid');
+    const problem = parameterProblem(error.validation as ErrorObject[]);
     return errors.invalidRequest(`The ${where} ${name || '(unknown)'} ${problem}.`.replace(/\s+\./, '.'));
   }
   const status = error.statusCode ?? 500;

@@ -212,6 +212,19 @@ function allowed(error: ErrorObject): string[] {
 }
 
 /**
+ * What a path or query parameter's first error says: a missing one "is required"; one outside a set of values names
+ * the set (ajv says "must be equal to constant" of each literal of a union); else ajv's message.
+ */
+export function parameterProblem(validation: readonly ErrorObject[]): string {
+  const first = validation[0];
+  if (!first) return 'is invalid';
+  if (first.keyword === 'required') return 'is required';
+  const choices = validation.filter((e) => e.instancePath === first.instancePath && (e.keyword === 'const' || e.keyword === 'enum'));
+  if (choices.length > 0) return `must be one of ${[...new Set(choices.flatMap(allowed))].join(', ')}`;
+  return first.message ?? 'is invalid';
+}
+
+/**
  * ajv reports a union (`anyOf`, TypeBox's Union and enums of literals) as each alternative's failure plus
  * "must match a schema in anyOf": a channel of `fax` read "must be equal to constant" three times, and a
  * body that may be left out added "body must be null". Where every alternative failed on the value itself

@@ -111,6 +111,12 @@ describe('routing errors', () => {
     assert.equal(noToken.body.error.code, 'unauthenticated');
   });
 
+  test('a query parameter outside its set of values is told the set', async () => {
+    const res = await ctx.service.admin<ErrorBody>('GET', '/admin/v1/sandbox/outbox?channel=fax');
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.message, 'The query parameter channel must be one of "sms", "email".');
+  });
+
   test('malformed route parameters and query strings answer 400 invalid_request', async () => {
     for (const path of ['/v1/locks/abc', '/v1/locks/1.5', '/v1/locks?limit=ten', '/v1/locks?location_id=x', '/v1/security_groups?is_default=2']) {
       const res = await ctx.service.request<ErrorBody>('GET', path, { token });
