@@ -181,5 +181,8 @@ describe('searching people', () => {
     const next = await ctx.service.admin<Page<{ id: string }>>('GET', `/admin/v1/people?account_id=${account.id}&limit=1&cursor=${first.body.next_cursor}`);
     assert.equal(first.body.data.length + next.body.data.length, 2);
     assert.notEqual(first.body.data[0]?.id, next.body.data[0]?.id);
+    // An account with no match is an empty page; an account that does not exist is 404, as the other lists say.
+    assert.deepEqual(await find('nobody-at-all'), []);
+    assert.equal((await ctx.service.admin('GET', '/admin/v1/people?account_id=999999')).status, 404);
   });
 });

@@ -81,6 +81,10 @@ function fakeStore(people: PersonRow[] = []) {
       log.push(`${where(db)} searchPeople`);
       return [];
     },
+    async accountExists(db) {
+      log.push(`${where(db)} accountExists`);
+      return true;
+    },
     async insertPerson(db, person) {
       log.push(`${where(db)} insertPerson ${person.id}`);
       const location = LOCATIONS.get(person.location_id)!;

@@ -1686,6 +1686,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not found. `not_found`: no such row in the API key's scope. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Server error. `server_error`: an unexpected failure; the message quotes the request id. */
             500: {
                 headers: {

@@ -138,7 +138,7 @@ export function peopleRoutes(app: ApiInstance, people: PeopleService): void {
         summary: "Search an account's people",
         description: '`q` is found in the name or the e-mail (case-insensitive) or, with digits, in the phone; in id order.',
         querystring: PersonSearchQuery,
-        response: { 200: ref(PersonPage) },
+        response: { 200: ref(PersonPage), ...failures({ 404: ['not_found'] }) },
       },
     },
     async (request) => people.search(request.query),

@@ -39,6 +39,7 @@ export type PeopleStore = Pick<
   | 'findDuplicate'
   | 'peoplePageJson'
   | 'searchPeople'
+  | 'accountExists'
   | 'insertPerson'
   | 'updatePerson'
   | 'softDeletePerson'
@@ -129,6 +130,8 @@ export class PeopleService {
     const afterId = decodeCursor(query.cursor, 'uuid', 'op.people');
     const q = query.q === undefined || query.q.trim() === '' ? null : query.q.trim();
     const rows = await this.store.searchPeople(this.db, query.account_id, q, afterId, limit + 1);
+    // Asked only when nothing was found: an account with people exists.
+    if (rows.length === 0 && !(await this.store.accountExists(this.db, query.account_id))) throw errors.notFound('account');
     return toPage(rows.map(toPerson), limit, (p) => p.id, 'op.people');
   }
 

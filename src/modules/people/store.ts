@@ -125,6 +125,11 @@ export async function peoplePageJson(
  * The operator's search in one account: `q` found in the name or e-mail (case-insensitive) or, when it
  * has digits, in the phone's digits. In id order, keyset-paged: no OFFSET, no whole-table read per page.
  */
+/** Whether an account exists (an operator search of an unknown one answers 404, as the other lists do). */
+export async function accountExists(db: Queryable, accountId: number): Promise<boolean> {
+  return (await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId])).length > 0;
+}
+
 export async function searchPeople(db: Queryable, accountId: number, q: string | null, afterId: string | null, limit: number): Promise<PersonRow[]> {
   const digits = q?.replace(/\D/g, '') ?? '';
   return db.query<PersonRow>(
