@@ -125,6 +125,15 @@ describe('the whole life of a phone key', () => {
     assert.equal(held.body.state, 'sent');
     const confirm = await ctx.service.admin<{ confirmed: number }>('POST', '/admin/v1/sandbox/locking_system/confirm', { account_id: t.accountId });
     assert.deepEqual(confirm.body, { confirmed: 1 });
+    // An unknown account is told as the sandbox's PUT tells it.
+    for (const [method, path, body] of [
+      ['POST', '/admin/v1/sandbox/locking_system/confirm', { account_id: 999_999 }],
+      ['PUT', '/admin/v1/sandbox/locking_system', { account_id: 999_999, mode: 'hold' }],
+    ] as const) {
+      const unknown = await ctx.service.admin<ErrorBody>(method, path, body);
+      assert.equal(unknown.status, 422, `${method} ${path}`);
+      assert.deepEqual(unknown.body.error.details?.map((d) => d.field), ['account_id']);
+    }
     const confirmed = await ctx.service.request<Key>('GET', `/v1/keys/${keyId}`, { token: t.token });
     assert.equal(confirmed.body.state, 'handed_over');
     assert.deepEqual(confirmed.body.security_groups, ['staff', 'night']);

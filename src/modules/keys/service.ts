@@ -232,6 +232,8 @@ export class KeysService {
   /** Sandbox: confirms every held key change of an account (`sent` to `handed_over`, key.activated). */
   async confirmHeldChanges(accountId: number): Promise<number> {
     const now = this.now();
+    // An unknown account is told as the sandbox's PUT tells it, not confirmed as "0 changes".
+    if (!(await this.store.findAccount(this.db, accountId))) throw errors.invalidField('account_id', `No account with id ${accountId}.`);
     return this.db.transaction(async (tx) => {
       const ids = await this.store.confirmHeldKeys(tx, accountId, now);
       for (const id of ids) await this.store.emitKeyEvent(tx, 'key.activated', (await this.store.findKey(tx, null, id)) as KeyRow, now);
