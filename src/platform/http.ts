@@ -22,7 +22,6 @@ function toApiError(error: FastifyError): ApiError | null {
     const first = error.validation[0] as ErrorObject | undefined;
     const name = first ? fieldPath(first.instancePath, (first.params as { missingProperty?: string }).missingProperty) : '';
     const where = error.validationContext === 'params' ? 'path parameter' : 'query parameter';
-    // ajv says of a missing one "must have required property 'x'", which reads oddly after its name.
     const problem = parameterProblem(error.validation as ErrorObject[]);
     return errors.invalidRequest(`The ${where} ${name || '(unknown)'} ${problem}.`.replace(/\s+\./, '.'));
   }

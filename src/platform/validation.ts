@@ -212,16 +212,14 @@ function allowed(error: ErrorObject): string[] {
 }
 
 /**
- * What a path or query parameter's first error says: a missing one "is required"; one outside a set of values names
- * the set (ajv says "must be equal to constant" of each literal of a union); else ajv's message.
+ * What a path or query parameter's first error says: a missing one "is required" (ajv's "must have required
+ * property 'x'" reads oddly after its name); one outside a set of values names the set, as a body's does
+ * (mergeAlternatives); else ajv's message.
  */
-export function parameterProblem(validation: readonly ErrorObject[]): string {
-  const first = validation[0];
+export function parameterProblem(validation: ErrorObject[]): string {
+  const [first] = mergeAlternatives(validation);
   if (!first) return 'is invalid';
-  if (first.keyword === 'required') return 'is required';
-  const choices = validation.filter((e) => e.instancePath === first.instancePath && (e.keyword === 'const' || e.keyword === 'enum'));
-  if (choices.length > 0) return `must be one of ${[...new Set(choices.flatMap(allowed))].join(', ')}`;
-  return first.message ?? 'is invalid';
+  return first.keyword === 'required' ? 'is required' : (first.message ?? 'is invalid');
 }
 
 /**

@@ -137,7 +137,6 @@ export async function forgetRecipient(tx: Queryable, personId: string): Promise<
   );
 }
 
-/** Deletes ended messages (sent, failed, withdrawn) made before `cutoff`, at most PURGE_BATCH a call; returns how many. */
 /**
  * Withdraws messages still waiting that were queued before `cutoff` (a channel not configured holds them): the setup
  * link they carry has expired. Not one under a live claim (being sent); its content is dropped. Returns how many.
@@ -154,6 +153,7 @@ export async function withdrawWaitingBefore(db: Queryable, cutoff: Date, now: Da
   return rows.length;
 }
 
+/** Deletes ended messages (sent, failed, withdrawn) made before `cutoff`, at most PURGE_BATCH a call; returns how many. */
 export async function deleteEndedMessagesBefore(db: Queryable, cutoff: Date): Promise<number> {
   const rows = await db.query(
     `DELETE FROM outbound_messages
