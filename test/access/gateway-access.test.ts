@@ -151,20 +151,61 @@ describe('online decisions', () => {
     assert.equal(await logged(), answered + 1);
   });
 
-  test('a repeated request id is answered with the answer this instance gave it, not decided again', async () => {
+  test('a repeated request id gets the answer this instance gave it while nothing changed, logged once', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:0f0f0f0f' });
     const gw = await door(s.gateway);
     const id = randomUUID();
     assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f0f', id), { id, granted: true, reason: null, key_id: card.id });
     await waitFor(async () => (await accessEvents(s.token)).length === 1, 'the decision in the log');
-    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${card.id}/return`)).status, 200);
-    assert.equal((await gw.ask(s.front, 'uid:0f0f0f0f')).reason, 'no_access', 'a new request is decided anew');
     gw.answers.delete(id);
-    // The same request again (a redelivery): the door acted on the first answer, which is the one the log holds.
+    // The same request again (a redelivery, or the gateway asking again): the same answer, and one entry in the log.
     assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f0f', id), { id, granted: true, reason: null, key_id: card.id });
-    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'two decisions in the log');
-    assert.deepEqual((await accessEvents(s.token)).map((e) => e.type).sort(), ['access.denied', 'access.granted']);
+    await advanceClock(ctx.service, 1);
+    assert.equal((await gw.ask(s.front, 'uid:0f0f0f0f')).granted, true, 'a request after it is logged');
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'the next request in the log');
+    assert.deepEqual((await accessEvents(s.token)).map((e) => e.type), ['access.granted', 'access.granted']);
+  });
+
+  test('a repeated request id opens nothing once its card is returned: decided anew, and both answers are in the log', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:0f0f0f1f' });
+    const gw = await door(s.gateway);
+    const id = 'counter-1';
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f1f', id), { id, granted: true, reason: null, key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 1, 'the decision in the log');
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${card.id}/return`)).status, 200);
+    gw.answers.delete(id);
+    // Before, the first answer (granted) was given again, however late, and the opening was not logged.
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f1f', id), { id, granted: false, reason: 'no_access', key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'both answers in the log');
+    assert.deepEqual((await accessEvents(s.token)).map((e) => [e.type, e.reason]), [['access.granted', null], ['access.denied', 'no_access']]);
+  });
+
+  test('a request id reused later (a counter restarted) is decided anew: an expired card stays shut, a valid one is logged again', async () => {
+    const s = await site();
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const expiring = await handOver(s.personId, { credential: 'uid:0f0f0f2f', expires_at: new Date(now.getTime() + 60_000).toISOString() });
+    const lasting = await handOver(s.personId, { credential: 'uid:0f0f0f3f' });
+    const gw = await door(s.gateway);
+    assert.equal((await gw.ask(s.front, 'uid:0f0f0f2f', 'ctr-1')).granted, true);
+    assert.equal((await gw.ask(s.front, 'uid:0f0f0f3f', 'ctr-2')).granted, true);
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'both openings in the log');
+    // The next morning, after the gateway restarted its counter: nothing about either key changed but the time.
+    await advanceClock(ctx.service, 86_400);
+    gw.answers.clear();
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f2f', 'ctr-1'), { id: 'ctr-1', granted: false, reason: 'outside_time_window', key_id: expiring.id });
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f3f', 'ctr-2'), { id: 'ctr-2', granted: true, reason: null, key_id: lasting.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 4, 'the next morning in the log');
+    assert.deepEqual(
+      (await accessEvents(s.token)).map((e) => [e.type, e.key?.id]),
+      [
+        ['access.granted', expiring.id],
+        ['access.granted', lasting.id],
+        ['access.denied', expiring.id],
+        ['access.granted', lasting.id],
+      ],
+    );
   });
 
   test('a request id reused for another card or lock (a counter restarted) is decided anew and each decision is logged', async () => {

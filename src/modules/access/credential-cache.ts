@@ -62,6 +62,11 @@ export class CredentialCache {
     return row;
   }
 
+  /** What the account's keys are known as now: it changes with every change to what they open (and when all is forgotten). */
+  version(accountId: number): string {
+    return `${this.epoch}:${this.generations.get(accountId) ?? 0}`;
+  }
+
   forgetAll(): void {
     this.epoch++;
     this.rows.clear();

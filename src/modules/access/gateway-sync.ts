@@ -55,6 +55,21 @@ const PUSH_AGAIN_SECONDS = 5;
 const SYNC_CLAIM_MS = 2000;
 /** Account facts kept for online answers; dropped on every catalog change. */
 const FACTS_TTL_MS = 30_000;
+/**
+ * How long a repeated request id gets the answer given to it (by the service's clock): a redelivery, or a gateway asking
+ * again when the answer was late, comes within seconds. Later, the id is taken as reused (a counter restarted).
+ */
+const REPEAT_MS = 10_000;
+
+/** An answer given, with what it was decided on: a repeat gets it only while none of that changed. */
+interface GivenAnswer {
+  answer: Promise<Answer>;
+  /** The account's facts (a catalog change replaces them) and keys' version (CredentialCache.version) it was decided on. */
+  facts: AccountFacts;
+  keys: string;
+  /** When it was decided, by the service's clock. */
+  at: number;
+}
 
 /**
  * The answer to a gateway. A key of the account that opens no lock of this gateway is answered as a credential
@@ -71,6 +86,20 @@ function answerFor(decision: Decision, opensOnThisGateway: () => boolean): Answe
 
 const isRowId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 const isVersion = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/**
+ * The access log's id for an online decision (its gateway's events keep one entry per id). Its parts make one
+ * decision one entry, whichever instances made it (with an external broker every instance decides every request),
+ * and keep every decision a door acted on: the request's id, lock and card (an id reused for another card or lock,
+ * by a gateway whose counter restarted), the outcome (a repeat decided again after a change, which may have been
+ * answered otherwise) and the minute (an id reused later for the same card: the next morning's first swipe after a
+ * restart). Two instances deciding one request on either side of a minute's edge log it twice: a duplicate, never a
+ * loss.
+ */
+function requestLogId(id: string, lockId: number, card: string, decision: Decision, at: Date): string {
+  const outcome = decision.granted ? 'granted' : decision.reason;
+  return `${REQUEST_ID_PREFIX}${id}:${lockId}:${card}:${outcome}:${Math.floor(at.getTime() / 60_000)}`;
+}
 
 export class GatewaySync {
   private io: GatewayIo | null = null;
@@ -89,7 +118,7 @@ export class GatewaySync {
   private readonly keys: CredentialCache;
   private readonly limit: RequestLimit;
   /** The answers this instance gave lately, by gateway, lock, credential and request id (a QoS 1 redelivery gets the same). */
-  private readonly answered = new LRUCache<string, Promise<Answer>>({ max: 10_000 });
+  private readonly answered = new LRUCache<string, GivenAnswer>({ max: 10_000 });
 
   constructor(
     private readonly db: Database,
@@ -177,40 +206,42 @@ export class GatewaySync {
       await io.publish(gatewayId, 'access/answer', { id, granted: false, reason: 'no_access', key_id: null });
       return;
     }
-    // A request id this instance answered gets that answer again, not a second decision (a QoS 1 redelivery). It
-    // is not looked up in the log, so that a swipe costs no database read: an instance that did not answer it (a
-    // restart, another instance) decides again, and the log keeps the first decision for the id.
-    // Keyed by what was asked too: a gateway reusing an id (a counter restarted) for another card or lock gets a new
-    // decision, and the log keeps that one as well (keyed by the id alone, it kept only the first: a door opened with
-    // nothing in the log). The card is in the log's id by its keyed digest, never in clear; text that is no
-    // credential opens nothing, and all such text is one.
-    const parsed = parseCredential(presented);
-    const card = 'credential' in parsed ? this.lists.lookupHash(parsed.credential).slice(0, 16) : 'invalid';
-    const logId = `${REQUEST_ID_PREFIX}${id}:${lockId}:${card}`;
+    // A request id this instance answered lately gets that answer again, not a second decision (a QoS 1 redelivery, or
+    // the gateway asking again): only while nothing the answer was decided on changed, and for REPEAT_MS. Before, a
+    // repeat got the first answer however late, so a gateway reusing ids (a counter restarted) opened the door to a
+    // card revoked or expired since, with nothing in the log. It is not looked up in the log, so that a swipe costs no
+    // database read: an instance that did not answer it (a restart, another instance) decides again.
+    const now = this.clock.now();
+    const keys = this.keys.version(facts.accountId);
     const name = `${gatewayId}:${lockId}:${presented}:${id}`;
     const earlier = this.answered.get(name);
-    if (earlier) {
-      const answer = await earlier;
+    if (earlier && earlier.facts === facts && earlier.keys === keys && Math.abs(now.getTime() - earlier.at) <= REPEAT_MS) {
+      const answer = await earlier.answer;
       await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
       return;
     }
-    const now = this.clock.now();
     const decided = this.decideOnline(facts, gatewayId, lock.id, presented, now);
-    const answerOnce = decided.then((d) => d.answer);
-    this.answered.set(name, answerOnce);
-    answerOnce.catch(() => this.answered.get(name) === answerOnce && this.answered.delete(name));
+    const given: GivenAnswer = { answer: decided.then((d) => d.answer), facts, keys, at: now.getTime() };
+    this.answered.set(name, given);
+    given.answer.catch(() => this.answered.get(name) === given && this.answered.delete(name));
     const { decision, answer } = await decided;
     // The door waits for the answer, not for the log: a publish that fails is the gateway's to ask again.
     await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
     // The log keeps the truth (which key was tried at which door), for the account to see; the gateway got less.
     await io.record(gatewayId, {
-      id: logId,
+      id: requestLogId(id, lockId, this.cardDigest(presented), decision, now),
       lock_id: lock.id,
       type: decision.granted ? 'access.granted' : 'access.denied',
       occurred_at: now.toISOString(),
       key_id: decision.keyId,
       reason: decision.granted ? null : decision.reason,
     });
+  }
+
+  /** The card in an online request's log id: its keyed digest, never in clear; all text that is no credential is one. */
+  private cardDigest(presented: string): string {
+    const parsed = parseCredential(presented);
+    return 'credential' in parsed ? this.lists.lookupHash(parsed.credential).slice(0, 16) : 'invalid';
   }
 
   /** The live key presenting a credential, in the account. */
