@@ -56,7 +56,7 @@ async function door(gateway: GatewayCredentials) {
   });
   await client.subscribeAsync([`${base}/access/answer`, `${base}/access/list`], { qos: 1 });
   await client.publishAsync(`${base}/presence`, '{"online":true}', { qos: 1, retain: true });
-  const ask = async (lockId: number, credential: string, id = randomUUID()): Promise<Answer> => {
+  const ask = async (lockId: number, credential: string, id: string = randomUUID()): Promise<Answer> => {
     await client.publishAsync(`${base}/access/request`, JSON.stringify({ id, lock_id: lockId, credential }), { qos: 1 });
     await waitFor(() => answers.has(id), `the answer to ${id}`);
     return answers.get(id) as Answer;

@@ -14,6 +14,7 @@ interface Subscription {
   events: string[];
   status: string;
   failing_since: string | null;
+  last_delivery_at: string | null;
   secret?: string;
 }
 interface Delivery {
@@ -230,6 +231,7 @@ describe('deliveries', () => {
       assert.deepEqual([delivery.status, delivery.attempt, delivery.response_status], ['pending', 1, 500]);
       const firstFailure = (await subscription()).failing_since;
       assert.ok(firstFailure);
+      assert.equal((await subscription()).last_delivery_at, null, 'a failed attempt is no delivery');
 
       // Checked 5 s before each rung: the sandbox clock also moves in real time, which on a loaded machine can be
       // more than a second between the attempt and the next advance.
@@ -249,7 +251,9 @@ describe('deliveries', () => {
       receiver.answer({ status: 200 });
       await createPerson(t.token, 'Streak Breaker');
       await runJobs();
-      assert.equal((await subscription()).failing_since, null);
+      const worked = await subscription();
+      assert.equal(worked.failing_since, null);
+      assert.ok(worked.last_delivery_at);
       receiver.answer({ status: 500 });
 
       await advanceClock(ctx.service, 86_400);
@@ -258,6 +262,7 @@ describe('deliveries', () => {
       const after = await subscription();
       assert.equal(after.status, 'active');
       assert.ok(after.failing_since, 'the last failure starts a new streak');
+      assert.equal(after.last_delivery_at, worked.last_delivery_at, 'the last success, not the last attempt');
     } finally {
       receiver.answer({ status: 200 });
     }

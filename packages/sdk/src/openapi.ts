@@ -787,6 +787,7 @@ export interface components {
             status: "active" | "paused";
             /** @description start of the current failure streak */
             failing_since: string | null;
+            /** @description the last delivery the endpoint accepted (a 2xx; pings not counted), null before the first */
             last_delivery_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -810,6 +811,7 @@ export interface components {
             status: "active" | "paused";
             /** @description start of the current failure streak */
             failing_since: string | null;
+            /** @description the last delivery the endpoint accepted (a 2xx; pings not counted), null before the first */
             last_delivery_at: string | null;
             /** Format: date-time */
             created_at: string;

@@ -118,7 +118,8 @@ export async function recordDeliveryFailure(tx: Queryable, failure: DeliveryFail
     [failure.id, failure.status, failure.responseStatus, failure.error, failure.nextAttemptAt, failure.attempt],
   );
   if (recorded.length === 0) return;
-  await tx.query(`UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2), last_delivery_at = $2 WHERE id = $1`, [
+  // last_delivery_at stays the last success: beside failing_since it says when the endpoint last worked.
+  await tx.query(`UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2) WHERE id = $1`, [
     failure.subscriptionId,
     now,
   ]);
