@@ -18,7 +18,10 @@ after(async () => {
  * An MQTT 5 broker that accepts everything (CONNACK with the session "present", SUBACK granting QoS 1) and keeps
  * what it got; `refuse` names the filters it refuses (SUBACK 0x87) the first time they are asked for.
  */
-async function recordingBroker(refuse: string[] = []): Promise<{ url: string; received: Packet[]; sockets: Set<Socket> }> {
+async function recordingBroker(
+  refuse: string[] = [],
+  options: { closeAfterMs?: number; port?: number } = {},
+): Promise<{ url: string; received: Packet[]; sockets: Set<Socket>; close: () => Promise<void> }> {
   const refusing = new Set(refuse);
   const received: Packet[] = [];
   const sockets = new Set<Socket>();
@@ -31,17 +34,23 @@ async function recordingBroker(refuse: string[] = []): Promise<{ url: string; re
     parser.on('packet', (packet: Packet) => {
       received.push(packet);
       if (packet.cmd === 'connect') send({ cmd: 'connack', sessionPresent: true, reasonCode: 0 });
+      // As Mosquitto 2.0 closes a client whose id another connection took: no DISCONNECT, the socket ends.
+      if (packet.cmd === 'connect' && options.closeAfterMs !== undefined) setTimeout(() => socket.destroy(), options.closeAfterMs);
       if (packet.cmd === 'subscribe') send({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map((s) => (refusing.delete(s.topic) ? 0x87 : 1)) });
       if (packet.cmd === 'unsubscribe') send({ cmd: 'unsuback', messageId: packet.messageId, granted: packet.unsubscriptions.map(() => 17) });
       if (packet.cmd === 'pingreq') send({ cmd: 'pingresp' });
     });
     socket.on('data', (chunk: Buffer) => parser.parse(chunk));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(() => new Promise((resolve) => server.close(resolve)));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const close = async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  closers.push(() => (server.listening ? close() : Promise.resolve()));
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('no port');
-  return { url: `mqtt://127.0.0.1:${address.port}`, received, sockets };
+  return { url: `mqtt://127.0.0.1:${address.port}`, received, sockets, close };
 }
 
 test("the service's CONNECT announces MQTT_MAX_PACKET_BYTES as its Maximum Packet Size, so the broker sends it nothing larger", async () => {
@@ -73,8 +82,9 @@ test('every gateway topic is subscribed again on every connection, even when the
 });
 
 /** A logger whose lines the test reads. */
-function readLog(): { log: pino.Logger; lines: Array<{ level: number; msg: string; missing?: number; err?: { message: string } }> } {
-  const lines: Array<{ level: number; msg: string; missing?: number; err?: { message: string } }> = [];
+type LogLine = { level: number; msg: string; missing?: number; err?: { message: string }; errorsNotLogged?: number; downForMs?: number };
+function readLog(): { log: pino.Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
   return { log: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }), lines };
 }
 
@@ -93,7 +103,8 @@ test('a broker that grants every subscription at start: nothing is said missing,
   for (const socket of broker.sockets) socket.destroy();
   await waitFor(() => subscribedIn(broker.received).length === 2, 'subscribed again after the reconnection');
   await waitFor(() => link.state() === 'ok', 'linked again');
-  assert.deepEqual(lines.filter((line) => line.level >= 40).map((line) => `${line.msg} ${line.err?.message ?? ''}`), [], 'no refusal said, no "Invalid topic"');
+  const warned = lines.filter((line) => line.level >= 40).map((line) => `${line.msg} ${line.err?.message ?? ''}`);
+  assert.deepEqual(warned, ['mqtt connection lost; reconnecting '], 'the loss said; no refusal, no "Invalid topic"');
   assert.ok(subscribedIn(broker.received).every((filters) => filters.length === 7), 'every SUBSCRIBE asks for the 7 filters');
 });
 
@@ -145,6 +156,44 @@ test('a gateway sending QoS 0 faster than its messages are handled: past MAX_QOS
   await new Promise((resolve) => setTimeout(resolve, 50));
   publish(1000);
   await waitFor(() => handled === MAX_QOS0_BEHIND + 1, 'the next message handled');
+});
+
+test('a broker away for seconds: one line when the connection is lost, its first error, and one when it is back; not a line a second', async () => {
+  const broker = await recordingBroker();
+  const { log, lines } = readLog();
+  const config = loadConfig({ MQTT_URL: broker.url, MQTT_CLIENT_ID: 'latchkey-link-test-outage' });
+  const link = new MqttLink(config, () => undefined, log);
+  await link.start();
+  closers.push(() => link.close());
+  await broker.close();
+  // mqtt.js tries again every second: three failed attempts.
+  await new Promise((resolve) => setTimeout(resolve, 3500));
+  assert.equal(link.state(), 'down');
+  await recordingBroker([], { port: Number(new URL(broker.url).port) });
+  await waitFor(() => link.state() === 'ok', 'connected again');
+  const said = lines.map((line) => line.msg);
+  assert.deepEqual(said.filter((msg) => msg === 'mqtt connection lost; reconnecting'), ['mqtt connection lost; reconnecting']);
+  assert.ok(said.filter((msg) => msg === 'mqtt connection error').length <= 1, said.join('\n'));
+  const back = lines.filter((line) => line.msg === 'mqtt connection is back');
+  assert.equal(back.length, 1);
+  assert.ok((back[0]?.errorsNotLogged ?? 0) >= 2, 'the failed attempts are counted, not logged');
+  assert.ok((back[0]?.downForMs ?? 0) >= 3000);
+});
+
+test('a broker closing the connection right after accepting it, again and again (another process with this MQTT_CLIENT_ID): said once, as such', async () => {
+  const broker = await recordingBroker([], { closeAfterMs: 100 });
+  const { log, lines } = readLog();
+  const config = loadConfig({ MQTT_URL: broker.url, MQTT_CLIENT_ID: 'latchkey-link-test-twice' });
+  const link = new MqttLink(config, () => undefined, log);
+  await link.start();
+  closers.push(() => link.close());
+  await waitFor(() => lines.some((line) => line.level === 50), 'the takeover said', 10_000);
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  const errors = lines.filter((line) => line.level === 50);
+  assert.equal(errors.length, 1, 'said once');
+  assert.match(errors[0]?.msg ?? '', /same client id \(MQTT_CLIENT_ID\); every instance needs its own/);
+  assert.equal((errors[0] as { clientId?: string }).clientId, 'latchkey-link-test-twice');
+  assert.ok(lines.filter((line) => line.msg === 'mqtt connection is back').length <= 2, 'no line a reconnection');
 });
 
 const externalUrl = process.env.TEST_MQTT_URL;

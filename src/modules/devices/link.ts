@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { IPublishPacket, MqttClient, Packet } from 'mqtt';
 import type { Config } from '../../config.ts';
+import { logConnection } from './connection-log.ts';
 import { encodePayload } from './payload.ts';
 import { GATEWAY_TOPIC_FILTERS, parseGatewayTopic, type GatewayTopic } from './topics.ts';
 
@@ -156,7 +157,7 @@ export class MqttLink implements DeviceLink {
       this.subscribing = this.subscribeAll(client);
     });
     client.on('close', () => (this.granted = new Set()));
-    client.on('error', (error) => this.log.warn({ err: error }, 'mqtt error'));
+    logConnection(client, this.log, { name: 'mqtt connection', clientId: this.config.mqttClientId, clientIdSetting: 'MQTT_CLIENT_ID' });
     client.on('disconnect', (packet) => {
       // 0x8E: another connection took the session over, i.e. another process uses the same MQTT_CLIENT_ID.
       if (packet.reasonCode === 0x8e) this.log.error({ clientId: this.config.mqttClientId }, 'another process connected with this MQTT_CLIENT_ID; every instance needs its own');

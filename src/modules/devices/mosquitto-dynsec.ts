@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../platform/db/index.ts';
+import { logConnection } from './connection-log.ts';
 import { GATEWAY_MESSAGE_TOPICS, GATEWAY_TOPIC_FILTERS, MQTT_TOPIC_PREFIX, SERVICE_MESSAGE_TOPICS } from './topics.ts';
 import { BrokerUnavailableError, gatewayIdOf, gatewayUsername, type GatewayAccounts } from './broker-accounts.ts';
 import { gatewayPermissions } from './gateway-access.ts';
@@ -95,7 +96,7 @@ export class DynsecAccounts implements GatewayAccounts {
       clearTimeout(waiting.timer);
       waiting.resolve(responses);
     });
-    client.on('error', (error) => log.warn({ err: error }, 'dynamic-security control connection error'));
+    logConnection(client, log, { name: 'dynamic-security control connection', clientId: client.options.clientId ?? '', connected: client.connected });
   }
 
   /**
