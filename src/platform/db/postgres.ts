@@ -141,10 +141,11 @@ export class PostgresDatabase implements Database {
   private anyValueConnections(): pg.Pool {
     if (this.anyValuePool) return this.anyValuePool;
     if (this.closed) return this.pool; // which refuses, as any statement after close()
-    const pool = new (loadedDriver().Pool)({ ...this.poolConfig, max: ANY_VALUE_CONNECTIONS });
+    // Set as the connection starts (a startup parameter, as search_path is), not by a query on each new connection,
+    // which ran beside the pool's first query (a deprecation warning of pg 8; an error in pg 9).
+    const options = [this.poolConfig.options, '-c plan_cache_mode=force_generic_plan'].filter(Boolean).join(' ');
+    const pool = new (loadedDriver().Pool)({ ...this.poolConfig, options, max: ANY_VALUE_CONNECTIONS });
     pool.on('error', () => undefined);
-    // Queued on the new connection before anything else it runs.
-    pool.on('connect', (client) => void client.query('SET plan_cache_mode = force_generic_plan').catch(() => undefined));
     this.anyValuePool = pool;
     return pool;
   }
