@@ -157,9 +157,15 @@ export async function buildApp(deps: AppDeps): Promise<Latchkey> {
   await app.ready();
 
   if (db.poolStats?.()) {
-    metrics.gauge('latchkey_database_pool_connections', 'Open connections of the PostgreSQL pool, idle or in use.', () => db.poolStats?.()?.total);
-    metrics.gauge('latchkey_database_pool_idle_connections', 'Idle connections of the PostgreSQL pool.', () => db.poolStats?.()?.idle);
-    metrics.gauge('latchkey_database_pool_waiting_clients', 'Statements waiting for a connection of the PostgreSQL pool.', () => db.poolStats?.()?.waiting);
+    // Read once the scrape's own statements (other gauges') have their connections: pg-pool queues a statement even
+    // when a connection is idle and hands it one on the next tick, so read at once an idle pool had 2 waiting.
+    const poolStats = async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return db.poolStats?.();
+    };
+    metrics.gauge('latchkey_database_pool_connections', 'Open connections of the PostgreSQL pool, idle or in use.', async () => (await poolStats())?.total);
+    metrics.gauge('latchkey_database_pool_idle_connections', 'Idle connections of the PostgreSQL pool.', async () => (await poolStats())?.idle);
+    metrics.gauge('latchkey_database_pool_waiting_clients', 'Statements waiting for a connection of the PostgreSQL pool.', async () => (await poolStats())?.waiting);
   }
   let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | null = null;
   if (config.metricsPort !== null) {

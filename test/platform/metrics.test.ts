@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { databaseError } from '../../src/platform/db/errors.ts';
 import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
-import { createTestDatabase, withFaults, type TestDatabase } from '../helpers/database.ts';
+import { backend, createTestDatabase, withFaults, type TestDatabase } from '../helpers/database.ts';
 import { createGateway, gatewayClients, gatewayTopic } from '../helpers/gateways.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { freshIp, startService, useTestService, type TestService } from '../helpers/service.ts';
@@ -88,6 +88,15 @@ describe('the listener', () => {
     const missing = [...used].filter((name) => !exported.has(name) && !postgresOnly.test(name));
     assert.ok(used.size > 20);
     assert.deepEqual(missing, []);
+  });
+
+  test('an idle PostgreSQL pool has no statement waiting, though the scrape itself runs statements', { skip: backend !== 'postgres' && 'server PostgreSQL only' }, async () => {
+    for (let i = 0; i < 3; i++) {
+      const samples = await scrape();
+      assert.ok(valueOf(samples, 'latchkey_database_pool_connections') >= 1);
+      // Before, the scrape's own statements were counted: 2 on every scrape of an idle service.
+      assert.equal(valueOf(samples, 'latchkey_database_pool_waiting_clients'), 0);
+    }
   });
 
   test('/metrics is not on the API\'s port', async () => {
