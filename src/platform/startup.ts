@@ -26,6 +26,8 @@ export interface StartupPart {
   setting: string;
   /** What to say when it fails for another reason than the network: "could not start", "failed". */
   problem?: string;
+  /** What to say when a broker refuses the credentials given (an MQTT CONNACK code). */
+  refusedCredentials?: string;
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
@@ -41,6 +43,12 @@ function unreachable(error: unknown): boolean {
   return false;
 }
 
+/** An MQTT CONNACK refusing the credentials: 4 or 5 (MQTT 3.1.1), 134 or 135 (MQTT 5). */
+function credentialsRefused(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return [4, 5, 134, 135].includes(code as number) || /not authorized|bad user ?name or password/i.test((error as Error | null)?.message ?? '');
+}
+
 /** Runs one part's start; a failure leaves as a StartupFailure naming the part and its variable. */
 export async function startPart<T>(part: StartupPart, start: () => Promise<T>): Promise<T> {
   try {
@@ -48,7 +56,14 @@ export async function startPart<T>(part: StartupPart, start: () => Promise<T>): 
   } catch (error) {
     if (error instanceof StartupFailure) throw error;
     const code = (error as { code?: unknown } | null)?.code;
-    const problem = code === 'EADDRINUSE' ? 'cannot listen, the port is in use' : unreachable(error) ? 'is not reachable' : (part.problem ?? 'failed');
+    const problem =
+      code === 'EADDRINUSE'
+        ? 'cannot listen, the port is in use'
+        : unreachable(error)
+          ? 'is not reachable'
+          : part.refusedCredentials && credentialsRefused(error)
+            ? part.refusedCredentials
+            : (part.problem ?? 'failed');
     throw new StartupFailure(part.part, part.setting, problem, error);
   }
 }
@@ -61,7 +76,12 @@ export const parts = {
   },
   broker(config: Pick<Config, 'mqttUrl' | 'mqttPort' | 'mqttHost'>): StartupPart {
     return config.mqttUrl
-      ? { part: 'the MQTT broker', setting: `MQTT_URL=${shownUrl(config.mqttUrl)}` }
+      ? {
+          part: 'the MQTT broker',
+          setting: `MQTT_URL=${shownUrl(config.mqttUrl)}`,
+          refusedCredentials:
+            "refused the user and password of MQTT_URL (with Mosquitto's dynamic security, a user the service made before keeps the password it was made with: docs/brokers.md, changing the service's password)",
+        }
       : { part: 'the embedded MQTT broker', setting: `MQTT_HOST=${config.mqttHost}, MQTT_PORT=${config.mqttPort}`, problem: 'could not start' };
   },
   dynsec(config: Pick<Config, 'mqttUrl' | 'mqttDynsec'>): StartupPart {

@@ -172,6 +172,31 @@ test('a failed start on an unreachable MQTT_URL names the broker and MQTT_URL; t
   assert.ok(!output.includes('s3cret'), output);
 });
 
+test('a broker refusing the user and password of MQTT_URL is said so, with where to change the service\'s password', async () => {
+  // A broker that refuses every CONNECT as Mosquitto does a wrong password (MQTT 5: 135, Not authorized).
+  const { createServer } = await import('node:net');
+  const mqttPacket = (await import('mqtt-packet')).default;
+  const broker = createServer((socket) => {
+    socket.on('error', () => undefined);
+    const parser = mqttPacket.parser({ protocolVersion: 5 });
+    parser.on('packet', (packet) => {
+      if (packet.cmd === 'connect') socket.end(mqttPacket.generate({ cmd: 'connack', sessionPresent: false, reasonCode: 135 }, { protocolVersion: 5 }));
+    });
+    socket.on('data', (chunk: Buffer) => parser.parse(chunk));
+  });
+  await new Promise<void>((resolve) => broker.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => void broker.close(() => resolve())));
+  const address = broker.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const { code, output } = await runToExit({ DATA_DIR: 'memory', MQTT_URL: `mqtt://latchkey:wrong-s3cret@127.0.0.1:${port}` });
+  assert.equal(code, 1);
+  const last = logLines(output).at(-1);
+  assert.equal(last?.level, 60);
+  assert.match(last?.msg ?? '', new RegExp(`^Latchkey failed to start: the MQTT broker \\(MQTT_URL=mqtt://latchkey@127\\.0\\.0\\.1:${port}\\) refused the user and password of MQTT_URL `));
+  assert.match(last?.msg ?? '', /docs\/brokers\.md, changing the service's password/);
+  assert.ok(!output.includes('s3cret'), output);
+});
+
 test('a port in use names the HTTP listener and its variables', async () => {
   const { createServer } = await import('node:net');
   const taken = createServer();
