@@ -625,6 +625,27 @@ describe('reconciliation', () => {
     assert.equal((await controllerView(controller.id)).reconciliation?.removed.length, 1);
   });
 
+  test('a card put on the board by hand after a deletion sits past the count of cards, and is found and removed all the same', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.cards.set(31337002, { card: 31337002, from: '2020-01-01', to: '2099-12-31', doors: [1, 1, 1, 1], pin: 0 });
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${key.id}/return`)).status, 200);
+    await waitFor(() => !simulated.cards.has(CARD_NUMBER), 'the returned card off the board');
+    // The board keeps the returned card's slot as a hole: one card counted, and it is in the second slot.
+    const res = await ctx.service.admin<{ cards_on_controller: number; removed: Array<{ card: string; key_id: number | null }> }>(
+      'POST',
+      `/admin/v1/controllers/${controller.id}/reconcile`,
+    );
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.cards_on_controller, 1);
+    // Before, only the first slot was read (a hole): the card was not seen, and went on opening every door.
+    assert.deepEqual(res.body.removed.map((r) => [r.card, r.key_id]), [['…002', null]]);
+    assert.equal(simulated.swipe(31337002, 1).granted, false);
+  });
+
   test('reconciling a board that does not answer is a 503, and a controller with doors cannot be deleted', async () => {
     const s = await site();
     const simulated = await board();

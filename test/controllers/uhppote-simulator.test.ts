@@ -42,8 +42,8 @@ test('a late answer to a request sent again is never taken for the answer to the
     // 100 ms: the client sends each request again at 60 ms, and the board answers both copies. The second answer
     // about index 1 comes at 160 ms, while the request for index 2 (sent at 100 ms) waits for its own at 200 ms.
     slow.delayAnswers(100);
-    assert.deepEqual(await impatient.getCardByIndex(c, 1), record);
-    assert.equal(await impatient.getCardByIndex(c, 2), null, 'not the late second answer about index 1');
+    assert.deepEqual(await impatient.getCardByIndex(c, 1), { record, deleted: false });
+    assert.deepEqual(await impatient.getCardByIndex(c, 2), { record: null, deleted: false }, 'not the late second answer about index 1');
     // The resent copy of the second request may reach the board in the same turn of the event loop as the answer
     // that ends it, and be counted just after (a FLAKY run in CI on a loaded machine): it is waited for, briefly.
     await waitFor(() => (slow.requests.get('get-card-by-index') ?? 0) >= 4, 1000); // each request was sent again at least once
@@ -86,10 +86,14 @@ test('cards: put, get by id and index, count, delete, on two controllers at once
   assert.deepEqual(await client.getCardById(ca, 10058400), record);
   assert.equal(await client.getCardById(ca, 10058401), null);
   assert.equal(await client.getCards(cb), 1);
-  assert.deepEqual(await client.getCardByIndex(cb, 1), { ...record, card: 10058401 });
-  assert.equal(await client.getCardByIndex(cb, 2), null);
+  assert.deepEqual(await client.getCardByIndex(cb, 1), { record: { ...record, card: 10058401 }, deleted: false });
+  assert.deepEqual(await client.getCardByIndex(cb, 2), { record: null, deleted: false });
   assert.equal(await client.deleteCard(cb, 10058401), true);
   assert.equal(await client.getCards(cb), 0);
+  // A deleted card's slot stays, as a hole (card 0xffffffff), until a new card takes it.
+  assert.deepEqual(await client.getCardByIndex(cb, 1), { record: null, deleted: true });
+  assert.equal(await client.putCard(cb, { ...record, card: 10058402 }), true);
+  assert.deepEqual(await client.getCardByIndex(cb, 1), { record: { ...record, card: 10058402 }, deleted: false });
   b.refuseWrites(true);
   assert.equal(await client.putCard(cb, record), false);
   b.refuseWrites(false);

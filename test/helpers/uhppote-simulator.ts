@@ -93,6 +93,22 @@ export async function startSimulatedController(options: {
   let sequence = 0;
   const doorsOpen: [boolean, boolean, boolean, boolean] = [false, false, false, false];
   const timers = new Set<NodeJS.Timeout>();
+  // The card list by index, as the boards and uhppoted's reference simulator (entities.CardList) keep it: a deleted
+  // card leaves its slot marked deleted (read back as card 0xffffffff), a new card takes the first such hole or goes
+  // at the end, and get-cards counts live cards only; so after a deletion the last cards sit past that count.
+  // Follows sim.cards, which tests change directly too (a card put on the board by hand).
+  const slots: Array<number | 'deleted'> = [];
+  const slotsInStep = (): void => {
+    slots.forEach((slot, i) => {
+      if (slot !== 'deleted' && !sim.cards.has(slot)) slots[i] = 'deleted';
+    });
+    for (const card of sim.cards.keys()) {
+      if (slots.includes(card)) continue;
+      const hole = slots.indexOf('deleted');
+      if (hole >= 0) slots[hole] = card;
+      else slots.push(card);
+    }
+  };
 
   const time = (): string => (options.now ? options.now() : fromMillis(toMillis(localNow()) + offsetMs));
 
@@ -184,17 +200,22 @@ export async function startSimulatedController(options: {
       case 'get-card-by-id':
         return { fn: request.fn, serial, record: sim.cards.get(request.card) ?? null };
       case 'get-card-by-index': {
-        const record = request.index >= 1 ? [...sim.cards.values()][request.index - 1] : undefined;
-        return { fn: request.fn, serial, record: record ?? null, deleted: false };
+        slotsInStep();
+        const slot = request.index >= 1 ? slots[request.index - 1] : undefined;
+        if (slot === 'deleted') return { fn: request.fn, serial, record: null, deleted: true };
+        return { fn: request.fn, serial, record: (slot === undefined ? undefined : sim.cards.get(slot)) ?? null, deleted: false };
       }
       case 'put-card':
         if (writesRefused) return { fn: request.fn, serial, ok: false };
+        slotsInStep();
         sim.cards.set(request.record.card, request.record);
         return { fn: request.fn, serial, ok: true };
       case 'delete-card':
+        slotsInStep();
         return { fn: request.fn, serial, ok: !deletesRefused && sim.cards.delete(request.card) };
       case 'delete-all-cards':
         sim.cards.clear();
+        slots.length = 0;
         return { fn: request.fn, serial, ok: true };
       case 'get-time-profile':
         return { fn: request.fn, serial, profile: sim.profiles.get(request.profileId) ?? null };

@@ -8,7 +8,7 @@ import type { CardPlan } from './cards.ts';
 import { forgetCard, recordReconciliation, saveCard, storedCards, profileIds, type ControllerRow } from './store.ts';
 import { addressOf, type CardSecrets, type ControllerSync } from './sync.ts';
 import type { CardRecord, TimeProfile } from './uhppote/codec.ts';
-import type { UhppoteClient } from './uhppote/client.ts';
+import type { ControllerAddress, UhppoteClient } from './uhppote/client.ts';
 
 export interface ReconciliationReport {
   at: string;
@@ -31,6 +31,27 @@ const sameProfile = (a: TimeProfile, b: TimeProfile): boolean =>
 const sameRecord = (a: CardRecord, b: Omit<CardRecord, 'pin'>): boolean =>
   a.from === b.from && a.to === b.to && a.doors.every((door, i) => door === b.doors[i]);
 
+/** The most card slots a board's list is read to (the largest boards hold 100,000 cards). */
+export const MAX_CARD_SLOTS = 100_000;
+
+/**
+ * Every card on the board. get-cards counts the live cards, but a deleted card leaves its slot as a hole (a new card
+ * takes the first hole), so after deletions the last cards sit past that count: slots are read, holes and empty ones
+ * skipped, until that many cards were found, as uhppoted reads them. Read only up to the count, a card put on the
+ * board by hand after a revocation was never seen, so never removed.
+ */
+async function readCardList(client: UhppoteClient, address: ControllerAddress): Promise<Map<number, CardRecord>> {
+  const count = await client.getCards(address);
+  const onBoard = new Map<number, CardRecord>();
+  for (let index = 1, live = 0; live < count && index <= MAX_CARD_SLOTS; index++) {
+    const { record } = await client.getCardByIndex(address, index);
+    if (!record) continue;
+    live++;
+    onBoard.set(record.card, record);
+  }
+  return onBoard;
+}
+
 export async function reconcileController(
   deps: { db: Database; clock: Clock; client: UhppoteClient; sync: ControllerSync; secrets: CardSecrets },
   controller: ControllerRow,
@@ -38,12 +59,7 @@ export async function reconcileController(
   const { db, client, sync, secrets, clock } = deps;
   const address = addressOf(controller);
   return sync.serial(controller.gateway_id, async () => {
-    const count = await client.getCards(address);
-    const onBoard = new Map<number, CardRecord>();
-    for (let index = 1; index <= count; index++) {
-      const record = await client.getCardByIndex(address, index);
-      if (record) onBoard.set(record.card, record);
-    }
+    const onBoard = await readCardList(client, address);
     const { plans, problems } = await sync.plansFor(controller, null);
     const known = await profileIds(db, controller.gateway_id);
     const wanted = new Map<number, { plan: CardPlan; doors: [number, number, number, number] }>();

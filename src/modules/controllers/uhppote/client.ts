@@ -222,8 +222,10 @@ export class UhppoteClient {
     return (await this.request(c, { fn: 'get-cards' })).count;
   }
 
-  async getCardByIndex(c: ControllerAddress, index: number): Promise<CardRecord | null> {
-    return (await this.request(c, { fn: 'get-card-by-index', index })).record;
+  /** The card in a slot of the board's list; `deleted`: the slot of a card deleted since (a hole the board keeps). */
+  async getCardByIndex(c: ControllerAddress, index: number): Promise<{ record: CardRecord | null; deleted: boolean }> {
+    const { record, deleted } = await this.request(c, { fn: 'get-card-by-index', index });
+    return { record, deleted };
   }
 
   async getCardById(c: ControllerAddress, card: number): Promise<CardRecord | null> {
