@@ -662,6 +662,36 @@ describe('reconciliation', () => {
 });
 
 describe('a delete the board did not take', () => {
+  test('a revocation a board left unanswered while it answered its polls is written again at its next answered poll, not a rung later', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    const key = await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    // Reconciled now, so that the hourly reconciliation (which removes cards that should not be there) is not what repairs it.
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/controllers/${controller.id}/reconcile`)).status, 200);
+    simulated.dropAnswersTo(['delete-card', 'get-card-by-id']); // lost packets: its status still answers
+    assert.equal((await ctx.service.admin('POST', `/admin/v1/keys/${key.id}/return`)).status, 200);
+    assert.ok(simulated.cards.has(CARD_NUMBER), 'still on the board while its answers are lost');
+    // The jobs run while the answers are still lost: the queued removal's first try, the job writing validity edges
+    // (a return is one) and the removal it queues again all find the board silent (two packets each). Answers come
+    // back after them, so that nothing but the next answered poll can write the removal before the queue's next rung.
+    const deletes = () => simulated.requests.get('delete-card') ?? 0;
+    const before = deletes();
+    const running = runJobs();
+    await waitFor(() => deletes() >= before + 6, 'three writes tried while the answers are lost');
+    simulated.dropAnswersTo([]);
+    await running;
+    assert.equal((await controllerView(controller.id)).online, true, 'the board answered its polls all along');
+    // Before, the queued removal waited for its rung (a minute of the service clock, then 5, then 30): this stays
+    // within seconds of real time and moves the clock by nothing.
+    await waitFor(async () => {
+      await runJobs();
+      return !simulated.cards.has(CARD_NUMBER);
+    }, 'the returned card off the board at its next answered poll');
+    assert.equal(simulated.swipe(CARD_NUMBER, 1).granted, false);
+  });
+
   test('a card the board answers "no" to deleting (and still holds) keeps the key sent, and is deleted when the board takes it', async () => {
     const s = await site();
     await createSecurityGroup(ctx.service, s.root, 'visitors'); // opens no door of the board

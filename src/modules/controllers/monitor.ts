@@ -6,7 +6,7 @@ import { DateTime } from 'luxon';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { ControllerEvents } from './events.ts';
-import { claimControllersToPoll, recordContactState, releasePoll, type ControllerRow } from './store.ts';
+import { claimControllersToPoll, clearMissedWrite, recordContactState, releasePoll, type ControllerRow } from './store.ts';
 import { addressOf } from './sync.ts';
 import { ControllerUnreachable, type UhppoteClient } from './uhppote/client.ts';
 
@@ -56,9 +56,12 @@ export class ControllerMonitor {
     try {
       const status = await client.getStatus(address);
       if (board.online) presence.heard(board.gateway_id);
-      else {
-        presence.connected(board.gateway_id);
+      else presence.connected(board.gateway_id);
+      // What waits for the board is written now: it was away, or it left a write unanswered while it answered polls
+      // (lost packets): then a revoked card kept opening its doors until the work queue's next rung, minutes later.
+      if (!board.online || board.missed_write_at) {
         await this.deps.back(board);
+        if (board.missed_write_at) await clearMissedWrite(db, board.gateway_id, board.missed_write_at);
       }
       const contact: { clockSetAt?: Date; listenerSetAt?: Date; error: string | null } = { error: null };
       const wall = DateTime.fromJSDate(clock.now(), { zone: board.time_zone });

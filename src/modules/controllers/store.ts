@@ -20,6 +20,8 @@ export interface ControllerRow {
   reconciled_at: Date | null;
   last_reconciliation: unknown;
   last_error: string | null;
+  /** A card write the board did not answer (the writes waiting are tried again when it next answers a poll). */
+  missed_write_at: Date | null;
   created_at: Date;
   /** The locks on its doors. */
   door_locks: Array<{ door: number; lock_id: number }>;
@@ -29,7 +31,7 @@ export interface ControllerRow {
 
 const CONTROLLER_SELECT = `SELECT c.gateway_id, l.account_id, g.location_id, g.name, c.serial_number, c.host, c.port, c.transport, c.doors,
        g.online, g.last_seen_at, c.last_event_index, c.clock_set_at, c.listener_set_at, c.reconciled_at, c.last_reconciliation,
-       c.last_error, g.created_at,
+       c.last_error, c.missed_write_at, g.created_at,
        (SELECT coalesce(json_agg(json_build_object('door', d.door, 'lock_id', d.lock_id) ORDER BY d.door), '[]')
           FROM uhppote_doors d WHERE d.gateway_id = c.gateway_id) AS door_locks,
        coalesce((SELECT z.time_zone FROM locations z WHERE z.id = ANY(l.path) AND z.time_zone IS NOT NULL
@@ -276,6 +278,16 @@ export async function recordContactState(
       WHERE gateway_id = $1`,
     [gatewayId, s.clockSetAt ?? null, s.listenerSetAt ?? null, s.error],
   );
+}
+
+/** Boards that left a card write unanswered (see ControllerRow.missed_write_at). */
+export async function recordMissedWrites(db: Queryable, gatewayIds: number[], now: Date): Promise<void> {
+  await db.query('UPDATE uhppote_controllers SET missed_write_at = $2 WHERE gateway_id = ANY($1::bigint[])', [gatewayIds, now]);
+}
+
+/** The board's missed writes were tried again: cleared, unless another was missed since `seen` was read. */
+export async function clearMissedWrite(db: Queryable, gatewayId: number, seen: Date): Promise<void> {
+  await db.query('UPDATE uhppote_controllers SET missed_write_at = NULL WHERE gateway_id = $1 AND missed_write_at <= $2', [gatewayId, seen]);
 }
 
 export async function recordReconciliation(db: Queryable, gatewayId: number, report: unknown, now: Date): Promise<void> {

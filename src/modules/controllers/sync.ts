@@ -12,6 +12,7 @@ import {
   controllersOfAccount,
   forgetCard,
   profileIds,
+  recordMissedWrites,
   saveCard,
   releaseProfile,
   reserveProfileId,
@@ -93,6 +94,8 @@ export class ControllerSync {
         }),
       ),
     );
+    // Noted on the board, so that its next answered poll writes again at once (monitor.ts), not at the queue's rung.
+    if (outcome.unreachable.length > 0) await recordMissedWrites(this.deps.db, outcome.unreachable, this.deps.clock.now());
     return outcome;
   }
 
