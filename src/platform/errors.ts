@@ -140,6 +140,12 @@ export const errors = {
   lockNotRemote: () => build(409, 'lock_not_remote', 'This lock cannot be opened over the network.'),
   lockOffline: () => build(409, 'lock_offline', "The lock's device has not been heard from recently."),
   gatewayHasLocks: () => build(409, 'gateway_in_use', 'Locks are on this gateway; it cannot be deleted while they are.'),
+  controllerHoldsCards: (cards: number) =>
+    build(
+      409,
+      'gateway_in_use',
+      `${cards} card${cards === 1 ? '' : 's'} Latchkey wrote ${cards === 1 ? 'is' : 'are'} still on this controller: it did not answer when they were to be removed. They are removed when it answers (or reconcile it); delete it with force=true only if the board is gone for good.`,
+    ),
   gatewayHasHistory: () =>
     build(409, 'gateway_in_use', 'The access log refers to this gateway, so it is kept; rotate its password to cut it off.'),
   // 410

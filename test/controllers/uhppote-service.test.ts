@@ -661,6 +661,44 @@ describe('reconciliation', () => {
   });
 });
 
+describe('deleting a controller', () => {
+  test('is refused while cards Latchkey wrote are still on its board (it did not answer when its doors were emptied); they come off when it answers', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.setReachable(false);
+    const emptied = await ctx.service.admin('PATCH', `/admin/v1/controllers/${controller.id}`, { door_locks: [] });
+    assert.equal(emptied.status, 200, emptied.text);
+    assert.ok(simulated.cards.has(CARD_NUMBER), 'the board did not hear it');
+    // Before, this answered 204 and forgot the card: the board, back, went on opening door 1 to it for good.
+    const refused = await ctx.service.admin<{ error: { code: string; message: string } }>('DELETE', `/admin/v1/controllers/${controller.id}`);
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.error.code, 'gateway_in_use');
+    assert.match(refused.body.error.message, /^1 card Latchkey wrote is still on this controller/);
+    simulated.setReachable(true);
+    await waitFor(async () => {
+      await runJobs();
+      return !simulated.cards.has(CARD_NUMBER);
+    }, 'the card off the board once it answers');
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`)).status, 204);
+  });
+
+  test('with force=true, a board gone for good is deleted with the cards it may still hold', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.setReachable(false);
+    assert.equal((await ctx.service.admin('PATCH', `/admin/v1/controllers/${controller.id}`, { door_locks: [] })).status, 200);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`)).status, 409);
+    assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}?force=true`)).status, 204);
+    assert.equal((await ctx.service.admin('GET', `/admin/v1/controllers/${controller.id}`)).status, 404);
+  });
+});
+
 describe('a delete the board did not take', () => {
   test('a revocation a board left unanswered while it answered its polls is written again at its next answered poll, not a rung later', async () => {
     const s = await site();

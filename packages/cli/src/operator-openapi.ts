@@ -508,7 +508,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a controller
-         * @description Refused (409 gateway_in_use) while locks are on its doors or the access log names it. Its card list on the board is left as it is.
+         * @description Refused (409 gateway_in_use) while locks are on its doors, the access log names it, or cards Latchkey wrote are still on the board (it did not answer when its doors were emptied; they come off when it answers). Its card list on the board is otherwise left as it is.
          */
         delete: operations["deleteController"];
         options?: never;
@@ -4094,7 +4094,10 @@ export interface operations {
     };
     deleteController: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description delete it although cards Latchkey wrote may still be on the board: only for a board gone for good (broken, replaced), whose cards can open nothing */
+                force?: boolean;
+            };
             header?: never;
             path: {
                 id: number;

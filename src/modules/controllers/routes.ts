@@ -60,12 +60,19 @@ export function controllerRoutes(app: ApiInstance, controllers: ControllersServi
       config: admin,
       schema: {
         operationId: 'deleteController', tags, summary: 'Delete a controller',
-        description: 'Refused (409 gateway_in_use) while locks are on its doors or the access log names it. Its card list on the board is left as it is.',
-        params: IdParams, response: { 204: NoContent, ...failures({ 404: ['not_found'], 409: ['gateway_in_use'] }) },
+        description:
+          'Refused (409 gateway_in_use) while locks are on its doors, the access log names it, or cards Latchkey wrote are still on the board (it did not answer when its doors were emptied; they come off when it answers). Its card list on the board is otherwise left as it is.',
+        params: IdParams,
+        querystring: Type.Object({
+          force: Type.Optional(
+            Type.Boolean({ description: 'delete it although cards Latchkey wrote may still be on the board: only for a board gone for good (broken, replaced), whose cards can open nothing' }),
+          ),
+        }),
+        response: { 204: NoContent, ...failures({ 404: ['not_found'], 409: ['gateway_in_use'] }) },
       },
     },
     async (request, reply) => {
-      await controllers.delete(request.params.id);
+      await controllers.delete(request.params.id, { force: request.query.force === true });
       return reply.code(204).send(null);
     },
   );

@@ -142,12 +142,17 @@ export class ControllersService {
   }
 
   /** Refused while locks are on its doors (take them off first) or the access log names it, as a gateway. */
-  async delete(id: number): Promise<void> {
+  /**
+   * Deleting forgets what Latchkey wrote on the board, so it waits until the board has taken its cards off (its doors
+   * emptied while it did not answer: the removal is queued). `force`: the board is gone for good.
+   */
+  async delete(id: number, options: { force?: boolean } = {}): Promise<void> {
     await this.deps.db.transaction(async (tx) => {
       if (!(await lockController(tx, id))) throw errors.notFound('controller');
       const use = await controllerUse(tx, id);
       if (use.locks) throw errors.gatewayHasLocks();
       if (use.history) throw errors.gatewayHasHistory();
+      if (use.cards > 0 && !options.force) throw errors.controllerHoldsCards(use.cards);
       await deleteController(tx, id);
       await tx.notify(CONTROLLERS_CHANNEL);
     });

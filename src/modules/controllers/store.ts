@@ -180,13 +180,14 @@ export async function isControllerGateway(db: Queryable, gatewayId: number): Pro
 }
 
 /** What keeps a controller from being deleted: locks on its doors, or history (log entries, commands). */
-export async function controllerUse(tx: Queryable, gatewayId: number): Promise<{ locks: boolean; history: boolean }> {
-  const [use] = await tx.query<{ locks: boolean; history: boolean }>(
+export async function controllerUse(tx: Queryable, gatewayId: number): Promise<{ locks: boolean; history: boolean; cards: number }> {
+  const [use] = await tx.query<{ locks: boolean; history: boolean; cards: number }>(
     `SELECT EXISTS (SELECT 1 FROM locks WHERE gateway_id = $1) AS locks,
-            EXISTS (SELECT 1 FROM access_events WHERE gateway_id = $1) OR EXISTS (SELECT 1 FROM lock_commands WHERE gateway_id = $1) AS history`,
+            EXISTS (SELECT 1 FROM access_events WHERE gateway_id = $1) OR EXISTS (SELECT 1 FROM lock_commands WHERE gateway_id = $1) AS history,
+            (SELECT count(*) FROM uhppote_cards WHERE gateway_id = $1)::int AS cards`,
     [gatewayId],
   );
-  return { locks: use?.locks ?? false, history: use?.history ?? false };
+  return { locks: use?.locks ?? false, history: use?.history ?? false, cards: Number(use?.cards ?? 0) };
 }
 
 /** The gateway row and, by cascade, the controller, its profiles and card records. */
