@@ -296,8 +296,8 @@ export function loadConfig(env: Env = process.env): Config {
     gatewayMqttUrl: url(env, 'GATEWAY_MQTT_URL', ['mqtt:', 'mqtts:', 'ws:', 'wss:']),
     mqttPort: integer(env, 'MQTT_PORT', 1884, 0, 65535),
     mqttHost: text(env, 'MQTT_HOST') ?? '0.0.0.0',
-    // The port too: two instances on one host (each on its own port) would otherwise share an id, and a session.
-    mqttClientId: text(env, 'MQTT_CLIENT_ID') ?? `latchkey-${hostname()}-${port}`,
+    // Not to be changed: a restart under another id starts a new session, and the old one keeps what came meanwhile.
+    mqttClientId: text(env, 'MQTT_CLIENT_ID') ?? `latchkey-${hostname()}`,
     mqttSessionExpirySeconds: integer(env, 'MQTT_SESSION_EXPIRY_SECONDS', 3600, 0, 4_294_967_295),
     mqttDynsec: mqttDynsec(env, mqttUrl),
     mqttHttpAuthSecret,

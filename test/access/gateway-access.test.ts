@@ -11,7 +11,7 @@ import type { MqttClient } from 'mqtt';
 import { credentialDigest, gatewayAccessSecret } from '../../src/modules/access/credentials.ts';
 import type { RebuildProgress } from '../../src/modules/access/rebuild-progress.ts';
 import { claimRebuild, nextKeyIds, recordRebuildPart, requestRebuild } from '../../src/modules/access/store.ts';
-import { advanceClock, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
+import { advanceClock, alignToMinuteStart, createAccount, createApiKey, createDepartment, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
 import { createGateway, gatewayClients, waitFor, type GatewayCredentials } from '../helpers/gateways.ts';
 import { activate, issueKey, keysTenant, latestLink } from '../helpers/keys.ts';
 import { useTestService } from '../helpers/service.ts';
@@ -161,10 +161,41 @@ describe('online decisions', () => {
     gw.answers.delete(id);
     // The same request again (a redelivery, or the gateway asking again): the same answer, and one entry in the log.
     assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f0f', id), { id, granted: true, reason: null, key_id: card.id });
-    await advanceClock(ctx.service, 1);
     assert.equal((await gw.ask(s.front, 'uid:0f0f0f0f')).granted, true, 'a request after it is logged');
     await waitFor(async () => (await accessEvents(s.token)).length === 2, 'the next request in the log');
     assert.deepEqual((await accessEvents(s.token)).map((e) => e.type), ['access.granted', 'access.granted']);
+  });
+
+  test('a repeat gets the first answer for 10 s, though the card has expired since; later it is decided anew, and logged', async () => {
+    const s = await site();
+    const now = new Date((await ctx.service.admin<{ now: string }>('GET', '/admin/v1/sandbox/clock')).body.now);
+    const card = await handOver(s.personId, { credential: 'uid:0f0f0f4f', expires_at: new Date(now.getTime() + 5_000).toISOString() });
+    const gw = await door(s.gateway);
+    const id = 'counter-7';
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f4f', id), { id, granted: true, reason: null, key_id: card.id });
+    await advanceClock(ctx.service, 6);
+    gw.answers.delete(id);
+    // The same swipe asked again (the gateway missed the answer): it was made while the card was valid.
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f4f', id), { id, granted: true, reason: null, key_id: card.id });
+    await advanceClock(ctx.service, 5);
+    gw.answers.delete(id);
+    // Past 10 s the id is taken as reused: decided anew, refused, and in the log beside the first.
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f4f', id), { id, granted: false, reason: 'outside_time_window', key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'both decisions in the log');
+    assert.deepEqual((await accessEvents(s.token)).map((e) => [e.type, e.reason]), [['access.granted', null], ['access.denied', 'outside_time_window']]);
+  });
+
+  test('a request id reused 15 s later for the same card, granted both times, opens the door twice and is logged twice', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:0f0f0f5f' });
+    const gw = await door(s.gateway);
+    const id = 'counter-8';
+    await alignToMinuteStart(ctx.service); // both asks in one minute: a log id by the minute took them for one
+    assert.equal((await gw.ask(s.front, 'uid:0f0f0f5f', id)).granted, true);
+    await advanceClock(ctx.service, 15);
+    gw.answers.delete(id);
+    assert.deepEqual(await gw.ask(s.front, 'uid:0f0f0f5f', id), { id, granted: true, reason: null, key_id: card.id });
+    await waitFor(async () => (await accessEvents(s.token)).length === 2, 'both openings in the log');
   });
 
   test('a repeated request id opens nothing once its card is returned: decided anew, and both answers are in the log', async () => {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { hostname } from 'node:os';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { secretsOf } from '../../src/platform/startup.ts';
@@ -27,7 +26,6 @@ describe('configuration', () => {
   test('PUBLIC_URL defaults to localhost on PORT; lists and booleans are parsed', () => {
     const config = loadConfig({ PORT: '9000', SANDBOX: 'TRUE', WEBHOOK_ALLOW_HOSTS: ' a.test , B.test,', KEY_REVOCATION_ENABLED: 'false' });
     assert.equal(config.publicUrl, 'http://localhost:9000');
-    assert.equal(config.mqttClientId, `latchkey-${hostname()}-9000`, 'two instances on one host get two client ids');
     assert.equal(config.sandbox, true);
     assert.equal(config.keyRevocationEnabled, false);
     assert.deepEqual(config.webhookAllowHosts, ['a.test', 'b.test']);

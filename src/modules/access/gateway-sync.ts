@@ -91,14 +91,14 @@ const isVersion = (value: unknown): value is number => Number.isSafeInteger(valu
  * The access log's id for an online decision (its gateway's events keep one entry per id). Its parts make one
  * decision one entry, whichever instances made it (with an external broker every instance decides every request),
  * and keep every decision a door acted on: the request's id, lock and card (an id reused for another card or lock,
- * by a gateway whose counter restarted), the outcome (a repeat decided again after a change, which may have been
- * answered otherwise) and the minute (an id reused later for the same card: the next morning's first swipe after a
- * restart). Two instances deciding one request on either side of a minute's edge log it twice: a duplicate, never a
- * loss.
+ * by a gateway whose counter restarted), the outcome and key (a repeat decided again after a change, which may have
+ * been answered otherwise), and the REPEAT_MS window it was decided in (an id reused later for the same card: a
+ * repeat is decided again only REPEAT_MS or more after the answer given, so in a later window). Two instances
+ * deciding one request on either side of a window's edge log it twice: a duplicate, never a loss.
  */
 function requestLogId(id: string, lockId: number, card: string, decision: Decision, at: Date): string {
   const outcome = decision.granted ? 'granted' : decision.reason;
-  return `${REQUEST_ID_PREFIX}${id}:${lockId}:${card}:${outcome}:${Math.floor(at.getTime() / 60_000)}`;
+  return `${REQUEST_ID_PREFIX}${id}:${lockId}:${card}:${outcome}:${decision.keyId ?? '-'}:${Math.floor(at.getTime() / REPEAT_MS)}`;
 }
 
 export class GatewaySync {
@@ -118,7 +118,7 @@ export class GatewaySync {
   private readonly keys: CredentialCache;
   private readonly limit: RequestLimit;
   /** The answers this instance gave lately, by gateway, lock, credential and request id (a QoS 1 redelivery gets the same). */
-  private readonly answered = new LRUCache<string, GivenAnswer>({ max: 10_000 });
+  private readonly answered = new LRUCache<string, GivenAnswer>({ max: 10_000, ttl: REPEAT_MS }); // ttl: real time, so old facts are let go
 
   constructor(
     private readonly db: Database,
