@@ -144,7 +144,7 @@ export const errors = {
     build(
       409,
       'gateway_in_use',
-      `${cards} card${cards === 1 ? '' : 's'} Latchkey wrote ${cards === 1 ? 'is' : 'are'} still on this controller: it did not answer when they were to be removed. They are removed when it answers (or reconcile it); delete it with force=true only if the board is gone for good.`,
+      `${cards} card${cards === 1 ? '' : 's'} Latchkey wrote ${cards === 1 ? 'is' : 'are'} still on this controller, not yet taken off its board. They are taken off as soon as the board takes the change (or reconcile it); delete it with force=true only if the board is gone for good.`,
     ),
   gatewayHasHistory: () =>
     build(409, 'gateway_in_use', 'The access log refers to this gateway, so it is kept; rotate its password to cut it off.'),

@@ -646,6 +646,20 @@ describe('reconciliation', () => {
     assert.equal(simulated.swipe(31337002, 1).granted, false);
   });
 
+  test('a count of cards gone stale while the list is read ends the read at the end of the list, not 100,000 slots on', async () => {
+    const s = await site();
+    const simulated = await board();
+    const controller = await setUp(s, simulated);
+    await handOver(s);
+    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
+    simulated.forgeCardCount(3); // two cards deleted by hand while the list was being read
+    const before = simulated.requests.get('get-card-by-index') ?? 0;
+    const res = await ctx.service.admin<{ cards_on_controller: number }>('POST', `/admin/v1/controllers/${controller.id}/reconcile`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.cards_on_controller, 1);
+    assert.equal((simulated.requests.get('get-card-by-index') ?? 0) - before, 2, 'the card, then the end of the list');
+  });
+
   test('reconciling a board that does not answer is a 503, and a controller with doors cannot be deleted', async () => {
     const s = await site();
     const simulated = await board();
@@ -676,7 +690,7 @@ describe('deleting a controller', () => {
     const refused = await ctx.service.admin<{ error: { code: string; message: string } }>('DELETE', `/admin/v1/controllers/${controller.id}`);
     assert.equal(refused.status, 409, refused.text);
     assert.equal(refused.body.error.code, 'gateway_in_use');
-    assert.match(refused.body.error.message, /^1 card Latchkey wrote is still on this controller/);
+    assert.match(refused.body.error.message, /^1 card Latchkey wrote is still on this controller, not yet taken off its board/);
     simulated.setReachable(true);
     await waitFor(async () => {
       await runJobs();

@@ -46,6 +46,8 @@ export interface SimulatedController {
   refuseWrites(refuse: boolean): void;
   /** get-status answers with this event as the latest (a forged status); undefined: the board's own again. */
   forgeStatusEvent(event: ControllerEvent | null | undefined): void;
+  /** get-cards answers this count instead of the board's (a count gone stale while the list is read); undefined: its own. */
+  forgeCardCount(count: number | undefined): void;
   /** delete-card answers "no" and the card stays (a board's fault, or a forged answer). */
   refuseDeletes(refuse: boolean): void;
   /** Requests of these functions are counted but get no answer (lost on the way); every other one is answered. */
@@ -90,6 +92,7 @@ export async function startSimulatedController(options: {
   let deletesRefused = false;
   let unanswered = new Set<Request['fn']>();
   let forgedStatusEvent: ControllerEvent | null | undefined;
+  let forgedCardCount: number | undefined;
   let sequence = 0;
   const doorsOpen: [boolean, boolean, boolean, boolean] = [false, false, false, false];
   const timers = new Set<NodeJS.Timeout>();
@@ -196,7 +199,7 @@ export async function startSimulatedController(options: {
         return { fn: request.fn, serial, ok: true };
       }
       case 'get-cards':
-        return { fn: request.fn, serial, count: sim.cards.size };
+        return { fn: request.fn, serial, count: forgedCardCount ?? sim.cards.size };
       case 'get-card-by-id':
         return { fn: request.fn, serial, record: sim.cards.get(request.card) ?? null };
       case 'get-card-by-index': {
@@ -357,6 +360,9 @@ export async function startSimulatedController(options: {
     },
     forgeStatusEvent(event: ControllerEvent | null | undefined) {
       forgedStatusEvent = event;
+    },
+    forgeCardCount(count: number | undefined) {
+      forgedCardCount = count;
     },
     refuseDeletes(refuse: boolean) {
       deletesRefused = refuse;

@@ -124,17 +124,16 @@ export function addGet(group: Command, io: Io, noun: string, path: (id: number) 
 export function addDelete(
   group: Command,
   io: Io,
-  options: { noun: string; path: (id: number) => string; description: string; verb?: string; past?: string },
+  /** `force`: what a `--force` flag (sent as `?force=true`) does, for an operation that takes one. */
+  options: { noun: string; path: (id: number) => string; description: string; verb?: string; past?: string; force?: string },
 ): Command {
   const { noun, verb = 'delete', past = 'deleted' } = options;
-  return group
-    .command(verb)
-    .description(options.description)
-    .argument('<id>', `${noun} id`, positiveInteger)
-    .action(
-      action(io, async (ctx, _o, [id]) => {
-        await ctx.admin().delete(options.path(id as number));
-        ctx.print({ id, [past]: true }, () => `${past[0]?.toUpperCase()}${past.slice(1)} ${noun} ${String(id)}.`);
-      }),
-    );
+  const command = group.command(verb).description(options.description).argument('<id>', `${noun} id`, positiveInteger);
+  if (options.force) command.option('--force', options.force);
+  return command.action(
+    action<{ force?: boolean }>(io, async (ctx, o, [id]) => {
+      await ctx.admin().delete(`${options.path(id as number)}${o.force ? '?force=true' : ''}`);
+      ctx.print({ id, [past]: true }, () => `${past[0]?.toUpperCase()}${past.slice(1)} ${noun} ${String(id)}.`);
+    }),
+  );
 }

@@ -787,7 +787,7 @@ export interface components {
             status: "active" | "paused";
             /** @description start of the current failure streak */
             failing_since: string | null;
-            /** @description the last delivery the endpoint accepted (a 2xx; pings not counted), null before the first */
+            /** @description the last delivery the endpoint accepted (a 2xx), null before the first */
             last_delivery_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -811,7 +811,7 @@ export interface components {
             status: "active" | "paused";
             /** @description start of the current failure streak */
             failing_since: string | null;
-            /** @description the last delivery the endpoint accepted (a 2xx; pings not counted), null before the first */
+            /** @description the last delivery the endpoint accepted (a 2xx), null before the first */
             last_delivery_at: string | null;
             /** Format: date-time */
             created_at: string;

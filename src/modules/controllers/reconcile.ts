@@ -36,16 +36,20 @@ export const MAX_CARD_SLOTS = 100_000;
 
 /**
  * Every card on the board. get-cards counts the live cards, but a deleted card leaves its slot as a hole (a new card
- * takes the first hole), so after deletions the last cards sit past that count: slots are read, holes and empty ones
- * skipped, until that many cards were found, as uhppoted reads them. Read only up to the count, a card put on the
- * board by hand after a revocation was never seen, so never removed.
+ * takes the first hole), so after deletions the last cards sit past that count: slots are read, holes skipped, until
+ * that many cards were found. Read only up to the count, a card put on the board by hand after a revocation was never
+ * seen, so never removed. A slot that is neither a card nor a hole is the end of the list: a count gone stale while
+ * the list is read (a card deleted meanwhile) must not send the read on to MAX_CARD_SLOTS, holding the board's writes.
  */
 async function readCardList(client: UhppoteClient, address: ControllerAddress): Promise<Map<number, CardRecord>> {
   const count = await client.getCards(address);
   const onBoard = new Map<number, CardRecord>();
   for (let index = 1, live = 0; live < count && index <= MAX_CARD_SLOTS; index++) {
-    const { record } = await client.getCardByIndex(address, index);
-    if (!record) continue;
+    const { record, deleted } = await client.getCardByIndex(address, index);
+    if (!record) {
+      if (deleted) continue;
+      break;
+    }
     live++;
     onBoard.set(record.card, record);
   }

@@ -141,10 +141,10 @@ export class ControllersService {
     await tx.notify(CATALOG_CHANNEL);
   }
 
-  /** Refused while locks are on its doors (take them off first) or the access log names it, as a gateway. */
   /**
-   * Deleting forgets what Latchkey wrote on the board, so it waits until the board has taken its cards off (its doors
-   * emptied while it did not answer: the removal is queued). `force`: the board is gone for good.
+   * Refused while locks are on its doors (take them off first) or the access log names it, as a gateway; and while
+   * cards Latchkey wrote are recorded on the board (its doors were emptied, but the board has not taken them off yet:
+   * their removal is queued), since deleting forgets them. `force`: the board is gone for good.
    */
   async delete(id: number, options: { force?: boolean } = {}): Promise<void> {
     await this.deps.db.transaction(async (tx) => {

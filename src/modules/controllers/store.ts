@@ -179,7 +179,7 @@ export async function isControllerGateway(db: Queryable, gatewayId: number): Pro
   return (await db.query("SELECT 1 FROM gateways WHERE id = $1 AND kind = 'uhppote'", [gatewayId])).length > 0;
 }
 
-/** What keeps a controller from being deleted: locks on its doors, or history (log entries, commands). */
+/** What keeps a controller from being deleted: locks on its doors, history (log entries, commands), or cards recorded on its board. */
 export async function controllerUse(tx: Queryable, gatewayId: number): Promise<{ locks: boolean; history: boolean; cards: number }> {
   const [use] = await tx.query<{ locks: boolean; history: boolean; cards: number }>(
     `SELECT EXISTS (SELECT 1 FROM locks WHERE gateway_id = $1) AS locks,
@@ -286,9 +286,13 @@ export async function recordMissedWrites(db: Queryable, gatewayIds: number[], no
   await db.query('UPDATE uhppote_controllers SET missed_write_at = $2 WHERE gateway_id = ANY($1::bigint[])', [gatewayIds, now]);
 }
 
-/** The board's missed writes were tried again: cleared, unless another was missed since `seen` was read. */
+/**
+ * The board's waiting writes were made due again: the mark is cleared, unless another write was missed since `seen`
+ * was read (a write under way then, on any instance, that fails marks it anew with its own time: compared for
+ * equality, not order, since instances' clocks differ).
+ */
 export async function clearMissedWrite(db: Queryable, gatewayId: number, seen: Date): Promise<void> {
-  await db.query('UPDATE uhppote_controllers SET missed_write_at = NULL WHERE gateway_id = $1 AND missed_write_at <= $2', [gatewayId, seen]);
+  await db.query('UPDATE uhppote_controllers SET missed_write_at = NULL WHERE gateway_id = $1 AND missed_write_at = $2', [gatewayId, seen]);
 }
 
 export async function recordReconciliation(db: Queryable, gatewayId: number, report: unknown, now: Date): Promise<void> {

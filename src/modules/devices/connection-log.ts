@@ -9,10 +9,10 @@ import type { MqttClient } from 'mqtt';
 
 /** A connection closed within this long of its CONNACK counts as closed right after accepting it. */
 const SHORT_LIVED_MS = 5000;
-/** This many such closes within FLAP_WINDOW_MS are logged as a takeover. */
+/** This many such closes within FLAP_WINDOW_MS are logged (as a takeover, when the client id is a setting). */
 const FLAPS = 3;
 const FLAP_WINDOW_MS = 60_000;
-/** The takeover line is repeated at most this often while it goes on. */
+/** That line is repeated at most this often while it goes on. */
 const FLAP_LOG_EVERY_MS = 10 * 60_000;
 
 export interface ConnectionLogOptions {
@@ -20,7 +20,7 @@ export interface ConnectionLogOptions {
   name: string;
   /** The client id, for the takeover line. */
   clientId: string;
-  /** The setting that names the client id (MQTT_CLIENT_ID), when there is one. */
+  /** The setting that names the client id (MQTT_CLIENT_ID), when there is one: only then can another process take it. */
   clientIdSetting?: string;
   /** The client is connected already (its first CONNACK came before this was called). */
   connected?: boolean;
@@ -33,15 +33,19 @@ export function logConnection(client: MqttClient, log: FastifyBaseLogger, option
   let lostAt: number | null = null;
   let errorLogged = false;
   let unlogged = 0;
+  /** When connections closed right after being accepted, within the last FLAP_WINDOW_MS. */
   let shortLived: number[] = [];
-  let takeoverLoggedAt = -Infinity;
+  let flapLoggedAt = -Infinity;
+  const flapping = (at: number): boolean => {
+    shortLived = shortLived.filter((t) => at - t < FLAP_WINDOW_MS);
+    return shortLived.length >= FLAPS;
+  };
 
   client.on('connect', () => {
     connectedAt = now();
     if (lostAt === null) return;
-    const takeover = shortLived.length >= FLAPS;
-    // While the broker closes it again at once, "back" would be written every second: the takeover line says it.
-    if (!takeover) log.info({ downForMs: connectedAt - lostAt, errorsNotLogged: unlogged }, `${options.name} is back`);
+    // While the broker closes it again at once, "back" would be written every second: the flapping line says it.
+    if (!flapping(connectedAt)) log.info({ downForMs: connectedAt - lostAt, errorsNotLogged: unlogged }, `${options.name} is back`);
     lostAt = null;
     errorLogged = false;
     unlogged = 0;
@@ -49,21 +53,21 @@ export function logConnection(client: MqttClient, log: FastifyBaseLogger, option
   client.on('close', () => {
     const at = now();
     if (connectedAt !== null && at - connectedAt < SHORT_LIVED_MS) {
-      shortLived = [...shortLived.filter((t) => at - t < FLAP_WINDOW_MS), at];
-      if (shortLived.length >= FLAPS && at - takeoverLoggedAt >= FLAP_LOG_EVERY_MS) {
-        takeoverLoggedAt = at;
-        const setting = options.clientIdSetting ? ` (${options.clientIdSetting})` : '';
-        log.error(
-          { clientId: options.clientId, closes: shortLived.length, withinMs: FLAP_WINDOW_MS },
-          `the broker keeps closing the ${options.name} right after accepting it: most likely another process is connected with the same client id${setting}; every instance needs its own`,
-        );
+      shortLived.push(at);
+      if (flapping(at) && at - flapLoggedAt >= FLAP_LOG_EVERY_MS) {
+        flapLoggedAt = at;
+        // A takeover is possible only under a client id that is set, not under one of the service's own making.
+        const why = options.clientIdSetting
+          ? `: most likely another process is connected with the same client id (${options.clientIdSetting}); every instance needs its own`
+          : '';
+        log.error({ clientId: options.clientId, closes: shortLived.length, withinMs: FLAP_WINDOW_MS }, `the broker keeps closing the ${options.name} right after accepting it${why}`);
       }
     }
     const wasUp = connectedAt !== null;
     connectedAt = null;
     if (lostAt !== null || !wasUp) return;
     lostAt = at;
-    if (shortLived.length < FLAPS) log.warn(`${options.name} lost; reconnecting`);
+    if (!flapping(at)) log.warn(`${options.name} lost; reconnecting`);
   });
   client.on('error', (error) => {
     // An error while up is logged whole, and so is the first of an outage; the rest are counted.

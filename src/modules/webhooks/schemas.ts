@@ -13,7 +13,7 @@ const subscriptionFields = {
   description: Type.String(),
   status: Type.Union([Type.Literal('active'), Type.Literal('paused')]),
   failing_since: Type.Union([Timestamp, Type.Null()], { description: 'start of the current failure streak' }),
-  last_delivery_at: Type.Union([Timestamp, Type.Null()], { description: 'the last delivery the endpoint accepted (a 2xx; pings not counted), null before the first' }),
+  last_delivery_at: Type.Union([Timestamp, Type.Null()], { description: 'the last delivery the endpoint accepted (a 2xx), null before the first' }),
   created_at: Timestamp,
 };
 

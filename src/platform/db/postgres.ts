@@ -61,6 +61,26 @@ async function run<T extends object>(on: pg.Pool | pg.PoolClient, sql: Sql, para
 }
 
 /**
+ * A connection that plans every prepared statement for any value, set by its first statement before the pool hands it
+ * out. Not a startup parameter (`options`), which one in DATABASE_URL replaces and some poolers refuse; nor a query sent
+ * on the pool's `connect` event, which ran beside the pool's first query (a deprecation warning of pg 8, an error in 9).
+ */
+function genericPlanClient(Client: typeof pg.Client): typeof pg.Client {
+  return class GenericPlanClient extends Client {
+    override connect(): Promise<pg.Client>;
+    override connect(callback: (err: Error) => void): void;
+    override connect(callback?: (err: Error) => void): Promise<pg.Client> | void {
+      const ready = super.connect().then(async (client) => {
+        await super.query('SET plan_cache_mode = force_generic_plan');
+        return client;
+      });
+      if (!callback) return ready;
+      ready.then(() => callback(undefined as unknown as Error), callback);
+    }
+  };
+}
+
+/**
  * A statement the server does not cancel itself (it does not answer at all: stopped, or its host gone
  * silent) fails on the client this much later than statement_timeout, so that the server's own
  * cancellation, which keeps the connection, normally comes first.
@@ -141,10 +161,7 @@ export class PostgresDatabase implements Database {
   private anyValueConnections(): pg.Pool {
     if (this.anyValuePool) return this.anyValuePool;
     if (this.closed) return this.pool; // which refuses, as any statement after close()
-    // Set as the connection starts (a startup parameter, as search_path is), not by a query on each new connection,
-    // which ran beside the pool's first query (a deprecation warning of pg 8; an error in pg 9).
-    const options = [this.poolConfig.options, '-c plan_cache_mode=force_generic_plan'].filter(Boolean).join(' ');
-    const pool = new (loadedDriver().Pool)({ ...this.poolConfig, options, max: ANY_VALUE_CONNECTIONS });
+    const pool = new (loadedDriver().Pool)({ ...this.poolConfig, max: ANY_VALUE_CONNECTIONS, Client: genericPlanClient(loadedDriver().Client) });
     pool.on('error', () => undefined);
     this.anyValuePool = pool;
     return pool;

@@ -2,7 +2,7 @@
 // controllers"), set up, mapped to locks and reconciled through the operator API, with the operator token.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Io } from '../context.ts';
-import { action, addGet, addList, changes, defined, type Page } from '../kit.ts';
+import { action, addDelete, addGet, addList, changes, defined, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
 import { doorLocks, positiveInteger } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
@@ -106,17 +106,12 @@ export function registerControllers(admin: Command, io: Io): void {
     false,
   ).action(action<ControllerFlags>(io, async (ctx, o, [id]) => ctx.print(await ctx.admin().patch<object>(`/controllers/${String(id)}`, changes(controllerBody(o))), details)));
 
-  controllers
-    .command('delete')
-    .description('delete a controller that no lock (on its doors) or access-log entry refers to, and whose board holds no card Latchkey wrote')
-    .argument('<id>', 'controller id', positiveInteger)
-    .option('--force', 'delete it although cards Latchkey wrote may still be on the board: only for a board gone for good (broken, replaced)')
-    .action(
-      action<{ force?: boolean }>(io, async (ctx, o, [id]) => {
-        await ctx.admin().delete(`/controllers/${String(id)}${o.force ? '?force=true' : ''}`);
-        ctx.print({ id, deleted: true }, () => `Deleted controller ${String(id)}.`);
-      }),
-    );
+  addDelete(controllers, io, {
+    noun: 'controller',
+    path: (id) => `/controllers/${id}`,
+    description: 'delete a controller that no lock (on its doors) or access-log entry refers to, and whose board holds no card Latchkey wrote',
+    force: 'delete it although cards Latchkey wrote may still be on the board: only for a board gone for good (broken, replaced)',
+  });
 
   controllers
     .command('reconcile')
