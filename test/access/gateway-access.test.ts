@@ -558,6 +558,28 @@ describe('access lists', () => {
     await waitFor(async () => (await read()) === 'handed_over', 'handed_over once applied');
   });
 
+  test('a key change waiting for a gateway whose password is rotated ends once the gateway applies its new list', async () => {
+    const s = await site();
+    const card = await handOver(s.personId, { credential: 'uid:feedfac1', security_groups: ['staff'] });
+    const gw = await door(s.gateway);
+    await gw.start();
+    await gw.client.endAsync(true); // the gateway away
+    const changed = await ctx.service.request<{ state: string }>('PATCH', `/v1/keys/${card.id}`, { token: s.token, body: { security_groups: ['staff', 'lab'] } });
+    assert.equal(changed.body.state, 'sent', changed.text);
+    const rotated = await ctx.service.admin<GatewayCredentials>('POST', `/admin/v1/gateways/${s.gateway.id}/rotate_password`);
+    assert.equal(rotated.status, 200, rotated.text);
+    const back = await door({ ...s.gateway, mqtt: { ...s.gateway.mqtt, password: rotated.body.mqtt.password } });
+    // The whole list under the new secret (asked again while none came: one whole list per 2 s, and the first copy
+    // was sent just before); once applied (all of it: the rebuild may come in several versions), the key's wait ends.
+    await waitFor(async () => {
+      if (!back.lists.some((l) => l.type === 'full')) await back.sync(0);
+      const newest = back.lists.at(-1);
+      if (newest) await back.applied(newest.version);
+      return (await ctx.service.request<{ state: string }>('GET', `/v1/keys/${card.id}`, { token: s.token })).body.state === 'handed_over';
+    }, 'handed_over once the gateway applied its new list');
+    // Before, rotating dropped the wait without ending it: the key stayed sent for good.
+  });
+
   test('a key change that no gateway holds is handed_over at once', async () => {
     const s = await site();
     const card = await handOver(s.personId, { credential: 'uid:0a0b0c0d', security_groups: [] });

@@ -268,10 +268,17 @@ export async function fullList(db: Queryable, gatewayId: number): Promise<string
   return rows.map((row) => row.entry);
 }
 
-/** A new list secret: every entry of the old one is forgotten, and a copy made under it is replaced whole. */
+/**
+ * A new list secret: every entry of the old one is forgotten, and a copy made under it is replaced whole. Key changes
+ * waiting for the gateway now wait for its first list under the new secret (dropped, they never ended: such a key
+ * stayed `sent` for good).
+ */
 export async function replaceListSecret(tx: Queryable, gatewayId: number, secretBox: string): Promise<void> {
   await tx.query('DELETE FROM gateway_access_entries WHERE gateway_id = $1', [gatewayId]);
-  await tx.query('DELETE FROM gateway_access_pending WHERE gateway_id = $1', [gatewayId]);
+  await tx.query(
+    'UPDATE gateway_access_pending SET version = (SELECT access_list_version + 1 FROM gateways WHERE id = $1) WHERE gateway_id = $1',
+    [gatewayId],
+  );
   await tx.query(
     `UPDATE gateways SET access_secret_box = $2, access_list_version = access_list_version + 1,
             access_pruned_version = access_list_version + 1 WHERE id = $1`,
