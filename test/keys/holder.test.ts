@@ -369,6 +369,20 @@ describe('attacks on the key holder’s endpoints, with real assertions', { conc
     assert.equal((await service.request('GET', second)).status, 200, 'the second link is still usable');
   });
 
+  test('bad assertions naming a passkey, from anywhere, never lock its holder out', async () => {
+    const real = await assertion(a.page, await challenge());
+    const response = real.response as Record<string, unknown>;
+    for (let i = 0; i < 6; i++) {
+      // A real challenge spent, the holder's credential id, a signature that does not check out: from six addresses.
+      const junk = { ...(await assertion(a.page, await challenge())), response: { ...response, signature: 'AAAA' } };
+      const res = await service.request('POST', '/my-key/doors', { body: { response: junk }, ip: `198.51.100.${100 + i}` });
+      assert.equal(res.status, 401, res.text);
+    }
+    // Before, the key's own count of failures (5 a minute) refused the holder's next tap: 429.
+    const doors = await service.request('POST', '/my-key/doors', { body: { response: await assertion(a.page, await challenge()) }, ip: '198.51.100.120' });
+    assert.equal(doors.status, 200, doors.text);
+  });
+
   test('failed assertions from one address are limited', async () => {
     const garbage = { id: 'nope', rawId: 'nope', type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: 'e30', authenticatorData: '', signature: '' } };
     let last = 0;

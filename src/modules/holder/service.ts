@@ -39,13 +39,13 @@ export const CHALLENGE_TTL_MS = 60_000;
 /** Decisions one Open makes while the key changes under them (see open), before the page is told to try again. */
 const MAX_DECISIONS_PER_OPEN = 3;
 /**
- * Limits (per minute): challenges and taps per address, taps per key, failed assertions per address and key;
+ * Limits (per minute): challenges and taps per address, taps per key, failed assertions per address;
  * and, counted per address before anything else runs (each of these requests looks something up in the
  * database, with nothing to authenticate first), the setup-link requests (`/activate/{token}` and its passkey
  * steps: a person needs 2 or 3 for an activation) and the polls of a command after Open (the page asks up to
  * 200 times over 42 s while a door does not answer: followDelayMs in web/follow-schedule.ts).
  */
-export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, failedPerKey: 5, setupLinkPerIp: 60, pollsPerIp: 300 } as const;
+export const HOLDER_LIMITS = { challengesPerIp: 60, tapsPerKey: 20, failedPerIp: 10, setupLinkPerIp: 60, pollsPerIp: 300 } as const;
 
 /** The per-address budgets of the open routes above (platform/access.ts counts them). */
 export const SETUP_LINK_LIMIT: OpenLimit = { bucket: 'setup-link', perMinute: HOLDER_LIMITS.setupLinkPerIp };
@@ -127,9 +127,8 @@ export class HolderService {
     if (state.exceeded) throw this.deps.limits.refusal(state);
   }
 
-  private async failed(client: string, keyId: number | null): Promise<never> {
+  private async failed(client: string): Promise<never> {
     await this.deps.limits.consume('holder-failed', client, HOLDER_LIMITS.failedPerIp);
-    if (keyId !== null) await this.deps.limits.consume('holder-failed-key', String(keyId), HOLDER_LIMITS.failedPerKey);
     throw errors.passkeyRefused();
   }
 
@@ -157,24 +156,24 @@ export class HolderService {
     const lockout = await this.deps.limits.isExhausted('holder-failed', client, HOLDER_LIMITS.failedPerIp);
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
-    if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(client, null);
+    if (!challenge || !(await spendChallenge(this.deps.db, challenge, 'register', hashToken(token), this.now()))) return this.failed(client);
     const { verifyRegistrationResponse } = await webauthn();
     let verified;
     try {
       verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: this.origin, expectedRPID: this.rpId, requireUserVerification: true });
     } catch {
-      return this.failed(client, null);
+      return this.failed(client);
     }
-    if (!verified.verified) return this.failed(client, null);
+    if (!verified.verified) return this.failed(client);
     const { credential } = verified.registrationInfo;
     // A credential id is bound to one key only. Checked before the link is claimed; the unique index decides a
     // race, inside the activation, so that the link is never spent on a key with no device.
-    if (await findPasskey(this.deps.db, credential.id)) return this.failed(client, null);
+    if (await findPasskey(this.deps.db, credential.id)) return this.failed(client);
     const publicKey = Buffer.from(credential.publicKey).toString('base64url');
     try {
       return await this.deps.activate(token, (tx, keyId) => insertPasskey(tx, keyId, credential.id, publicKey, credential.counter, this.now()));
     } catch (error) {
-      if (isDuplicatePasskey(error)) return this.failed(client, null);
+      if (isDuplicatePasskey(error)) return this.failed(client);
       throw error;
     }
   }
@@ -192,13 +191,12 @@ export class HolderService {
     const lockout = await this.deps.limits.isExhausted('holder-failed', client, HOLDER_LIMITS.failedPerIp);
     if (lockout.exceeded) throw this.deps.limits.refusal(lockout);
     const challenge = challengeOf(response);
-    if (!challenge || typeof response.id !== 'string') return this.failed(client, null);
+    if (!challenge || typeof response.id !== 'string') return this.failed(client);
+    // Failures count per address only. A count per key refused the key's own holder once anyone who had seen its
+    // credential id (not a secret in WebAuthn) sent five bad assertions naming it; and an assertion is a signature,
+    // which cannot be guessed however many tries are allowed.
     const passkey = await findPasskey(this.deps.db, response.id);
-    if (passkey) {
-      const keyLockout = await this.deps.limits.isExhausted('holder-failed-key', String(passkey.key_id), HOLDER_LIMITS.failedPerKey);
-      if (keyLockout.exceeded) throw this.deps.limits.refusal(keyLockout);
-    }
-    if (!(await spendChallenge(this.deps.db, challenge, 'assert', null, this.now())) || !passkey) return this.failed(client, passkey?.key_id ?? null);
+    if (!(await spendChallenge(this.deps.db, challenge, 'assert', null, this.now())) || !passkey) return this.failed(client);
     const { verifyAuthenticationResponse } = await webauthn();
     let verified;
     try {
@@ -211,13 +209,13 @@ export class HolderService {
         requireUserVerification: true,
       });
     } catch {
-      return this.failed(client, passkey.key_id);
+      return this.failed(client);
     }
-    if (!verified.verified) return this.failed(client, passkey.key_id);
+    if (!verified.verified) return this.failed(client);
     // The counter moves forward once per use (or stays 0 where the authenticator keeps none).
-    if (!(await recordPasskeyUse(this.deps.db, passkey.id, verified.authenticationInfo.newCounter, this.now()))) return this.failed(client, passkey.key_id);
+    if (!(await recordPasskeyUse(this.deps.db, passkey.id, verified.authenticationInfo.newCounter, this.now()))) return this.failed(client);
     const key = await findHolderKey(this.deps.db, passkey.key_id);
-    if (!key) return this.failed(client, null);
+    if (!key) return this.failed(client);
     await this.limit('holder-taps', String(key.id), HOLDER_LIMITS.tapsPerKey);
     return key;
   }
