@@ -82,6 +82,14 @@ describe('location scope', () => {
     const list = await ctx.service.request<Page<Lock>>('GET', `/v1/locks?location_id=${deptB}`, { token: deptAKey });
     assert.equal(list.status, 200);
     assert.deepEqual(list.body, { data: [], next_cursor: null });
+    // A location above the key's is outside its scope too: before, it gave the key's own locks, telling the key
+    // which locations are its ancestors (an unknown or foreign one gives an empty page).
+    for (const above of [root, 999_999]) {
+      const page = await ctx.service.request<Page<Lock>>('GET', `/v1/locks?location_id=${above}`, { token: deptAKey });
+      assert.deepEqual([page.status, page.body], [200, { data: [], next_cursor: null }], `location ${above}`);
+    }
+    const own = await ctx.service.request<Page<Lock>>('GET', `/v1/locks?location_id=${deptA}`, { token: deptAKey });
+    assert.deepEqual(own.body.data.map((l) => l.id), [locks.a, locks.sub], 'its own location still narrows');
   });
 
   test("another account's lock answers 404", async () => {

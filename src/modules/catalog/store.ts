@@ -58,7 +58,9 @@ const LIST_LOCKS = {
 };
 /**
  * GET /v1/locks with the JSON made by PostgreSQL (page-json.ts): the Lock schema's properties in its order.
- * $1 the locations the lock must lie under, $2 the cursor's id, $3 the page's limit plus one.
+ * $1 the caller's location, then the filter's if any: the lock lies under both, and the filter at or below the
+ * caller's (a filter naming a location above it gave the caller's own locks, telling which locations are its
+ * ancestors; it gives none, as a location outside the scope does); $2 the cursor's id, $3 the page's limit plus one.
  */
 const LOCKS_PAGE_JSON = {
   name: 'catalog.locksPageJson',
@@ -73,6 +75,7 @@ const LOCKS_PAGE_JSON = {
                 k.security_group_codes AS security_groups,
                 (SELECT location FROM (SELECT l.id, l.name) AS location) AS location) AS item
       WHERE l.path @> $1::bigint[] AND k.id > $2
+        AND array_position(l.path, ($1::bigint[])[cardinality($1::bigint[])]) >= array_position(l.path, ($1::bigint[])[1])
       ORDER BY k.id
       LIMIT $3`,
     '$3',
