@@ -84,8 +84,17 @@ export function installAccessControl(app: FastifyInstance, deps: AccessDeps): vo
       return;
     }
     if (access.kind === 'admin') {
+      // Wrong operator tokens are counted per address in a budget of the operator API's own (the contract exempts it
+      // from the public API's lock-out): past 30 a minute every operator call from there answers 429 until the minute
+      // rolls. Uncounted, a token was guessed at thousands a second, and ADMIN_TOKEN may be one a person chose.
+      const lockout = await limits.isExhausted('operator-auth-failed', request.clientKey, FAILED_AUTH_PER_MINUTE);
+      if (lockout.exceeded) throw limits.refusal(lockout);
       const token = bearer(request);
-      if (!token || !sameHash(hashToken(token), deps.adminTokenHash())) throw errors.operatorUnauthenticated();
+      if (token === undefined) throw errors.operatorUnauthenticated();
+      if (!token || !sameHash(hashToken(token), deps.adminTokenHash())) {
+        await limits.consume('operator-auth-failed', request.clientKey, FAILED_AUTH_PER_MINUTE);
+        throw errors.operatorUnauthenticated();
+      }
       return;
     }
 

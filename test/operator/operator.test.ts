@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { hashToken } from '../../src/platform/secrets.ts';
 import { advanceClock, createAccount, createApiKey, createDepartment, createLock } from '../helpers/fixtures.ts';
-import { startService, useTestService } from '../helpers/service.ts';
+import { ADMIN_TOKEN, startService, useTestService } from '../helpers/service.ts';
 import type { ErrorBody } from '../helpers/types.ts';
 
 const ctx = useTestService();
@@ -18,6 +18,22 @@ describe('operator authentication', () => {
       assert.equal(res.body.error.code, 'unauthenticated');
       assert.equal(res.body.error.message, 'A valid operator token (ADMIN_TOKEN) is required.', 'it names what the operator API takes, not an API key');
     }
+  });
+
+  test('wrong operator tokens from one address: past 30 a minute, every operator call from there answers 429, the right token too', async () => {
+    const ip = '203.0.113.77';
+    for (let i = 0; i < 30; i++) {
+      assert.equal((await ctx.service.request('GET', '/admin/v1/accounts', { token: `guess-${i}-guess-guess`, ip })).status, 401);
+    }
+    const refused = await ctx.service.request<ErrorBody>('GET', '/admin/v1/accounts', { token: ADMIN_TOKEN, ip });
+    assert.equal(refused.status, 429, refused.text);
+    assert.equal(refused.body.error.code, 'rate_limited');
+    assert.ok(refused.headers.get('retry-after'));
+    // Another address is not held up, nor is the public API from this one (the operator's budget is its own).
+    assert.equal((await ctx.service.request('GET', '/admin/v1/accounts', { token: ADMIN_TOKEN, ip: '203.0.113.78' })).status, 200);
+    assert.equal((await ctx.service.request('GET', '/v1/locks', { ip })).status, 401);
+    await advanceClock(ctx.service, 61);
+    assert.equal((await ctx.service.request('GET', '/admin/v1/accounts', { token: ADMIN_TOKEN, ip })).status, 200, 'the next minute');
   });
 
   test('a required query parameter left out is named as such: 400 invalid_request', async () => {
