@@ -273,6 +273,21 @@ test('a person, a key, and its setup link from the sandbox outbox, activated', a
   assertClean(watched);
 });
 
+test('adding a person whose e-mail someone has says so, and keeps what was typed; nobody is opened in their place', async (t) => {
+  if (!needs(t, 'account', 'person')) return;
+  const watched = await openSignedIn(accountPath('people'));
+  const { page } = watched;
+  await page.getByTestId('person-name').fill('Ada Twin');
+  await page.getByTestId('person-email').fill(made.person?.email ?? '');
+  await page.getByTestId('create-person').click();
+  const notice = page.getByTestId('person-exists');
+  await notice.waitFor();
+  assert.match((await notice.textContent()) ?? '', new RegExp(`Nobody was added: ${made.person?.name} already has this e-mail or phone`));
+  assert.ok(page.url().endsWith('/people'), `still the list: ${page.url()}`);
+  assert.equal(await page.getByTestId('person-name').inputValue(), 'Ada Twin', 'what was typed is kept');
+  assertClean(watched);
+});
+
 test('door events from the gateway appear in the live access-log tail without a reload', async (t) => {
   if (!needs(t, 'account', 'gateway', 'lock')) return;
   if (!simulator) return t.skip('needs the simulated gateway of an earlier step');

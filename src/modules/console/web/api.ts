@@ -117,6 +117,11 @@ async function send(method: string, url: string, options: RequestOptions): Promi
 
 /** A call of the operator API (`/admin/v1/…`) or the public API (`/v1/…`, with `account`). */
 export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  return (await apiWithStatus<T>(method, path, options)).body;
+}
+
+/** As api, with the status of a success too (`POST /v1/people` answers 200 for a person who already exists). */
+export async function apiWithStatus<T>(method: string, path: string, options: RequestOptions = {}): Promise<{ status: number; body: T }> {
   if (path.startsWith('/v1/') && options.account === undefined) throw new Error(`${path} needs an account`);
   const response = await send(method, withQuery('/console/api' + path, options.query), options);
   if (response.status === 401) {
@@ -124,9 +129,9 @@ export async function api<T>(method: string, path: string, options: RequestOptio
     throw await toError(response);
   }
   if (!response.ok) throw await toError(response);
-  if (response.status === 204 || response.headers.get('content-length') === '0') return undefined as T;
+  if (response.status === 204 || response.headers.get('content-length') === '0') return { status: response.status, body: undefined as T };
   const text = await response.text();
-  return (text ? JSON.parse(text) : undefined) as T;
+  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
 
 export const get = <T>(path: string, options: Omit<RequestOptions, 'body'> = {}) => api<T>('GET', path, options);

@@ -2,7 +2,7 @@
 // invitations: issue a phone key, resend, cancel, hand over a card or fob, return a key, and a phone key's
 // devices (its passkeys: registered when, last used), one removed.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { RequestError, api, get } from '../api.ts';
+import { RequestError, api, apiWithStatus, get } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, downloadText, isoFromLocal, localFromIso, readAll, today, toCsv, useConfirm, usePaged, useResource, useSort, useSubmit } from '../components.tsx';
 import { Link, navigate, useLocation } from '../router.tsx';
 import type { Account, Invitation, InvitationCreated, Key, KeyDevice, KeyDeviceList, OperatorKey, Person, SecurityGroup } from '../types.ts';
@@ -101,6 +101,9 @@ function CreatePerson({ account }: { account: Account }) {
   const [fields, setFields] = useState({ name: '', email: '', phone: '', company_name: '', title: '', language: '' });
   const set = (name: keyof typeof fields) => (value: string) => setFields((f) => ({ ...f, [name]: value }));
   const form = useSubmit();
+  // The API answers 200 with the person who already has this e-mail or phone, and changes nothing (the spec's rule):
+  // said here, with the form kept, rather than opening that person as if the one typed had been added.
+  const [existing, setExisting] = useState<Person | null>(null);
   return (
     <>
       <h3>Add a person</h3>
@@ -108,11 +111,13 @@ function CreatePerson({ account }: { account: Account }) {
         data-testid="create-person-form"
         onSubmit={(e) => {
           e.preventDefault();
+          setExisting(null);
           void form.run(async () => {
             const body: Record<string, unknown> = { location_id: Number(location) };
             for (const [name, value] of Object.entries(fields)) if (value.trim()) body[name] = value.trim();
-            const person = await api<Person>('POST', '/v1/people', { account: account.id, body });
-            navigate(`/console/accounts/${account.id}/people/${person.id}`);
+            const { status, body: person } = await apiWithStatus<Person>('POST', '/v1/people', { account: account.id, body });
+            if (status === 200) setExisting(person);
+            else navigate(`/console/accounts/${account.id}/people/${person.id}`);
           });
         }}
       >
@@ -124,6 +129,12 @@ function CreatePerson({ account }: { account: Account }) {
         <TextField label="Job title" name="title" value={fields.title} onValue={set('title')} error={form.error} />
         <TextField label="Language" name="language" value={fields.language} onValue={set('language')} error={form.error} hint="Short code, e.g. en" />
         <FormError error={form.error} fields={['location_id', 'name', 'email', 'phone', 'company_name', 'title', 'language']} />
+        {existing && (
+          <div class="error" role="alert" data-testid="person-exists">
+            Nobody was added: {existing.name} already has this e-mail or phone, and was left as they are.{' '}
+            <Link href={`/console/accounts/${account.id}/people/${existing.id}`}>Open {existing.name}</Link>
+          </div>
+        )}
         <button type="submit" disabled={form.busy} data-testid="create-person">
           Add person
         </button>
