@@ -195,6 +195,11 @@ test('security groups: created with weekly windows and at any time, shown in wor
     { days: ['sat', 'sun'], start: '09:00', end: '13:00' },
   ]);
 
+  // The form starts afresh: "only in these" shows the new row, not the staff group's windows (kept before).
+  await create.getByTestId('windows-limited').check();
+  assert.equal(await create.getByTestId('window-1-start').count(), 0, "not the last group's second window");
+  await create.getByTestId('windows-any').check();
+
   // A group without windows opens at any time.
   await create.getByTestId('group-code').fill('cleaners');
   await create.getByTestId('group-title').fill('Cleaners');

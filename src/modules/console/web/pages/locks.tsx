@@ -264,9 +264,12 @@ function CreateLock({ account, gateways, groups, onCreated }: { account: Account
                 security_groups: selected,
               },
             });
+            // Every choice back to its start: a gateway or location kept from the last lock put the next one there unnoticed.
+            setLocation(String(account.root_location.id));
             setName('');
             setPlace('');
             setSerial('');
+            setGateway('');
             setSelected([]);
             onCreated();
           });

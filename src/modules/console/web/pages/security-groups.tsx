@@ -135,6 +135,8 @@ function CreateGroup({ account, locations, onCreated }: { account: Account; loca
   const [description, setDescription] = useState('');
   const [isDefault, setIsDefault] = useState<string[]>([]);
   const [windows, setWindows] = useState<TimeWindow[] | null>(null);
+  // A new editor after each create: one kept brought the last group's windows back when "only in these" was chosen.
+  const [created, setCreated] = useState(0);
   const form = useSubmit();
   return (
     <>
@@ -150,8 +152,11 @@ function CreateGroup({ account, locations, onCreated }: { account: Account; loca
             setCode('');
             setTitle('');
             setDescription('');
+            // Every choice back to its start, the location too: a next group made where the last one was went unnoticed.
+            setLocation(String(account.root_location.id));
             setIsDefault([]);
             setWindows(null);
+            setCreated((n) => n + 1);
             onCreated();
           });
         }}
@@ -161,7 +166,7 @@ function CreateGroup({ account, locations, onCreated }: { account: Account; loca
         <TextField label="Title" name="title" required value={title} onValue={setTitle} error={form.error} data-testid="group-title" />
         <TextField label="Description" name="description" value={description} onValue={setDescription} error={form.error} />
         <Checkboxes legend="Default" name="is_default" options={[{ value: 'yes', label: 'Ticked at first in the console’s key forms (the API gives a key only the groups sent)' }]} selected={isDefault} onChange={setIsDefault} error={form.error} />
-        <WindowsEditor value={windows} onChange={setWindows} error={form.error} />
+        <WindowsEditor key={created} value={windows} onChange={setWindows} error={form.error} />
         <FormError error={form.error} fields={['location_id', 'code', 'title', 'description', 'is_default', 'windows']} />
         <button type="submit" disabled={form.busy} data-testid="create-security-group">
           Create security group
