@@ -676,7 +676,8 @@ describe('reconciliation', () => {
 });
 
 describe('deleting a controller', () => {
-  test('is refused while cards Latchkey wrote are still on its board (it did not answer when its doors were emptied); they come off when it answers', async () => {
+  /** A board holding a key's card that went away, and whose doors were emptied meanwhile: the card is still on it. */
+  async function emptiedWhileAway() {
     const s = await site();
     const simulated = await board();
     const controller = await setUp(s, simulated);
@@ -686,6 +687,11 @@ describe('deleting a controller', () => {
     const emptied = await ctx.service.admin('PATCH', `/admin/v1/controllers/${controller.id}`, { door_locks: [] });
     assert.equal(emptied.status, 200, emptied.text);
     assert.ok(simulated.cards.has(CARD_NUMBER), 'the board did not hear it');
+    return { simulated, controller };
+  }
+
+  test('is refused while cards Latchkey wrote are still on its board (it did not answer when its doors were emptied); they come off when it answers', async () => {
+    const { simulated, controller } = await emptiedWhileAway();
     // Before, this answered 204 and forgot the card: the board, back, went on opening door 1 to it for good.
     const refused = await ctx.service.admin<{ error: { code: string; message: string } }>('DELETE', `/admin/v1/controllers/${controller.id}`);
     assert.equal(refused.status, 409, refused.text);
@@ -700,13 +706,7 @@ describe('deleting a controller', () => {
   });
 
   test('with force=true, a board gone for good is deleted with the cards it may still hold', async () => {
-    const s = await site();
-    const simulated = await board();
-    const controller = await setUp(s, simulated);
-    await handOver(s);
-    await waitFor(() => simulated.cards.has(CARD_NUMBER), 'the card');
-    simulated.setReachable(false);
-    assert.equal((await ctx.service.admin('PATCH', `/admin/v1/controllers/${controller.id}`, { door_locks: [] })).status, 200);
+    const { controller } = await emptiedWhileAway();
     assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}`)).status, 409);
     assert.equal((await ctx.service.admin('DELETE', `/admin/v1/controllers/${controller.id}?force=true`)).status, 204);
     assert.equal((await ctx.service.admin('GET', `/admin/v1/controllers/${controller.id}`)).status, 404);
