@@ -42,7 +42,8 @@ export async function migrate(db: Database, options: MigrateOptions = {}): Promi
     const pending = migrations.filter((m) => !done.has(m.version));
     const applied: string[] = [];
     for (const migration of pending) {
-      progress(`applying migration ${applied.length + 1}/${pending.length}: ${migration.version}`);
+      // Named first, then counted among those to apply: "7/24" beside 007_… read as files missing (numbers 008 and 010 were withdrawn).
+      progress(`applying migration ${migration.version} (${applied.length + 1} of ${pending.length} to apply)`);
       // The file as one script: function bodies and string literals may hold semicolons.
       await tx.script(migration.sql);
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [migration.version]);
