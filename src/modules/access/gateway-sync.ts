@@ -27,7 +27,6 @@ import {
   loadAccountFacts,
   recordApplied,
   recordListExpired,
-  type AccessKeyRow,
 } from './store.ts';
 import type { Decision, DenialReason } from './types.ts';
 
@@ -220,7 +219,8 @@ export class GatewaySync {
       await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
       return;
     }
-    const decided = this.decideOnline(facts, gatewayId, lock.id, presented, now);
+    const hash = this.presentedHash(presented);
+    const decided = this.decideOnline(facts, gatewayId, lock.id, hash, now);
     const given: GivenAnswer = { answer: decided.then((d) => d.answer), facts, keys, at: now.getTime() };
     this.answered.set(name, given);
     given.answer.catch(() => this.answered.get(name) === given && this.answered.delete(name));
@@ -229,7 +229,8 @@ export class GatewaySync {
     await io.publish(gatewayId, 'access/answer', { id, ...answer }).catch((error: unknown) => this.log.warn({ err: error, gatewayId }, 'access answer not published'));
     // The log keeps the truth (which key was tried at which door), for the account to see; the gateway got less.
     await io.record(gatewayId, {
-      id: requestLogId(id, lockId, this.cardDigest(presented), decision, now),
+      // The card by its keyed digest, never in clear; all text that is no credential is one.
+      id: requestLogId(id, lockId, hash?.slice(0, 16) ?? 'invalid', decision, now),
       lock_id: lock.id,
       type: decision.granted ? 'access.granted' : 'access.denied',
       occurred_at: now.toISOString(),
@@ -238,21 +239,15 @@ export class GatewaySync {
     });
   }
 
-  /** The card in an online request's log id: its keyed digest, never in clear; all text that is no credential is one. */
-  private cardDigest(presented: string): string {
+  /** The lookup hash of what a reader presented, or null for text that is no credential (it opens nothing). */
+  private presentedHash(presented: string): string | null {
     const parsed = parseCredential(presented);
-    return 'credential' in parsed ? this.lists.lookupHash(parsed.credential).slice(0, 16) : 'invalid';
-  }
-
-  /** The live key presenting a credential, in the account. */
-  private async lookUp(facts: AccountFacts, presented: string): Promise<AccessKeyRow | null> {
-    const parsed = parseCredential(presented);
-    return 'credential' in parsed ? this.keys.find(facts.accountId, this.lists.lookupHash(parsed.credential)) : null;
+    return 'credential' in parsed ? this.lists.lookupHash(parsed.credential) : null;
   }
 
   /** The one decision, on what the service holds now, and the answer the gateway may be told of it. */
-  private async decideOnline(facts: AccountFacts, gatewayId: number, lockId: number, presented: string, at: Date): Promise<{ decision: Decision; answer: Answer }> {
-    const row = await this.lookUp(facts, presented);
+  private async decideOnline(facts: AccountFacts, gatewayId: number, lockId: number, hash: string | null, at: Date): Promise<{ decision: Decision; answer: Answer }> {
+    const row = hash === null ? null : await this.keys.find(facts.accountId, hash);
     const lock = facts.locks.get(lockId);
     if (!row || !lock) {
       const decision = decide(null, null, 'UTC', at);
