@@ -1,11 +1,11 @@
-// Start-up: config -> database -> app -> listen; graceful shutdown on SIGTERM/SIGINT. Every line it writes
+// Start-up: config -> ports -> database -> app -> listen; graceful shutdown on SIGTERM/SIGINT. Every line it writes
 // is a log line (platform/logger.ts): what the service uses, progress, and a failure naming its part.
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { FASTIFY_LISTEN_TEXT, createLogger, startupLogger } from './platform/logger.ts';
-import { logFailedStart, logWhatIsUsed, parts, secretsOf, startPart } from './platform/startup.ts';
+import { checkPortFree, holdPort, logFailedStart, logWhatIsUsed, parts, secretsOf, startPart } from './platform/startup.ts';
 import { VERSION } from './version.ts';
 
 
@@ -31,16 +31,24 @@ async function main(): Promise<void> {
   }
 }
 
-async function start(config: Config, log: Logger): Promise<void> {
+async function start(given: Config, log: Logger): Promise<void> {
   const startup = startupLogger(log);
-  logWhatIsUsed(startup, config, VERSION);
+  logWhatIsUsed(startup, given, VERSION);
   const progress = (message: string) => startup.info(message);
+
+  // The ports first: one in use fails the start before the database is migrated or a broker session opened.
+  const httpPort = await startPart(parts.http(given), () => holdPort(given.port, given.host));
+  // PORT=0 is now the free port held, and PUBLIC_URL's default (the links the service sends) carries it.
+  const config = httpPort.port === given.port ? given : loadConfig({ ...process.env, PORT: String(httpPort.port) });
+  if (!config.mqttUrl) await checkPortFree(parts.broker(config), config.mqttPort, config.mqttHost);
+  if (config.metricsPort !== null) await checkPortFree(parts.metrics(config), config.metricsPort, config.metricsHost);
 
   const db = await startPart(parts.database(config), () => openDatabase(config, { progress }));
   const latchkey = await buildApp({ config, db, logger: log });
   const { app } = latchkey;
 
   // Fastify's own "Server listening at" lines (one per interface) are dropped by the logger: one line below.
+  await httpPort.release();
   await startPart(parts.http(config), () => app.listen({ port: config.port, host: config.host, listenTextResolver: () => FASTIFY_LISTEN_TEXT }));
   // A generated operator token is kept only now that the service listens, and written once; only its hash is
   // kept. A start that failed before this point (a busy port) has kept nothing: the next start makes another.

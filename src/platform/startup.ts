@@ -1,6 +1,7 @@
 // Start-up as an operator reads it: what the service uses, and when a part fails, which part and the
 // variable that configures it. Never a password: URLs are shown without theirs, and a failure's text is
 // scrubbed of every secret the configuration holds.
+import { createServer } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { DataDirectoryInUse } from './db/data-dir-lock.ts';
@@ -94,7 +95,43 @@ export const parts = {
   http(config: Pick<Config, 'host' | 'port'>): StartupPart {
     return { part: 'the HTTP listener', setting: `HOST=${config.host}, PORT=${config.port}`, problem: 'could not start' };
   },
+  metrics(config: Pick<Config, 'metricsHost' | 'metricsPort'>): StartupPart {
+    return { part: 'the metrics listener', setting: `METRICS_HOST=${config.metricsHost}, METRICS_PORT=${config.metricsPort}`, problem: 'could not start' };
+  },
 };
+
+/** A port taken until `release`, by a listener that drops whatever connects. */
+export interface HeldPort {
+  /** The port held: the one asked for, or the free port chosen for 0. */
+  port: number;
+  release(): Promise<void>;
+}
+
+/**
+ * Takes the port before the start opens anything else, so that a port in use fails the start with nothing migrated
+ * and no broker session opened, and so that PORT=0 is a known port (links carry it) before the app is built.
+ */
+export async function holdPort(port: number, host: string): Promise<HeldPort> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    release: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Fails at once when a port the start will listen on later (broker, metrics) is taken; 0 is always free. */
+export async function checkPortFree(part: StartupPart, port: number, host: string): Promise<void> {
+  if (port === 0) return;
+  await startPart(part, async () => (await holdPort(port, host)).release());
+}
 
 /** The lines saying what this start uses, before it opens anything (so a failure after them reads in context). */
 export function logWhatIsUsed(log: Logger, config: Config, version: string): void {

@@ -251,6 +251,55 @@ test('a first start that fails on a busy port keeps no operator token: the next 
   }
 });
 
+test('a port in use fails the start before the database is migrated or a broker session opened', async () => {
+  const env = await storageEnv();
+  const busy = await busyPort();
+  try {
+    for (const [setting, part] of [
+      ['PORT', 'the HTTP listener'],
+      ['MQTT_PORT', 'the embedded MQTT broker'],
+      ['METRICS_PORT', 'the metrics listener'],
+    ] as const) {
+      const failed = await runToExit({ ...env, [setting]: String(busy.port) });
+      assert.equal(failed.code, 1, failed.output);
+      const lines = logLines(failed.output);
+      assert.match(lines.at(-1)?.msg ?? '', new RegExp(`^Latchkey failed to start: ${part} \\(.*${setting}=${busy.port}\\) cannot listen, the port is in use`), failed.output);
+      // Nothing was opened: no database created or migrated, no broker session.
+      assert.deepEqual(
+        lines.filter((line) => /database|migration|broker on|connected/i.test(line.msg) && !/^(database|MQTT broker): /.test(line.msg) && line.level < 60).map((line) => line.msg),
+        [],
+      );
+    }
+  } finally {
+    busy.release();
+  }
+  // The storage was left as it was: the next start creates and migrates it.
+  const started = await startServiceProcess({ ...env, LOG_LEVEL: 'info' });
+  try {
+    assert.match(started.output(), /applying migration 001_|\(first start\)/);
+  } finally {
+    started.child.kill('SIGTERM');
+    await started.exited;
+  }
+});
+
+test('PORT=0 without PUBLIC_URL: the links the service gives carry the port it listens on', async () => {
+  const started = await startServiceProcess({ DATA_DIR: 'memory', LOG_LEVEL: 'info' });
+  try {
+    const port = new URL(started.url).port;
+    assert.notEqual(port, '0');
+    const token = TOKEN_LINE.exec(started.output())?.[1];
+    assert.ok(token, started.output());
+    const document = (await (await fetch(`${started.url}/admin/v1/openapi.json`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      servers: Array<{ variables: { origin: { default: string } } }>;
+    };
+    assert.equal(document.servers[0]?.variables.origin.default, `http://localhost:${port}`);
+  } finally {
+    started.child.kill('SIGTERM');
+    await started.exited;
+  }
+});
+
 test('npm run operator-token -- --reset replaces a lost operator token; the old one stops working', async () => {
   const env = await storageEnv();
   const first = await startServiceProcess({ ...env, LOG_LEVEL: 'info' });
