@@ -385,4 +385,15 @@ describe('payloads that are not what the protocol says', () => {
     await client.publishAsync(gatewayTopic(gateway, 'events'), doorEvent(lock), { qos: 1 });
     await waitFor(async () => (await storedEvents(gateway.id)) === 1, 'the door event after the junk');
   });
+
+  test('a message that is not JSON is still contact: a heartbeat of any text brings a gateway that said it was offline back online', async () => {
+    const { gateway } = await site();
+    const client = await connectGateway(gateway);
+    const online = async () => (await ctx.database.db.query<{ online: boolean }>('SELECT online FROM gateways WHERE id = $1', [gateway.id]))[0]?.online;
+    await waitFor(async () => (await online()) === true, 'online once connected');
+    await client.publishAsync(gatewayTopic(gateway, 'presence'), '{"online":false}', { qos: 1, retain: true });
+    await waitFor(async () => (await online()) === false, 'offline as it said');
+    await client.publishAsync(gatewayTopic(gateway, 'heartbeat'), 'ping', { qos: 0 });
+    await waitFor(async () => (await online()) === true, 'online again: the contract counts any message as a heartbeat');
+  });
 });

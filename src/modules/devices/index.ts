@@ -8,7 +8,7 @@ import { parseGatewayEvent, type AccessLogWriter, type GatewayEvent } from '../e
 import { NO_BROKER_ACCOUNTS, type GatewayAccounts } from './broker-accounts.ts';
 import { brokerAuthRoutes } from './broker-auth-routes.ts';
 import { EmbeddedBroker } from './broker.ts';
-import { MqttLink, type DeviceLink, type GatewayMessageHandler, type LinkState } from './link.ts';
+import { MqttLink, UNREADABLE, type DeviceLink, type GatewayMessageHandler, type LinkState } from './link.ts';
 import { GatewayMessagePipeline, refusedAsData } from './message-pipeline.ts';
 import { startDynsec } from './mosquitto-dynsec.ts';
 import { PresenceService } from './presence.ts';
@@ -120,6 +120,8 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
   /** What each gateway last said of its list in a presence (`access_list.expired`). */
   const listExpiredSaid = new Map<number, unknown>();
   const onMessage: GatewayMessageHandler = (gatewayId, topic, payload) => {
+    // Dropped (routeGatewayMessage said why), but any message from the gateway is contact.
+    if (payload === UNREADABLE) return void presence.heard(gatewayId);
     const message = payload as Record<string, unknown>;
     const announced = topic === 'presence' ? message.online : undefined;
     if (typeof announced === 'boolean') {

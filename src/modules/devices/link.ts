@@ -24,16 +24,22 @@ export interface DeviceLink {
 }
 
 /**
- * Handles one gateway message; a promise means "acknowledge it once this resolves" (door events and command
- * results, once committed). It never resolves when the service shuts down first: the message stays
+ * Handles one gateway message (a JSON object, or UNREADABLE); a promise means "acknowledge it once this resolves"
+ * (door events and command results, once committed). It never resolves when the service shuts down first: the message stays
  * unacknowledged and is sent again.
  */
 export type GatewayMessageHandler = (gatewayId: number, topic: GatewayTopic, payload: unknown) => Promise<void> | undefined;
 
 /**
- * Hands a gateway message to the handler: topics that are not a gateway's and payloads that are not a JSON
- * object are dropped (and so acknowledged: sending them again cannot help). It never throws: it runs inside
- * the broker's and the MQTT client's callbacks, where an exception would end the process.
+ * What the handler is given for a payload that is not a JSON object: dropped (and so acknowledged: sending it again
+ * cannot help), but still a message from the gateway, which the contract counts as a heartbeat.
+ */
+export const UNREADABLE = Symbol('unreadable gateway payload');
+
+/**
+ * Hands a gateway message to the handler: topics that are not a gateway's are dropped; a payload that is not a JSON
+ * object reaches it as UNREADABLE. It never throws: it runs inside the broker's and the MQTT client's callbacks,
+ * where an exception would end the process.
  */
 export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: GatewayMessageHandler, log: FastifyBaseLogger): Promise<void> | undefined {
   const match = parseGatewayTopic(topic);
@@ -43,11 +49,11 @@ export function routeGatewayMessage(topic: string, payload: Buffer, onMessage: G
     parsed = payload.length === 0 ? {} : JSON.parse(payload.toString('utf8'));
   } catch {
     log.warn({ topic }, 'mqtt payload is not JSON; dropped');
-    return undefined;
+    parsed = UNREADABLE;
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  if (parsed !== UNREADABLE && (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))) {
     log.warn({ topic }, 'mqtt payload is not a JSON object; dropped');
-    return undefined;
+    parsed = UNREADABLE;
   }
   try {
     return onMessage(match.gatewayId, match.kind, parsed);
