@@ -68,7 +68,7 @@ describe('operator lists', () => {
 
     const table = await cli.run(['admin', 'locks', 'list', '--account', String(account.id)]);
     assert.equal(table.code, 0, table.stderr);
-    assert.match(table.stdout, /^ID\s+NAME\s+PLACE\s+LOCATION\s+ONLINE\s+GROUPS$/m);
+    assert.match(table.stdout, /^ID\s+NAME\s+PLACE\s+LOCATION\s+ONLINE\s+GATEWAY\s+GROUPS$/m);
     assert.match(table.stdout, /Side door\s+Yard\s+Locked \(\d+\)\s+not remote/);
     const ofAccount = await cli.json<Page<{ id: number }>>(['admin', 'locks', 'list', '--account', String(account.id)]);
     assert.deepEqual(ofAccount.data.map((l) => l.id), [side.id, back.id]);

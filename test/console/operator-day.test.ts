@@ -71,6 +71,7 @@ async function accessLog(token: string): Promise<PublicEvent[]> {
 /** Clicks Open on the lock's row and waits for its command to reach `state` (data-state of the status). */
 async function openAndWait(page: Page, lock: number, state: string): Promise<string> {
   await page.getByTestId(`open-lock-${lock}`).click();
+  await page.getByTestId('confirm-yes').click();
   const status = page.getByTestId(`unlock-status-${lock}`);
   await page.locator(`[data-testid="unlock-status-${lock}"][data-state="${state}"]`).waitFor({ timeout: 15_000 });
   return (await status.textContent()) ?? '';
@@ -82,6 +83,18 @@ test('remote unlock with no gateway connected: refused with the service\'s words
   const watched = await openSignedIn(`/console/accounts/${s.account}/locks`);
   const { page } = watched;
   await page.getByTestId(`lock-row-${s.lock}`).filter({ hasText: /offline/ }).waitFor();
+  // The row names the lock's gateway, a link to its row on the gateways page.
+  const gatewayCell = page.getByTestId(`lock-gateway-${s.lock}`);
+  assert.match((await gatewayCell.textContent()) ?? '', new RegExp(`\\(id ${s.gateway.id}\\)`));
+  assert.equal(await gatewayCell.getByRole('link').getAttribute('href'), `/console/accounts/${s.account}/gateways#gateway-${s.gateway.id}`);
+  // Open asks first; Cancel sends nothing.
+  const requests = recordRequests(page);
+  await page.getByTestId(`open-lock-${s.lock}`).click();
+  assert.match((await page.getByTestId('confirm-dialog').textContent()) ?? '', /Open Front door now\?.*unlocks for whoever is at it/);
+  await page.getByTestId('confirm-cancel').click();
+  await page.getByTestId('confirm-dialog').waitFor({ state: 'detached' });
+  assert.equal(await page.getByTestId(`unlock-status-${s.lock}`).getAttribute('data-state'), 'idle');
+  assert.deepEqual(requests.urls.filter((url) => url.includes('/unlock')), [], 'no unlock was asked for');
   const text = await openAndWait(page, s.lock, 'refused');
   assert.match(text, /has not been heard from recently/);
   assert.match(text, /You asked from this console session, as its API key "Operator console"/);
@@ -206,6 +219,8 @@ test('the pages changed here: no serious or critical axe violation at 1,440 and 
       if (width > viewport.width) failures.push(`${name} at ${viewport.width} px: the page is ${width} px wide`);
     };
     await page.getByTestId(`open-lock-${s.lock}`).click();
+    await check('locks, asked to confirm an unlock');
+    await page.getByTestId('confirm-yes').click();
     await page.locator(`[data-testid="unlock-status-${s.lock}"]:not([data-state="idle"]):not([data-state="asking"])`).waitFor();
     await check('locks, an unlock under way');
     await page.goto(`${ctx.service.url}/console/accounts/${s.account}/events`);

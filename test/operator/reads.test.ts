@@ -92,7 +92,7 @@ describe('changing a lock', () => {
     const lockId = await createLock(ctx.service, account.rootLocationId);
     const gateway = await createGateway(ctx.service, account.rootLocationId);
 
-    const onGateway = await ctx.service.admin<{ id: number; online: boolean | null; name: string; security_groups: string[] }>('PATCH', `/admin/v1/locks/${lockId}`, {
+    const onGateway = await ctx.service.admin<{ id: number; online: boolean | null; name: string; security_groups: string[]; gateway_id: number | null }>('PATCH', `/admin/v1/locks/${lockId}`, {
       gateway_id: gateway.id,
       security_groups: ['staff'],
       name: 'Front door',
@@ -101,9 +101,20 @@ describe('changing a lock', () => {
     assert.equal(onGateway.body.online, false, 'a remote lock whose gateway never connected');
     assert.equal(onGateway.body.name, 'Front door');
     assert.deepEqual(onGateway.body.security_groups, ['staff']);
+    assert.equal(onGateway.body.gateway_id, gateway.id, 'the operator reads back the gateway it set');
+    const listed = await ctx.service.admin<Page<{ id: number; gateway_id: number | null }>>('GET', `/admin/v1/locks?account_id=${account.id}`);
+    assert.deepEqual(listed.body.data.map((l) => [l.id, l.gateway_id]), [[lockId, gateway.id]]);
+    // The public API's Lock has no gateway: it stays the spec's.
+    const key = await createApiKey(ctx.service, account.rootLocationId, ['catalog:read']);
+    const publicLock = await ctx.service.request<Record<string, unknown>>('GET', `/v1/locks/${lockId}`, { token: key.token });
+    assert.equal(publicLock.status, 200, publicLock.text);
+    assert.equal('gateway_id' in publicLock.body, false);
+    const publicPage = await ctx.service.request<Page<Record<string, unknown>>>('GET', '/v1/locks', { token: key.token });
+    assert.equal(publicPage.body.data.some((l) => 'gateway_id' in l), false);
 
-    const off = await ctx.service.admin<{ online: boolean | null; name: string }>('PATCH', `/admin/v1/locks/${lockId}`, { gateway_id: null });
+    const off = await ctx.service.admin<{ online: boolean | null; name: string; gateway_id: number | null }>('PATCH', `/admin/v1/locks/${lockId}`, { gateway_id: null });
     assert.equal(off.body.online, null);
+    assert.equal(off.body.gateway_id, null);
     assert.equal(off.body.name, 'Front door', 'fields not sent stay');
   });
 

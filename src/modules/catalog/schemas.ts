@@ -26,6 +26,19 @@ export const Lock = named(
 );
 export type Lock = Static<typeof Lock>;
 
+/** The operator's view of a lock: the public fields and the gateway it is on, which the operator sets. */
+export const OperatorLock = named(
+  'OperatorLock',
+  Type.Object(
+    {
+      ...Lock.properties,
+      gateway_id: Type.Union([Type.Integer({ format: 'int64' }), Type.Null()], { description: 'the gateway it is on (a remote lock), or null' }),
+    },
+    { description: 'A lock as the public API shows it, with the gateway it is on.' },
+  ),
+);
+export type OperatorLock = Static<typeof OperatorLock>;
+
 export const SecurityGroup = named(
   'SecurityGroup',
   Type.Object(
@@ -42,6 +55,7 @@ export const SecurityGroup = named(
 export type SecurityGroup = Static<typeof SecurityGroup>;
 
 export const LockPage = named('LockPage', Page(ref(Lock), 'A page of locks.'));
+export const OperatorLockPage = named('OperatorLockPage', Page(ref(OperatorLock), 'A page of locks, with their gateways.'));
 
 /** The query of GET /v1/locks (its page-cache key is derived from it: platform/page-cache.ts). */
 export const LockListQuery = Type.Object({

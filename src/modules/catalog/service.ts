@@ -6,8 +6,8 @@ import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { InvalidatedCache } from '../../platform/invalidated-cache.ts';
 import { everyAccount, type PageCache, type PageCaches } from '../../platform/page-cache.ts';
 import { pageRequest, toPage, type PageOf, type PageRequest } from '../../platform/pagination.ts';
-import { LockListQuery, type Lock, type SecurityGroup } from './schemas.ts';
-import { findLock, groupCodesAt, listLocks, listSecurityGroups, locksPageJson, publicLock, type ScopedLock } from './store.ts';
+import { LockListQuery, type Lock, type OperatorLock, type SecurityGroup } from './schemas.ts';
+import { findLock, groupCodesAt, listLocks, listSecurityGroups, locksPageJson, operatorLock, publicLock, type ScopedLock } from './store.ts';
 
 const CACHE_LIMIT = 10_000;
 /** The net for a missed NOTIFY (see InvalidatedCache); NOTIFY is the normal path. */
@@ -75,18 +75,19 @@ export async function unknownSecurityGroups(db: Queryable, locationId: number, c
 }
 
 /**
- * A lock as the public API shows it, whatever its location, or null: for callers that have checked scope
- * themselves (the operator sees every account). Reads through `db`, so a transaction sees its own writes.
+ * A lock as the operator API shows it (the public fields and its gateway), whatever its location, or null: for
+ * callers that have checked scope themselves (the operator sees every account). Reads through `db`, so a
+ * transaction sees its own writes.
  */
-export async function lockById(db: Queryable, id: number): Promise<Lock | null> {
+export async function lockById(db: Queryable, id: number): Promise<OperatorLock | null> {
   const lock = await findLock(db, id);
-  return lock ? publicLock(lock) : null;
+  return lock ? operatorLock(lock) : null;
 }
 
 /**
- * Locks under every location of `underLocations` (none: every lock), as the public API shows them, for callers
+ * Locks under every location of `underLocations` (none: every lock), as the operator API shows them, for callers
  * that checked scope themselves (the operator's list of locks).
  */
-export async function locksUnder(db: Queryable, underLocations: number[], afterId: number | null, limit: number): Promise<Lock[]> {
-  return (await listLocks(db, underLocations, afterId, limit)).map(publicLock);
+export async function locksUnder(db: Queryable, underLocations: number[], afterId: number | null, limit: number): Promise<OperatorLock[]> {
+  return (await listLocks(db, underLocations, afterId, limit)).map(operatorLock);
 }

@@ -1,7 +1,7 @@
 // The SQL of the catalog. Every query takes the caller's location and filters by it.
 import type { Queryable } from '../../platform/db/index.ts';
 import { jsonPageSql, readJsonPage } from '../../platform/page-json.ts';
-import type { Lock, SecurityGroup } from './schemas.ts';
+import type { Lock, OperatorLock, SecurityGroup } from './schemas.ts';
 
 interface LockRow {
   id: number;
@@ -10,17 +10,18 @@ interface LockRow {
   place: string;
   provider: string;
   online: boolean | null;
+  gateway_id: number | null;
   security_groups: string[];
   location_id: number;
   location_name: string;
   location_path: number[];
 }
 
-export type ScopedLock = Lock & { locationPath: number[] };
+export type ScopedLock = Lock & { locationPath: number[]; gatewayId: number | null };
 
 const LOCK_SELECT = `
   SELECT k.id, k.name, k.serial_number, k.place, k.provider,
-         CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online,
+         CASE WHEN k.gateway_id IS NULL THEN NULL ELSE g.online END AS online, k.gateway_id,
          k.security_group_codes AS security_groups,
          l.id AS location_id, l.name AS location_name, l.path AS location_path
     FROM locks k
@@ -38,13 +39,19 @@ function toLock(row: LockRow): ScopedLock {
     security_groups: row.security_groups,
     location: { id: row.location_id, name: row.location_name },
     locationPath: row.location_path.map(Number),
+    gatewayId: row.gateway_id === null ? null : Number(row.gateway_id),
   };
 }
 
 /** The lock as the public API shows it. */
 export function publicLock(lock: ScopedLock): Lock {
-  const { locationPath: _path, ...rest } = lock;
+  const { locationPath: _path, gatewayId: _gateway, ...rest } = lock;
   return rest;
+}
+
+/** The lock as the operator API shows it: with its gateway. */
+export function operatorLock(lock: ScopedLock): OperatorLock {
+  return { ...publicLock(lock), gateway_id: lock.gatewayId };
 }
 
 /** One lock by id, whatever its location (the caller checks scope on locationPath). */

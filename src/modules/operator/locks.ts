@@ -6,7 +6,7 @@ import { toPage, type PageOf, type PageRequest } from '../../platform/pagination
 import { checkWindows, type TimeWindow } from '../access/index.ts';
 import { UHPPOTE_LOCKING_SYSTEM, windowsProblem } from '../controllers/index.ts';
 import { lockById, locksUnder, unknownSecurityGroups } from '../catalog/index.ts';
-import type { Lock } from '../catalog/schemas.ts';
+import type { OperatorLock } from '../catalog/schemas.ts';
 import { requireLocation } from './accounts.ts';
 import type { LockCreate, LockUpdate, OperatorSecurityGroup, SecurityGroupCreate, SecurityGroupUpdate } from './schemas.ts';
 import type { OperatorDeps } from './service.ts';
@@ -76,7 +76,7 @@ export class LocksService {
   }
 
   /** Every lock, or those of an account or at a location and below (the operator sees every account). */
-  async list(page: PageRequest, owner: { accountId?: number | undefined; locationId?: number | undefined }): Promise<PageOf<Lock>> {
+  async list(page: PageRequest, owner: { accountId?: number | undefined; locationId?: number | undefined }): Promise<PageOf<OperatorLock>> {
     const under: number[] = [];
     if (owner.locationId !== undefined) under.push(owner.locationId);
     if (owner.accountId !== undefined) {
@@ -88,7 +88,7 @@ export class LocksService {
   }
 
   /** `gateway_id` makes it remote (a gateway of the same account); groups are codes of its location or above. */
-  async create(body: LockCreate): Promise<Lock> {
+  async create(body: LockCreate): Promise<OperatorLock> {
     const { db } = this.deps;
     const location = await requireLocation(db, body.location_id, 'location_id');
     const details: ErrorDetail[] = [];
@@ -126,7 +126,7 @@ export class LocksService {
   }
 
   /** Puts a lock on a gateway (or off: null), renames it or replaces its security groups; the rules of create. */
-  async update(id: number, body: LockUpdate): Promise<Lock> {
+  async update(id: number, body: LockUpdate): Promise<OperatorLock> {
     const { db } = this.deps;
     const locationId = await lockLocation(db, id);
     if (locationId === null) throw errors.notFound('lock');

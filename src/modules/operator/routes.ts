@@ -5,7 +5,7 @@ import { failures } from '../../platform/openapi-answers.ts';
 import { ref } from '../../platform/openapi-schemas.ts';
 import { PageQuery, pageRequest } from '../../platform/pagination.ts';
 import { Id, NoContent } from '../../platform/schemas.ts';
-import { Lock, LockPage } from '../catalog/schemas.ts';
+import { OperatorLock, OperatorLockPage } from '../catalog/schemas.ts';
 import {
   Account,
   AccountCreate,
@@ -193,12 +193,12 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
   app.post('/admin/v1/locks',
     {
       config: admin,
-      schema: { operationId: 'createLock', tags: ['Locks'], summary: 'Create a lock', description: '`gateway_id` makes it remote; `security_groups` are codes of its location or above.', body: ref(LockCreate), response: { 201: ref(Lock), ...invalid } },
+      schema: { operationId: 'createLock', tags: ['Locks'], summary: 'Create a lock', description: '`gateway_id` makes it remote; `security_groups` are codes of its location or above.', body: ref(LockCreate), response: { 201: ref(OperatorLock), ...invalid } },
     },
     async (request, reply) => reply.code(201).send(await operator.locks.create(request.body)));
 
   app.get('/admin/v1/locks',
-    { config: admin, schema: { operationId: 'listLocks', tags: ['Locks'], summary: 'List locks', description: 'Every lock, or those of an account (`account_id`) or at a location and below (`location_id`), as the public API shows them.', querystring: ListQuery, response: { 200: ref(LockPage), ...notFound } } },
+    { config: admin, schema: { operationId: 'listLocks', tags: ['Locks'], summary: 'List locks', description: 'Every lock, or those of an account (`account_id`) or at a location and below (`location_id`), as the public API shows them, with `gateway_id`.', querystring: ListQuery, response: { 200: ref(OperatorLockPage), ...notFound } } },
     async (request) => operator.locks.list(pageRequest(request.query, 'op.locks'), { locationId: request.query.location_id, accountId: request.query.account_id }));
 
   app.patch('/admin/v1/locks/:id',
@@ -207,7 +207,7 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
       schema: {
         operationId: 'updateLock', tags: ['Locks'], summary: 'Change a lock',
         description: 'Put it on a gateway of its account (or off it: `gateway_id: null`), rename it, replace its security groups (codes of its location or above).',
-        params: IdParams, body: ref(LockUpdate), response: { 200: ref(Lock), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) },
+        params: IdParams, body: ref(LockUpdate), response: { 200: ref(OperatorLock), ...failures({ 404: ['not_found'], 422: ['validation_failed'] }) },
       },
     },
     async (request) => operator.locks.update(request.params.id, request.body));

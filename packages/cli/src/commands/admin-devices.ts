@@ -11,7 +11,7 @@ type Schemas = components['schemas'];
 type GatewaySummary = Schemas['GatewaySummary'];
 /** A gateway as created or after a rotation: with its MQTT password, shown only then. */
 type GatewayWithPassword = Schemas['Gateway'];
-type OperatorLock = Schemas['Lock'];
+type OperatorLock = Schemas['OperatorLock'];
 
 const LOCK_COLUMNS: ReadonlyArray<Column<OperatorLock>> = [
   ['id', (l) => l.id],
@@ -19,6 +19,7 @@ const LOCK_COLUMNS: ReadonlyArray<Column<OperatorLock>> = [
   ['place', (l) => l.place],
   ['location', (l) => `${l.location.name} (${l.location.id})`],
   ['online', (l) => (l.online === null ? 'not remote' : l.online)],
+  ['gateway', (l) => l.gateway_id],
   ['groups', (l) => l.security_groups.join(', ')],
 ];
 

@@ -107,6 +107,19 @@ export function usePaged<T>(path: string | null, options: PagedOptions = {}): Pa
   return { items, nextCursor, loading, error, loadMore: () => void loadMore(), reload };
 }
 
+/** Scrolls once to the row `#<prefix>-<id>` of the address (a link to one row), as soon as the rows are in. */
+export function useRowFromHash(prefix: string, rows: readonly unknown[]): void {
+  const wanted = useRef(window.location.hash);
+  useEffect(() => {
+    const hash = wanted.current;
+    if (!new RegExp(`^#${prefix}-\\d+$`).test(hash)) return;
+    const row = document.getElementById(hash.slice(1));
+    if (!row) return;
+    wanted.current = '';
+    row.scrollIntoView({ block: 'center' });
+  }, [rows]);
+}
+
 /** One object read (not a list); refetched on `topics`. */
 export function useResource<T>(path: string | null, options: { account?: number; topics?: Topic[]; liveAccount?: number } = {}) {
   const [data, setData] = useState<T | null>(null);

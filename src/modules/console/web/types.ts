@@ -30,6 +30,8 @@ export const DAYS: readonly Day[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', '
 
 /** A gateway as listed, with its presence (never its password). */
 export type Gateway = OperatorSchemas['GatewaySummary'];
+/** A lock as the operator API shows it: the public fields and the gateway it is on. */
+export type OperatorLock = OperatorSchemas['OperatorLock'];
 /** A gateway as created or after a password rotation: its MQTT password, shown only then. */
 export type GatewayWithPassword = OperatorSchemas['Gateway'];
 export type ApiKey = OperatorSchemas['ApiKey'];

@@ -433,7 +433,7 @@ export interface paths {
         };
         /**
          * List locks
-         * @description Every lock, or those of an account (`account_id`) or at a location and below (`location_id`), as the public API shows them.
+         * @description Every lock, or those of an account (`account_id`) or at a location and below (`location_id`), as the public API shows them, with `gateway_id`.
          */
         get: operations["listLocks"];
         put?: never;
@@ -997,21 +997,6 @@ export interface components {
             /** @description an IANA time-zone name; null: the parent's (UTC at a root without one) */
             time_zone?: string | null;
         };
-        /** @description A lock (door) in the API key's scope. */
-        Lock: {
-            /** Format: int64 */
-            id: number;
-            name: string;
-            serial_number: string | null;
-            place: string;
-            /** @description kind of lock hardware/integration, e.g. sandbox */
-            provider: string;
-            /** @description null for a lock that is not remote */
-            online: boolean | null;
-            /** @description security group codes */
-            security_groups: string[];
-            location: components["schemas"]["LocationRef"];
-        };
         LockCreate: {
             /** Format: int64 */
             location_id: number;
@@ -1030,12 +1015,6 @@ export interface components {
             gateway_id?: number | null;
             /** @default [] */
             security_groups?: string[];
-        };
-        /** @description A page of locks. */
-        LockPage: {
-            data: components["schemas"]["Lock"][];
-            /** @description opaque; null on the last page */
-            next_cursor: string | null;
         };
         LockUpdate: {
             /** Format: single-line */
@@ -1098,6 +1077,29 @@ export interface components {
         /** @description A new credential (null: none). The key is `sent` until the gateways holding it have applied the change. */
         OperatorKeyUpdate: {
             credential: string | null;
+        };
+        /** @description A lock as the public API shows it, with the gateway it is on. */
+        OperatorLock: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            serial_number: string | null;
+            place: string;
+            /** @description kind of lock hardware/integration, e.g. sandbox */
+            provider: string;
+            /** @description null for a lock that is not remote */
+            online: boolean | null;
+            /** @description security group codes */
+            security_groups: string[];
+            location: components["schemas"]["LocationRef"];
+            /** @description the gateway it is on (a remote lock), or null */
+            gateway_id: number | null;
+        };
+        /** @description A page of locks, with their gateways. */
+        OperatorLockPage: {
+            data: components["schemas"]["OperatorLock"][];
+            /** @description opaque; null on the last page */
+            next_cursor: string | null;
         };
         /** @description The public create fields, `location_id` required, plus `managed`. */
         OperatorPersonCreate: {
@@ -3626,13 +3628,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of locks. */
+            /** @description A page of locks, with their gateways. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockPage"];
+                    "application/json": components["schemas"]["OperatorLockPage"];
                 };
             };
             /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
@@ -3696,13 +3698,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A lock (door) in the API key's scope. */
+            /** @description A lock as the public API shows it, with the gateway it is on. */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Lock"];
+                    "application/json": components["schemas"]["OperatorLock"];
                 };
             };
             /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */
@@ -3786,13 +3788,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A lock (door) in the API key's scope. */
+            /** @description A lock as the public API shows it, with the gateway it is on. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Lock"];
+                    "application/json": components["schemas"]["OperatorLock"];
                 };
             };
             /** @description Bad request. `invalid_request`: a query parameter, path parameter or header is malformed (a NUL character too), or the body is not JSON. */

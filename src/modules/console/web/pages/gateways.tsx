@@ -1,7 +1,7 @@
 // Gateways of an account: presence live; the MQTT password is shown once, at creation and rotation.
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, useConfirm, usePaged, useSort, useSubmit } from '../components.tsx';
+import { FormError, ListState, LoadMore, OnceSecret, Online, Secret, Table, TextField, Time, useConfirm, usePaged, useRowFromHash, useSort, useSubmit } from '../components.tsx';
 import type { Account, Gateway, GatewayWithPassword } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
@@ -16,6 +16,8 @@ export function GatewaysSection({ account }: { account: Account }) {
   const form = useSubmit();
   const rotate = useSubmit();
   const confirm = useConfirm();
+  // A link to one gateway (`…/gateways#gateway-3`, from a lock's row) scrolls to its row once the rows are in.
+  useRowFromHash('gateway', gateways.items);
   const sorted = useSort(gateways.items, { name: (g) => g.name, id: (g) => g.id, state: (g) => (g.online ? 'online' : 'offline'), seen: (g) => (g.last_seen_at ? Date.parse(g.last_seen_at) : null) });
   return (
     <section aria-labelledby="gateways-title">
@@ -48,7 +50,7 @@ export function GatewaysSection({ account }: { account: Account }) {
           </thead>
           <tbody>
             {sorted.rows.map((g) => (
-              <tr key={g.id} data-testid={`gateway-row-${g.id}`}>
+              <tr key={g.id} id={`gateway-${g.id}`} data-testid={`gateway-row-${g.id}`}>
                 <td>{g.name}</td>
                 <td>{g.id}</td>
                 <td>

@@ -1,28 +1,22 @@
-// Locks of an account: the public list (online live), create and change through the operator API.
+// Locks of an account: the operator API's list (online live, with each lock's gateway), create and change.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, get } from '../api.ts';
-import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, Time, usePaged, useSort, useSubmit } from '../components.tsx';
+import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, Time, useConfirm, usePaged, useRowFromHash, useSort, useSubmit } from '../components.tsx';
 import { useLive } from '../live.ts';
-import { CONSOLE_KEY_NAME, type Account, type Gateway, type Lock, type LockCommand, type SecurityGroup } from '../types.ts';
+import { Link } from '../router.tsx';
+import { CONSOLE_KEY_NAME, type Account, type Gateway, type LockCommand, type OperatorLock, type SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function LocksSection({ account }: { account: Account }) {
-  const locks = usePaged<Lock>('/v1/locks', { account: account.id, topics: ['presence'] });
+  const locks = usePaged<OperatorLock>('/admin/v1/locks', { query: { account_id: account.id }, liveAccount: account.id, topics: ['presence'] });
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
   const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, limit: 200 });
   const [editing, setEditing] = useState<number | null>(null);
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
+  const gatewayName = (id: number | null) => (id === null ? '' : (gateways.items.find((g) => g.id === id)?.name ?? `gateway ${id}`));
   // A link to one lock (`…/locks#lock-12`, from a controller's doors) scrolls to its row once the rows are in.
-  const wanted = useRef(window.location.hash);
-  useEffect(() => {
-    const hash = wanted.current;
-    if (!/^#lock-\d+$/.test(hash)) return;
-    const row = document.getElementById(hash.slice(1));
-    if (!row) return;
-    wanted.current = '';
-    row.scrollIntoView({ block: 'center' });
-  }, [locks.items]);
-  const sorted = useSort(locks.items, { name: (l) => l.name, place: (l) => l.place, location: (l) => l.location.name, state: (l) => (l.online === null ? 'not remote' : l.online ? 'online' : 'offline'), groups: (l) => l.security_groups.join(', '), id: (l) => l.id });
+  useRowFromHash('lock', locks.items);
+  const sorted = useSort(locks.items, { name: (l) => l.name, place: (l) => l.place, location: (l) => l.location.name, state: (l) => (l.online === null ? 'not remote' : l.online ? 'online' : 'offline'), gateway: (l) => gatewayName(l.gateway_id), groups: (l) => l.security_groups.join(', '), id: (l) => l.id });
   return (
     <section aria-labelledby="locks-title">
       <h2 id="locks-title">Locks</h2>
@@ -31,13 +25,15 @@ export function LocksSection({ account }: { account: Account }) {
         <Table label="Locks">
           <thead>
             <tr>
+              {/* Open comes early: at phone width the table scrolls sideways, and the door's action stays in view. */}
               {sorted.header('name', 'Name')}
+              {sorted.header('state', 'State')}
+              <th scope="col">Open</th>
+              {sorted.header('gateway', 'Gateway')}
               {sorted.header('place', 'Place')}
               {sorted.header('location', 'Location')}
-              {sorted.header('state', 'State')}
               {sorted.header('groups', 'Security groups')}
               {sorted.header('id', 'ID')}
-              <th scope="col">Open</th>
               <th scope="col">Change</th>
             </tr>
           </thead>
@@ -45,16 +41,25 @@ export function LocksSection({ account }: { account: Account }) {
             {sorted.rows.map((lock) => (
               <tr key={lock.id} id={`lock-${lock.id}`} data-testid={`lock-row-${lock.id}`}>
                 <td>{lock.name}</td>
-                <td>{lock.place}</td>
-                <td>{lock.location.name}</td>
                 <td>
                   <Online online={lock.online} />
                 </td>
-                <td>{lock.security_groups.join(', ') || <span class="muted">none</span>}</td>
-                <td>{lock.id}</td>
                 <td>
                   <OpenLock account={account} lock={lock} />
                 </td>
+                <td data-testid={`lock-gateway-${lock.id}`}>
+                  {lock.gateway_id === null ? (
+                    <span class="muted">none</span>
+                  ) : (
+                    <Link href={`/console/accounts/${account.id}/gateways#gateway-${lock.gateway_id}`}>
+                      {gatewayName(lock.gateway_id)} <span class="muted">(id {lock.gateway_id})</span>
+                    </Link>
+                  )}
+                </td>
+                <td>{lock.place}</td>
+                <td>{lock.location.name}</td>
+                <td>{lock.security_groups.join(', ') || <span class="muted">none</span>}</td>
+                <td>{lock.id}</td>
                 <td>
                   <button type="button" class="secondary small" aria-expanded={editing === lock.id} onClick={() => setEditing(editing === lock.id ? null : lock.id)} data-testid={`edit-lock-${lock.id}`}>
                     Change<span class="visually-hidden"> {lock.name}</span>
@@ -116,8 +121,10 @@ function commandWords(command: LockCommand): string {
  * part puts the lock on that key's allowlist first), then the command read until it is confirmed, failed or
  * timed out. The access log names the session's key ("Operator console") as who opened.
  */
-function OpenLock({ account, lock }: { account: Account; lock: Lock }) {
+function OpenLock({ account, lock }: { account: Account; lock: OperatorLock }) {
   const [unlock, setUnlock] = useState<Unlock>({ state: 'idle' });
+  // A door opens for whoever stands at it: a stray click must not do that.
+  const confirm = useConfirm();
   const pending = unlock.state === 'command' && unlock.command.status === 'published' ? unlock.command : null;
   const refresh = async (command: LockCommand) => {
     try {
@@ -137,12 +144,21 @@ function OpenLock({ account, lock }: { account: Account; lock: Lock }) {
   const busy = unlock.state === 'asking' || pending !== null;
   return (
     <div class="open-lock">
+      {confirm.dialog}
       <button
         type="button"
         class="small"
         disabled={busy}
         data-testid={`open-lock-${lock.id}`}
-        onClick={() => {
+        onClick={async () => {
+          const sure = await confirm.confirm(
+            `Open ${lock.name} now?`,
+            <p>
+              The door unlocks for whoever is at it{lock.place ? ` (${lock.place})` : ''}. The access log names this console session, as its API key "{CONSOLE_KEY_NAME}", as who opened it.
+            </p>,
+            'Open the door',
+          );
+          if (!sure) return;
           const askedAt = new Date().toISOString();
           setUnlock({ state: 'asking', askedAt });
           api<LockCommand>('POST', `/v1/locks/${lock.id}/unlock`, { account: account.id })
@@ -192,7 +208,7 @@ function GatewaySelect({ gateways, value, onValue, error, keep }: { gateways: Ga
   );
 }
 
-function EditLock({ lock, gateways, groups, onDone }: { lock: Lock | undefined; gateways: Gateway[]; groups: Option[]; onDone: () => void }) {
+function EditLock({ lock, gateways, groups, onDone }: { lock: OperatorLock | undefined; gateways: Gateway[]; groups: Option[]; onDone: () => void }) {
   const [name, setName] = useState(lock?.name ?? '');
   const [place, setPlace] = useState(lock?.place ?? '');
   const [gateway, setGateway] = useState('keep');
