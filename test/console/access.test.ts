@@ -309,6 +309,27 @@ test("time zones: the root's and a department's set, the effective one shown in 
   assertClean(watched);
 });
 
+test('a department renamed: the form shows its name, the tree and the API read the new one; the crumbs name the account', async (t) => {
+  if (!needsSite(t)) return;
+  const watched = await openSignedIn(accountPath('locations'));
+  const { page } = watched;
+  assert.match((await page.locator('.crumbs').textContent()) ?? '', new RegExp(`^Overview / Harbour Works \\(account ${site?.account}\\) / Locations$`));
+  const form = page.getByTestId('rename-location-form');
+  await form.getByTestId('rename-location').selectOption(String(site?.department));
+  assert.equal(await form.getByTestId('rename-location-name').inputValue(), 'Workshop', 'the field starts with its name');
+  await form.getByTestId('rename-location-name').fill('Boat shed');
+  await form.getByTestId('save-location-name').click();
+  await form.getByRole('status').filter({ hasText: 'Workshop is now Boat shed' }).waitFor();
+  await page.getByTestId(`location-${site?.department}`).filter({ hasText: 'Boat shed' }).waitFor();
+  assert.equal((await locationHeld(site?.department as number)).name, 'Boat shed');
+  // Spaces only: refused in the service's words, the name stays.
+  await form.getByTestId('rename-location-name').fill('   ');
+  await form.getByTestId('save-location-name').click();
+  await fieldError(form).waitFor();
+  assert.equal((await locationHeld(site?.department as number)).name, 'Boat shed');
+  assertClean(watched);
+});
+
 test('settings: the offline access limit in days, held in seconds', async (t) => {
   if (!needsSite(t)) return;
   const watched = await openSignedIn(accountPath('settings'));

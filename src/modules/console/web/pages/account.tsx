@@ -45,7 +45,8 @@ export function AccountPage({ id, tab, item }: { id: number; tab: string; item?:
   return (
     <>
       <p class="crumbs">
-        <Link href="/console">Overview</Link> / account {a.id}
+        <Link href="/console">Overview</Link> / {a.name} <span class="muted">(account {a.id})</span>
+        {known && !item ? ` / ${known.label}` : ''}
       </p>
       <h1>{a.name}</h1>
       <nav aria-label="Account sections" class="tabs">
@@ -154,8 +155,63 @@ function LocationsSection({ account }: { account: Account }) {
           Add department
         </button>
       </form>
+      <RenameLocationForm account={account} locations={locations} />
       <TimeZoneForm account={account} locations={locations} />
     </section>
+  );
+}
+
+/** A new name for the root location or a department (PATCH /admin/v1/locations/{id}); people, locks and keys stay. */
+function RenameLocationForm({ account, locations }: { account: Account; locations: Paged<LocationChoice> }) {
+  const [locationId, setLocationId] = useState(String(account.root_location.id));
+  // null: not typed in since the location was picked, so the field shows the location's name.
+  const [typed, setTyped] = useState<string | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const form = useSubmit();
+  const location = locations.items.find((l) => String(l.id) === locationId);
+  const name = typed ?? location?.name ?? '';
+  return (
+    <>
+      <h3 id="rename-location-title">Rename a location</h3>
+      <form
+        data-testid="rename-location-form"
+        aria-labelledby="rename-location-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(null);
+          void form.run(async () => {
+            const answer = await api<Location>('PATCH', `/admin/v1/locations/${locationId}`, { body: { name: name.trim() } });
+            setTyped(null);
+            setSaved(`Saved: ${location?.name ?? 'the location'} is now ${answer.name}.`);
+            locations.reload();
+          });
+        }}
+      >
+        <LocationSelect
+          locations={locations.items}
+          value={locationId}
+          onValue={(v) => {
+            setLocationId(v);
+            setTyped(null);
+            setSaved(null);
+            form.clear();
+          }}
+          error={form.error}
+          name="location"
+          testid="rename-location"
+        />
+        <TextField label="New name" name="name" required value={name} onValue={setTyped} error={form.error} data-testid="rename-location-name" />
+        <FormError error={form.error} fields={['name']} />
+        <button type="submit" disabled={form.busy} data-testid="save-location-name">
+          Rename
+        </button>
+        {saved && (
+          <p role="status" class="ok-text">
+            {saved}
+          </p>
+        )}
+      </form>
+    </>
   );
 }
 
