@@ -61,7 +61,7 @@ describe('operator provisioning', () => {
     const created = await cli.json<{ id: number; mqtt: { password: string } }>(['admin', 'gateways', 'create', 'Bridge', '--location', location]);
     assert.ok(created.mqtt.password.length > 20);
     const listed = await cli.run(['admin', 'gateways', 'list', '--location', location]);
-    assert.match(listed.stdout, /^ID\s+NAME\s+LOCATION\s+ONLINE/m);
+    assert.match(listed.stdout, /^ID\s+NAME\s+LOCATION\s+ONLINE\s+LAST SEEN\s+LAST REFUSED\s+CLIENT ID$/m);
     assert.ok(!listed.stdout.includes(created.mqtt.password));
     const rotated = await cli.json<{ mqtt: { password: string } }>(['admin', 'gateways', 'rotate-password', String(created.id)]);
     assert.notEqual(rotated.mqtt.password, created.mqtt.password);

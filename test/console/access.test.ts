@@ -53,6 +53,7 @@ interface Group {
 }
 interface Location {
   id: number;
+  name: string;
   time_zone: string | null;
   effective_time_zone: string;
 }

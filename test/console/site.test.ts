@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, test, type TestContext } from 'node:test';
+import mqtt from 'mqtt';
 import type { BrowserContextOptions, Page } from 'playwright-core';
 import { assertCleanPage, axeCheck, describeViolations, openConsoleSignedIn, useBrowser, type WatchedPage } from '../helpers/browser.ts';
 import { createAccount, createApiKey, createLock, createSecurityGroup } from '../helpers/fixtures.ts';
@@ -330,8 +331,14 @@ test('a gateway deleted and an API key revoked, each after a dialog naming it; a
   if (!s) return;
   const spare = await createGateway(ctx.service, s.root);
   const key = await createApiKey(ctx.service, s.root, ['events:read'], { name: 'Old reader' });
+  // A device dialling as the spare with a password that is not its own: the row says so.
+  const login = { clientId: spare.mqtt.client_id, username: spare.mqtt.username, password: 'an-old-password', reconnectPeriod: 0 };
+  await assert.rejects(mqtt.connectAsync(spare.mqtt.url.replace('localhost', '127.0.0.1'), login), /bad user ?name or password/i);
+  await waitFor(async () => (await ctx.service.admin<{ last_refused_at: string | null }>('GET', `/admin/v1/gateways/${spare.id}`)).body.last_refused_at !== null, 'the refusal recorded');
   const watched = await openSignedIn(`/console/accounts/${s.account}/gateways`, { bypassCSP: true });
   const { page } = watched;
+  await page.getByTestId(`gateway-refused-${spare.id}`).filter({ hasText: /A login as this gateway was refused at .*a wrong password/ }).waitFor();
+  assert.equal(await page.getByTestId(`gateway-refused-${s.gateway.id}`).count(), 0, 'none for a gateway nobody tried');
   // In use (its locks point to it): the service refuses and the page says why.
   await page.getByTestId(`delete-gateway-${s.gateway.id}`).click();
   await page.getByRole('dialog', { name: /^Delete the gateway/ }).waitFor();

@@ -209,7 +209,11 @@ describe('HTTP authentication endpoints for brokers', () => {
     const { username } = gateway.mqtt;
     const rotated = await ctx.service.admin<GatewayCredentials>('POST', `/admin/v1/gateways/${gateway.id}/rotate_password`);
     assert.equal(rotated.status, 200);
+    const refusedAt = async () => (await ctx.service.admin<{ last_refused_at: string | null }>('GET', `/admin/v1/gateways/${gateway.id}`)).body.last_refused_at;
+    assert.equal(await refusedAt(), null);
     assert.equal((await authenticate({ username, clientid: username, password: gateway.mqtt.password })).body.result, 'deny');
+    // The operator sees that the gateway still dials with its old password.
+    await waitFor(async () => (await refusedAt()) !== null, 'the refused login recorded on the gateway');
     assert.equal((await authenticate({ username, clientid: username, password: rotated.body.mqtt.password })).body.result, 'allow');
 
     const topic = `latchkey/v1/gateways/${gateway.id}/events`;

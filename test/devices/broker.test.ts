@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { CONNECT_TIMEOUT_MS, EmbeddedBroker } from '../../src/modules/devices/broker.ts';
-import { createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
+import { advanceClock, createAccount, createApiKey, createLock } from '../helpers/fixtures.ts';
 import { closedWithin, fixedHeader, createGateway, gatewayClients, gatewayTopic, waitFor, within, type GatewayCredentials } from '../helpers/gateways.ts';
 import { useTestService } from '../helpers/service.ts';
 
@@ -188,7 +188,7 @@ describe('what a gateway may publish and subscribe to', () => {
     const lines: Array<{ level: number; msg: string; filters?: number; sample?: string[] }> = [];
     // A broker of its own on the test's store, whose log the test reads.
     const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    const broker = new EmbeddedBroker(ctx.database.db, { connected: () => undefined, disconnected: () => undefined }, () => undefined, MAX_PACKET_BYTES, log);
+    const broker = new EmbeddedBroker(ctx.database.db, { connected: () => undefined, disconnected: () => undefined, refused: () => undefined }, () => undefined, MAX_PACKET_BYTES, log);
     const port = await broker.start(0, '127.0.0.1');
     try {
       const client = await connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url: `mqtt://127.0.0.1:${port}` } });
@@ -212,7 +212,7 @@ describe('a gateway that stops reading what it is sent', () => {
     // A broker of the test's own, so that it can send large messages to one gateway (the service sends answers,
     // lists and commands; a gateway that asks thousands of questions and reads nothing fills its socket the same way).
     const disconnected = new Set<number>();
-    const broker = new EmbeddedBroker(ctx.database.db, { connected: () => undefined, disconnected: (id) => disconnected.add(id) }, () => undefined, MAX_PACKET_BYTES, pino({ level: 'silent' }));
+    const broker = new EmbeddedBroker(ctx.database.db, { connected: () => undefined, disconnected: (id) => disconnected.add(id), refused: () => undefined }, () => undefined, MAX_PACKET_BYTES, pino({ level: 'silent' }));
     const port = await broker.start(0, '127.0.0.1');
     const link = broker.link();
     try {
@@ -253,7 +253,7 @@ async function smallBroker(deliveries: number) {
   const disconnected = new Set<number>();
   const broker = new EmbeddedBroker(
     ctx.database.db,
-    { connected: () => undefined, disconnected: (id) => disconnected.add(id) },
+    { connected: () => undefined, disconnected: (id) => disconnected.add(id), refused: () => undefined },
     () => undefined,
     MAX_PACKET_BYTES,
     pino({ level: 'silent' }),
@@ -354,7 +354,7 @@ describe('a gateway cut off while it logs in', () => {
         };
       },
     });
-    const broker = new EmbeddedBroker(slowDb, { connected: () => undefined, disconnected: () => undefined }, () => undefined, MAX_PACKET_BYTES, pino({ level: 'silent' }));
+    const broker = new EmbeddedBroker(slowDb, { connected: () => undefined, disconnected: () => undefined, refused: () => undefined }, () => undefined, MAX_PACKET_BYTES, pino({ level: 'silent' }));
     const port = await broker.start(0, '127.0.0.1');
     try {
       const login = connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, url: `mqtt://127.0.0.1:${port}` } }, { reconnectPeriod: 0 });
@@ -369,6 +369,32 @@ describe('a gateway cut off while it logs in', () => {
       release();
       await broker.close();
     }
+  });
+});
+
+describe('refused logins', () => {
+  test("a login as a gateway with a wrong password or client id is recorded on it (at most once a minute); an unknown user name on none", async () => {
+    const { gateway } = await site();
+    const other = await createGateway(ctx.service, (await createAccount(ctx.service)).rootLocationId);
+    const refusedAt = async (id: number) => (await ctx.service.admin<{ last_refused_at: string | null }>('GET', `/admin/v1/gateways/${id}`)).body.last_refused_at;
+    assert.equal(await refusedAt(gateway.id), null);
+    await assert.rejects(connectGateway(gateway, { password: 'an-old-password' }), /not authorized|bad user ?name or password/i);
+    await waitFor(async () => (await refusedAt(gateway.id)) !== null, 'the refusal recorded');
+    const first = await refusedAt(gateway.id);
+    // Within the minute: refused all the same, not written again (anyone may try a user name).
+    await assert.rejects(connectGateway(gateway, { clientId: other.mqtt.client_id }), /not authorized|bad user ?name or password/i);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(await refusedAt(gateway.id), first);
+    // A minute on: a client id that is not its user name is recorded too.
+    await advanceClock(ctx.service, 61);
+    await assert.rejects(connectGateway(gateway, { clientId: other.mqtt.client_id }), /not authorized|bad user ?name or password/i);
+    await waitFor(async () => (await refusedAt(gateway.id)) !== first, 'the later refusal recorded');
+    assert.ok(Date.parse((await refusedAt(gateway.id)) as string) > Date.parse(first as string));
+    // Its own credentials log in; the other gateway, whose user name nobody tried, has none.
+    const client = await connectGateway(gateway);
+    assert.equal(client.connected, true);
+    await assert.rejects(connectGateway({ ...gateway, mqtt: { ...gateway.mqtt, username: 'gateway-999999', client_id: 'gateway-999999' } }), /not authorized|bad user ?name or password/i);
+    assert.equal(await refusedAt(other.id), null);
   });
 });
 

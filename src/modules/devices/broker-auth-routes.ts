@@ -49,7 +49,7 @@ const Result = Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Lit
 type Result = 'allow' | 'deny' | 'ignore';
 const errorsOf = { 400: ErrorEnvelope, 401: ErrorEnvelope, 413: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 
-export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits: RateLimits; secret: string }): void {
+export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits: RateLimits; secret: string; refused: (gatewayId: number) => void }): void {
   const { db, limits } = deps;
   const secretHash = hashToken(deps.secret);
 
@@ -73,7 +73,10 @@ export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits:
       const gatewayId = gatewayIdOf(username);
       let result: Result = 'ignore';
       if (gatewayId === null) result = 'deny';
-      else if (gatewayId !== undefined) result = (await gatewayCredentialsValid(db, gatewayId, clientid, password)) ? 'allow' : 'deny';
+      else if (gatewayId !== undefined) {
+        result = (await gatewayCredentialsValid(db, gatewayId, clientid, password)) ? 'allow' : 'deny';
+        if (result === 'deny' && (await gatewayExists(db, gatewayId))) deps.refused(gatewayId);
+      }
       return { result, is_superuser: false };
     },
   );

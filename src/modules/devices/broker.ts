@@ -57,6 +57,8 @@ export interface GatewayConnections {
   connected(gatewayId: number): void;
   /** The last open connection of a gateway ended. */
   disconnected(gatewayId: number): void;
+  /** A login as the gateway was refused: a wrong password, or a client id that is not its user name. */
+  refused(gatewayId: number): void;
 }
 
 export class EmbeddedBroker {
@@ -242,11 +244,14 @@ export class EmbeddedBroker {
 
   private async authenticate(client: Client, username: string | undefined, password: Buffer | undefined): Promise<boolean> {
     if (!username || !password) return false;
-    // The client id must be the gateway's user name, so a gateway cannot pose as another.
-    if (client.id !== username) return false;
     const readAt = this.cuts;
     const row = await gatewayByUsername(this.db, username);
-    if (!row || !sameHash(hashToken(password.toString()), row.password_hash)) return false;
+    if (!row) return false;
+    // The client id must be the gateway's user name, so a gateway cannot pose as another.
+    if (client.id !== username || !sameHash(hashToken(password.toString()), row.password_hash)) {
+      this.connections.refused(Number(row.id));
+      return false;
+    }
     // Gone while the password was checked: its 'close' has been emitted already.
     if (client.closed) return false;
     const gatewayId = Number(row.id);

@@ -10,6 +10,7 @@ import { brokerAuthRoutes } from './broker-auth-routes.ts';
 import { EmbeddedBroker } from './broker.ts';
 import { MqttLink, UNREADABLE, type DeviceLink, type GatewayMessageHandler, type LinkState } from './link.ts';
 import { GatewayMessagePipeline, refusedAsData } from './message-pipeline.ts';
+import { RefusedLogins } from './refused-logins.ts';
 import { startDynsec } from './mosquitto-dynsec.ts';
 import { PresenceService } from './presence.ts';
 import { mqttSandboxRoutes, unlockRoutes } from './routes.ts';
@@ -101,6 +102,7 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     { onEventRefused: () => metrics.dropped('refused') },
   );
   const presence = new PresenceService(db, clock, log, (gatewayId, change) => pipeline.presence(gatewayId, change));
+  const refusedLogins = new RefusedLogins(db, clock, log);
   jobs.register(presence.quietJob());
   jobs.register(unlock.timeoutJob());
 
@@ -173,7 +175,11 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
       db,
       // Bounded as its `{"online": …}` is: a gateway reconnecting in a loop flipped its state (a transaction, a
       // webhook per lock, every account's cached facts) once per connection.
-      { connected: (gatewayId) => presence.announce(gatewayId, true), disconnected: (gatewayId) => presence.announce(gatewayId, false) },
+      {
+        connected: (gatewayId) => presence.announce(gatewayId, true),
+        disconnected: (gatewayId) => presence.announce(gatewayId, false),
+        refused: (gatewayId) => refusedLogins.refused(gatewayId),
+      },
       onMessage,
       config.mqttMaxPacketBytes,
       log,
@@ -205,7 +211,7 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
     linkState: () => link.state(),
     routes(app) {
       unlockRoutes(app, unlock);
-      if (brokerAuthSecret) brokerAuthRoutes(app, { db, limits: core.limits, secret: brokerAuthSecret });
+      if (brokerAuthSecret) brokerAuthRoutes(app, { db, limits: core.limits, secret: brokerAuthSecret, refused: (gatewayId) => refusedLogins.refused(gatewayId) });
     },
     sandboxRoutes: (app) => mqttSandboxRoutes(app, unlock),
     async close() {

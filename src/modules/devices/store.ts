@@ -234,6 +234,11 @@ export async function touchGateway(db: Queryable, gatewayId: number, now: Date):
   return row;
 }
 
+/** A login as the gateway was refused at `at` (a later write of an earlier time, from another instance, changes nothing). */
+export async function recordRefusedLogin(db: Queryable, gatewayId: number, at: Date): Promise<void> {
+  await db.query('UPDATE gateways SET last_refused_at = $2 WHERE id = $1 AND (last_refused_at IS NULL OR last_refused_at < $2)', [gatewayId, at]);
+}
+
 /** Sets the gateway's state (contact too when online); false when it was in that state already. */
 export async function setGatewayOnline(tx: Queryable, gatewayId: number, online: boolean, now: Date): Promise<boolean> {
   const rows = await tx.query(

@@ -134,6 +134,7 @@ export class GatewaysService {
       mqtt: { url: this.gatewayUrl(), client_id: row.mqtt_username, username: row.mqtt_username, topic_prefix: MQTT_TOPIC_PREFIX },
       online: row.online,
       last_seen_at: row.last_seen_at?.toISOString() ?? null,
+      last_refused_at: row.last_refused_at?.toISOString() ?? null,
       created_at: row.created_at.toISOString(),
       access_list: {
         enabled: row.list_enabled,

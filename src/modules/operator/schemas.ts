@@ -170,6 +170,10 @@ export const GatewaySummary = named('GatewaySummary', Type.Object({
   mqtt: Type.Object(GatewayMqttFields),
   online: Type.Boolean(),
   last_seen_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  last_refused_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description:
+      'the last login as this gateway the broker refused: a wrong password (an old one after a rotation) or a client id that is not its user name. Recorded by the embedded broker and by MQTT_HTTP_AUTH_SECRET\'s authentication; a broker checking passwords itself (dynamic security) never tells the service',
+  }),
   created_at: Type.String({ format: 'date-time' }),
   access_list: Type.Object(
     {

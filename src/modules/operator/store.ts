@@ -25,6 +25,7 @@ export type ApiKeyRow = Omit<ApiKey, 'expires_at' | 'created_at' | 'revoked_at'>
 export type GatewayRow = Pick<GatewaySummary, 'id' | 'name' | 'location_id' | 'online'> & {
   mqtt_username: string;
   last_seen_at: Date | null;
+  last_refused_at: Date | null;
   created_at: Date;
   list_enabled: boolean;
   access_list_version: string;
@@ -37,7 +38,7 @@ const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance'
 
 const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, expires_at, created_at, revoked_at, created_by_user_id';
 
-const GATEWAY_SELECT = `SELECT id, name, location_id, mqtt_username, online, last_seen_at, created_at,
+const GATEWAY_SELECT = `SELECT id, name, location_id, mqtt_username, online, last_seen_at, last_refused_at, created_at,
          access_secret_box IS NOT NULL AS list_enabled, access_list_version, access_applied_version, access_list_expired,
          EXISTS (SELECT 1 FROM access_rebuilds r JOIN locations l ON l.account_id = r.account_id WHERE l.id = gateways.location_id) AS list_rebuilding
     FROM (SELECT * FROM gateways WHERE kind = 'mqtt') AS gateways`; // controllers are seen at /admin/v1/controllers

@@ -29,6 +29,7 @@ const GATEWAY_COLUMNS: ReadonlyArray<Column<GatewaySummary>> = [
   ['location', (g) => g.location_id],
   ['online', (g) => g.online],
   ['last seen', (g) => g.last_seen_at],
+  ['last refused', (g) => g.last_refused_at],
   ['client id', (g) => g.mqtt.client_id],
 ];
 

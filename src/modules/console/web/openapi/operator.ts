@@ -933,6 +933,8 @@ export interface components {
             };
             online: boolean;
             last_seen_at: string | null;
+            /** @description the last login as this gateway the broker refused: a wrong password (an old one after a rotation) or a client id that is not its user name. Recorded by the embedded broker and by MQTT_HTTP_AUTH_SECRET's authentication; a broker checking passwords itself (dynamic security) never tells the service */
+            last_refused_at: string | null;
             /** Format: date-time */
             created_at: string;
             /** @description the gateway's copy of the access list (README "How a door decides") */

@@ -55,6 +55,7 @@ export function GatewaysSection({ account }: { account: Account }) {
                 <td>{g.id}</td>
                 <td>
                   <Online online={g.online ?? false} />
+                  <RefusedLogin gateway={g} />
                 </td>
                 <td>
                   <Time iso={g.last_seen_at} />
@@ -136,5 +137,24 @@ export function GatewaysSection({ account }: { account: Account }) {
         </button>
       </form>
     </section>
+  );
+}
+
+/**
+ * The broker's last refusal of a login as the gateway. Since it was last heard from (or never heard): the likely
+ * reason it reads offline, a device still dialling with an old password after a rotation.
+ */
+function RefusedLogin({ gateway }: { gateway: Gateway }) {
+  const refused = gateway.last_refused_at;
+  if (!refused) return null;
+  const sinceSeen = !gateway.online && (!gateway.last_seen_at || Date.parse(refused) > Date.parse(gateway.last_seen_at));
+  return sinceSeen ? (
+    <div class="warn-text" data-testid={`gateway-refused-${gateway.id}`}>
+      A login as this gateway was refused at <Time iso={refused} />: a wrong password (an old one, after a rotation?) or a client id that is not its user name.
+    </div>
+  ) : (
+    <div class="muted" data-testid={`gateway-refused-${gateway.id}`}>
+      Last refused login: <Time iso={refused} />
+    </div>
   );
 }
