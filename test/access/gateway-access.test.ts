@@ -554,8 +554,12 @@ describe('access lists', () => {
     assert.deepEqual(change.entries[0]?.locks.map((l) => l.lock_id), [s.front, s.lab]);
     const read = async () => (await ctx.service.request<{ state: string }>('GET', `/v1/keys/${card.id}`, { token: s.token })).body.state;
     assert.equal(await read(), 'sent');
+    // The operator reads what it waits for: this gateway.
+    const waiting = async () => (await ctx.service.admin<{ waiting_for_gateways: number[] }>('GET', `/admin/v1/keys/${card.id}`)).body.waiting_for_gateways;
+    assert.deepEqual(await waiting(), [s.gateway.id]);
     await gw.applied(change.version);
     await waitFor(async () => (await read()) === 'handed_over', 'handed_over once applied');
+    assert.deepEqual(await waiting(), []);
   });
 
   test('a key change waiting for a gateway whose password is rotated ends once the gateway applies its new list', async () => {

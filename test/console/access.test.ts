@@ -331,6 +331,24 @@ test('a department renamed: the form shows its name, the tree and the API read t
   assertClean(watched);
 });
 
+test('a key that reads "sent" says what it waits for: the gateway, named and linked, offline', async (t) => {
+  if (!needsSite(t)) return;
+  const gateway = await admin<{ id: number; name: string }>('POST', '/admin/v1/gateways', { location_id: site?.root, name: 'Yard gateway' });
+  await admin('POST', '/admin/v1/security_groups', { location_id: site?.root, code: 'yard', title: 'Yard' });
+  await admin('POST', '/admin/v1/locks', { location_id: site?.root, name: 'Yard gate', gateway_id: gateway.id, security_groups: ['yard'] });
+  const card = await admin<{ id: number; state: string }>('POST', '/admin/v1/keys', { person_id: site?.person, type: 'card', name: 'Yard badge', security_groups: ['yard'], credential: 'uid:0badcafe' });
+  // A new credential: the gateway, never connected, has not applied it.
+  const changed = await admin<{ state: string; waiting_for_gateways: number[] }>('PATCH', `/admin/v1/keys/${card.id}`, { credential: 'uid:0badcaff' });
+  assert.equal(changed.state, 'sent');
+  assert.deepEqual(changed.waiting_for_gateways, [gateway.id]);
+  const watched = await openSignedIn(`${accountPath('people')}/${site?.person}`);
+  const { page } = watched;
+  const waiting = page.getByTestId(`key-waiting-${card.id}`);
+  await waiting.filter({ hasText: /^Waiting for the gateway Yard gateway \(offline: it gets the change when it is back\) to apply the change\.$/ }).waitFor();
+  assert.equal(await waiting.getByRole('link').getAttribute('href'), `${accountPath('gateways')}#gateway-${gateway.id}`);
+  assertClean(watched);
+});
+
 test('settings: the offline access limit in days, held in seconds', async (t) => {
   if (!needsSite(t)) return;
   const watched = await openSignedIn(accountPath('settings'));

@@ -15,6 +15,7 @@ import {
   bumpListVersion,
   claimRebuild,
   currentEntries,
+  gatewaysPendingFor,
   keysForLists,
   keysNotPending,
   loadAccountFacts,
@@ -83,6 +84,11 @@ export class AccessLists {
   }
 
   /** The server-side HMAC a credential is found by (never the credential itself). */
+  /** The gateways a key's last change still waits for (it reads `sent` until none is left). */
+  waitingGateways(db: Queryable, keyId: number): Promise<number[]> {
+    return gatewaysPendingFor(db, keyId);
+  }
+
   lookupHash(credential: string): string {
     return credentialDigest(this.lookupKey, credential);
   }

@@ -193,6 +193,12 @@ export async function markPending(tx: Queryable, gatewayId: number, version: num
   );
 }
 
+/** The gateways whose list has not yet applied the key's last change, in id order. */
+export async function gatewaysPendingFor(db: Queryable, keyId: number): Promise<number[]> {
+  const rows = await db.query<{ gateway_id: number }>('SELECT gateway_id FROM gateway_access_pending WHERE key_id = $1 ORDER BY gateway_id', [keyId]);
+  return rows.map((row) => Number(row.gateway_id));
+}
+
 /** Of these keys, those no gateway change waits for any more. */
 export async function keysNotPending(db: Queryable, keyIds: number[]): Promise<number[]> {
   if (keyIds.length === 0) return [];

@@ -2,7 +2,7 @@
 // /admin/v1/keys/{id}, POST /admin/v1/keys/{id}/return): cards, fobs and phone keys given without a setup
 // link, and the credential each presents at a reader.
 import { newPhoneCredential } from '../access/index.ts';
-import type { Database } from '../../platform/db/index.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
 import { errors, type ErrorDetail } from '../../platform/errors.ts';
 import { livePerson } from '../people/index.ts';
 import { accountOf, checkGroups, credentialOf, credentialToStore, emitKeyEvent, lockingSystemOf, timestamp, type KeysDeps } from './common.ts';
@@ -80,7 +80,7 @@ export class HandOverService {
         await this.deps.access.refresh(tx, person.account_id, [id]);
         const row = (await findKey(tx, null, id)) as KeyRow;
         await emitKeyEvent(tx, 'key.activated', row, now);
-        return this.toOperatorKey(row);
+        return this.toOperatorKey(tx, row);
       });
     } catch (error) {
       if (credentialTaken(error)) throw credentialTakenError();
@@ -91,7 +91,7 @@ export class HandOverService {
   async getForOperator(id: number): Promise<OperatorKey> {
     const row = await findKey(this.db, null, id);
     if (!row) throw errors.notFound('key');
-    return this.toOperatorKey(row);
+    return this.toOperatorKey(this.db, row);
   }
 
   /**
@@ -107,7 +107,7 @@ export class HandOverService {
     if (credential) await this.lockingSystemTakes(row.account_id, credential, details);
     if (details.length > 0) throw errors.validation(details);
     const unchanged = credential === null ? row.credential_box === null : row.credential_box !== null && credentialOf(this.deps, row) === this.deps.access.open(credential.box);
-    if (unchanged) return this.toOperatorKey(row);
+    if (unchanged) return this.toOperatorKey(this.db, row);
     const account = await accountOf(this.db, row.account_id);
     const now = this.now();
     let changed: OperatorKey | null;
@@ -119,7 +119,7 @@ export class HandOverService {
         const waits = current.state === 'handed_over' && account.locking_system === null;
         await setKeyCredential(tx, id, credential, waits ? 'sent' : current.state, now);
         await this.deps.access.refresh(tx, row.account_id, [id], waits ? [id] : []);
-        return this.toOperatorKey((await findKey(tx, null, id)) as KeyRow);
+        return this.toOperatorKey(tx, (await findKey(tx, null, id)) as KeyRow);
       });
     } catch (error) {
       if (credentialTaken(error)) throw credentialTakenError();
@@ -133,7 +133,7 @@ export class HandOverService {
   async returnByOperator(id: number): Promise<OperatorKey> {
     const row = await findKey(this.db, null, id);
     if (!row) throw errors.notFound('key');
-    if (row.state === 'returned') return this.toOperatorKey(row);
+    if (row.state === 'returned') return this.toOperatorKey(this.db, row);
     const now = this.now();
     const returned = await this.db.transaction(async (tx) => {
       // Revoked meanwhile: gone (404); returned meanwhile: as it is, one key.revoked only.
@@ -146,10 +146,11 @@ export class HandOverService {
       return changed;
     });
     if (!returned) throw errors.notFound('key');
-    return this.toOperatorKey(returned);
+    return this.toOperatorKey(this.db, returned);
   }
 
-  private toOperatorKey(row: KeyRow): OperatorKey {
-    return { ...toKey(row), credential: credentialOf(this.deps, row) };
+  /** Read through `db`, so that a transaction's answer sees the waits its own change made. */
+  private async toOperatorKey(db: Queryable, row: KeyRow): Promise<OperatorKey> {
+    return { ...toKey(row), credential: credentialOf(this.deps, row), waiting_for_gateways: await this.deps.access.waitingGateways(db, row.id) };
   }
 }

@@ -142,7 +142,15 @@ const CredentialInput = Type.String({
 /** A key as the operator sees it: the public fields and its credential, normalised. */
 export const OperatorKey = named(
   'OperatorKey',
-  Type.Composite([Key, Type.Object({ credential: Type.Union([Type.String(), Type.Null()], { description: 'normalised; null: the key presents none' }) })]),
+  Type.Composite([
+    Key,
+    Type.Object({
+      credential: Type.Union([Type.String(), Type.Null()], { description: 'normalised; null: the key presents none' }),
+      waiting_for_gateways: Type.Array(Type.Integer(), {
+        description: "the gateways that have not yet applied the key's last change, in id order: a key reads `sent` until none is left (or, on an account with a locking system, until that system confirms)",
+      }),
+    }),
+  ]),
 );
 export type OperatorKey = Static<typeof OperatorKey>;
 

@@ -1054,6 +1054,8 @@ export interface components {
             invitation_id: number | null;
             /** @description normalised; null: the key presents none */
             credential: string | null;
+            /** @description the gateways that have not yet applied the key's last change, in id order: a key reads `sent` until none is left (or, on an account with a locking system, until that system confirms) */
+            waiting_for_gateways: number[];
         };
         /** @description A key handed over in the dashboard: it is `handed_over` at once. */
         OperatorKeyCreate: {

@@ -5,8 +5,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { RequestError, api, apiWithStatus, get } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Table, TextField, Time, downloadText, isoFromLocal, localFromIso, readAll, today, toCsv, useConfirm, usePaged, useResource, useSort, useSubmit } from '../components.tsx';
 import { Link, navigate, useLocation } from '../router.tsx';
-import type { Account, Invitation, InvitationCreated, Key, KeyDevice, KeyDeviceList, OperatorKey, Person, SecurityGroup } from '../types.ts';
+import type { Account, Gateway, Invitation, InvitationCreated, Key, KeyDevice, KeyDeviceList, OperatorKey, Person, SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
+import { KeyState } from './key-state.tsx';
 
 export function PeopleSection({ account, personId }: { account: Account; personId?: string }) {
   if (personId) return <PersonDetail account={account} id={personId} />;
@@ -149,6 +150,8 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
   const invitations = usePaged<Invitation>('/v1/invitations', { account: account.id, query: { person_id: id }, topics: ['events'] });
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
   const credentials = useCredentials(keys.items);
+  // To name the gateways a `sent` key waits for (KeyState).
+  const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, limit: 200, topics: ['presence'], liveAccount: account.id });
   const [editing, setEditing] = useState<number | null>(null);
   const [changing, setChanging] = useState<number | null>(null);
   const [editingPerson, setEditingPerson] = useState(false);
@@ -283,7 +286,9 @@ function PersonDetail({ account, id }: { account: Account; id: string }) {
               <tr key={k.id} data-testid={`key-row-${k.id}`}>
                 <td>{k.name}</td>
                 <td>{k.type}</td>
-                <td>{k.state.replace('_', ' ')}</td>
+                <td>
+                  <KeyState account={account} keyItem={k} detail={credentials.byId.get(k.id)} gateways={gateways.items} />
+                </td>
                 <td data-testid={`key-credential-${k.id}`}>
                   <CredentialShown credential={credentials.byId.get(k.id)} failed={credentials.error} />
                 </td>
