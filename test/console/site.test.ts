@@ -298,6 +298,7 @@ test('no sideways scrolling on a 375 px wide phone, on every console page', asyn
   const base = `/console/accounts/${s.account}`;
   const pages: { path: string; open?: string }[] = [
     { path: '/console' },
+    { path: '/console/gateways/offline' },
     ...['locations', 'locks', 'security-groups', 'gateways', 'api-keys', 'users', 'people', 'events', 'webhooks', 'settings'].map((tab) => ({ path: `${base}/${tab}` })),
     { path: `${base}/people/${s.bo}`, open: 'edit-person' },
     { path: `${base}/webhooks/${s.hook}` },

@@ -147,10 +147,26 @@ describe('overview', () => {
     assert.equal(offline.gateways.offline, before.gateways.offline + 1);
     assert.equal(offline.locks_offline, before.locks_offline + 1, 'the lock without a gateway is not offline');
 
+    // Which they are, across accounts: the overview's offline counts lead to this list.
+    const other = await createAccount(ctx.service);
+    const elsewhere = await createGateway(ctx.service, other.rootLocationId);
+    type Listed = Page<{ id: number; account_id: number; online: boolean }>;
+    const offlineIds = async () => (await ctx.service.admin<Listed>('GET', '/admin/v1/gateways?online=false&limit=200')).body.data.map((g) => g.id);
+    const listedOffline = await offlineIds();
+    assert.ok(listedOffline.includes(gateway.id) && listedOffline.includes(elsewhere.id), 'both accounts\' offline gateways');
+    const listed = (await ctx.service.admin<Listed>('GET', `/admin/v1/gateways?online=false&account_id=${other.id}`)).body.data;
+    assert.deepEqual(listed.map((g) => [g.id, g.account_id, g.online]), [[elsewhere.id, other.id, false]]);
+    const refused = await ctx.service.admin<ErrorBody>('GET', '/admin/v1/gateways?online=maybe');
+    assert.equal(refused.status, 400, refused.text);
+
     const client = await connect(gateway);
     await waitFor(async () => (await ctx.service.admin<Overview>('GET', '/admin/v1/overview')).body.gateways.online === before.gateways.online + 1, 'gateway online');
     const online = (await ctx.service.admin<Overview>('GET', '/admin/v1/overview')).body;
     assert.equal(online.locks_offline, before.locks_offline);
+    assert.ok(!(await offlineIds()).includes(gateway.id), 'online: no longer listed offline');
+    assert.ok((await offlineIds()).includes(elsewhere.id));
+    const onlineIds = (await ctx.service.admin<Listed>('GET', `/admin/v1/gateways?online=true&account_id=${account.id}`)).body.data.map((g) => g.id);
+    assert.deepEqual(onlineIds, [gateway.id]);
     client.end(true);
   });
 

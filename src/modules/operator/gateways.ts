@@ -54,8 +54,9 @@ export class GatewaysService {
     return this.withPassword({ id, name: body.name, location_id: body.location_id }, password);
   }
 
-  async list(page: PageRequest, owner: OwnerFilter): Promise<PageOf<GatewaySummary>> {
-    const rows = await listGateways(this.deps.db, owner, page.afterId, page.limit + 1);
+  /** `online`: only those in that state (undefined: all). */
+  async list(page: PageRequest, owner: OwnerFilter, online?: boolean): Promise<PageOf<GatewaySummary>> {
+    const rows = await listGateways(this.deps.db, owner, online ?? null, page.afterId, page.limit + 1);
     return toPage(rows.map((row) => this.toSummary(row)), page.limit, (g) => g.id, 'op.gateways');
   }
 
@@ -131,6 +132,7 @@ export class GatewaysService {
       id: row.id,
       name: row.name,
       location_id: row.location_id,
+      account_id: Number(row.account_id),
       mqtt: { url: this.gatewayUrl(), client_id: row.mqtt_username, username: row.mqtt_username, topic_prefix: MQTT_TOPIC_PREFIX },
       online: row.online,
       last_seen_at: row.last_seen_at?.toISOString() ?? null,

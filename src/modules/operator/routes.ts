@@ -45,6 +45,10 @@ const ListQuery = Type.Object({
   location_id: Type.Optional(Id({ description: 'only those of this location' })),
   account_id: Type.Optional(Id({ description: 'only those of this account (every location of it)' })),
 });
+const GatewaysQuery = Type.Object({
+  ...ListQuery.properties,
+  online: Type.Optional(Type.Boolean({ description: 'only those online (true) or offline (false): the overview\'s offline gateways, across accounts' })),
+});
 const OfAccountQuery = Type.Object({ ...PageQuery, account_id: Id({ description: 'the account' }) });
 const AccountsQuery = Type.Object({ ...PageQuery, q: Type.Optional(Type.String({ maxLength: 200, description: 'the name contains this, case-insensitive' })) });
 
@@ -158,8 +162,9 @@ export function operatorRoutes(app: ApiInstance, operator: OperatorService): voi
     async (request, reply) => reply.code(201).send(await operator.gateways.create(request.body)));
 
   app.get('/admin/v1/gateways',
-    { config: admin, schema: { operationId: 'listGateways', tags: gatewayTags, summary: 'List gateways', description: 'With `online` and `last_seen_at`; never the password.', querystring: ListQuery, response: { 200: ref(GatewayPage) } } },
-    async (request) => operator.gateways.list(pageRequest(request.query, 'op.gateways'), { locationId: request.query.location_id, accountId: request.query.account_id }));
+    { config: admin, schema: { operationId: 'listGateways', tags: gatewayTags, summary: 'List gateways', description: 'With `online` and `last_seen_at`; never the password.', querystring: GatewaysQuery, response: { 200: ref(GatewayPage) } } },
+    async (request) =>
+      operator.gateways.list(pageRequest(request.query, 'op.gateways'), { locationId: request.query.location_id, accountId: request.query.account_id }, request.query.online));
 
   app.get('/admin/v1/gateways/:id',
     { config: admin, schema: { operationId: 'getGateway', tags: gatewayTags, summary: 'Get a gateway', description: 'The fields of the list; never the password.', params: IdParams, response: { 200: ref(GatewaySummary), ...notFound } } },

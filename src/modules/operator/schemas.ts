@@ -167,6 +167,7 @@ export const GatewaySummary = named('GatewaySummary', Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   location_id: Type.Integer(),
+  account_id: Type.Integer({ description: 'the account of its location' }),
   mqtt: Type.Object(GatewayMqttFields),
   online: Type.Boolean(),
   last_seen_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),

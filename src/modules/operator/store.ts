@@ -23,6 +23,7 @@ export type ApiKeyRow = Omit<ApiKey, 'expires_at' | 'created_at' | 'revoked_at'>
 
 /** A gateway as stored: the listed fields, with its broker user name and its times as dates. */
 export type GatewayRow = Pick<GatewaySummary, 'id' | 'name' | 'location_id' | 'online'> & {
+  account_id: number | string;
   mqtt_username: string;
   last_seen_at: Date | null;
   last_refused_at: Date | null;
@@ -38,7 +39,8 @@ const ACCOUNT_FIELDS = ['name', 'reseller', 'sms_enabled', 'phone_key_allowance'
 
 const API_KEY_COLUMNS = 'id, name, prefix, location_id, scopes, lock_allowlist, expires_at, created_at, revoked_at, created_by_user_id';
 
-const GATEWAY_SELECT = `SELECT id, name, location_id, mqtt_username, online, last_seen_at, last_refused_at, created_at,
+const GATEWAY_SELECT = `SELECT id, name, location_id, (SELECT account_id FROM locations WHERE id = gateways.location_id) AS account_id,
+         mqtt_username, online, last_seen_at, last_refused_at, created_at,
          access_secret_box IS NOT NULL AS list_enabled, access_list_version, access_applied_version, access_list_expired,
          EXISTS (SELECT 1 FROM access_rebuilds r JOIN locations l ON l.account_id = r.account_id WHERE l.id = gateways.location_id) AS list_rebuilding
     FROM (SELECT * FROM gateways WHERE kind = 'mqtt') AS gateways`; // controllers are seen at /admin/v1/controllers
@@ -291,12 +293,13 @@ export async function insertGateway(
 }
 
 /** Gateways after `afterId` in id order, of the filter's location or account. */
-export async function listGateways(db: Queryable, owner: OwnerFilter, afterId: number | null, limit: number): Promise<GatewayRow[]> {
+/** Gateways after `afterId` in id order, of the filter's location or account, and in the state `online` (null: any). */
+export async function listGateways(db: Queryable, owner: OwnerFilter, online: boolean | null, afterId: number | null, limit: number): Promise<GatewayRow[]> {
   return db.query<GatewayRow>(
     `${GATEWAY_SELECT}
-      WHERE ${OWNED_BY} AND id > $3
+      WHERE ${OWNED_BY} AND id > $3 AND ($5::boolean IS NULL OR online = $5)
       ORDER BY id LIMIT $4`,
-    [owner.locationId ?? null, owner.accountId ?? null, afterId ?? 0, limit],
+    [owner.locationId ?? null, owner.accountId ?? null, afterId ?? 0, limit, online],
   );
 }
 

@@ -8,6 +8,7 @@ import { useTitle } from './components.tsx';
 import { Link, match, useLocation } from './router.tsx';
 import { AccountPage } from './pages/account.tsx';
 import { OverviewPage } from './pages/overview.tsx';
+import { OfflineGatewaysPage } from './pages/offline-gateways.tsx';
 import { SandboxPage } from './pages/sandbox.tsx';
 import { SignInPage } from './pages/signin.tsx';
 
@@ -117,6 +118,7 @@ function Routes({ path, sandbox }: { path: string; sandbox: boolean }) {
   const trimmed = path.replace(/\/+$/, '') || '/console';
   if (trimmed === '/console') return <OverviewPage />;
   if (trimmed === '/console/sandbox') return sandbox ? <SandboxPage /> : <NotFound />;
+  if (trimmed === '/console/gateways/offline') return <OfflineGatewaysPage />;
   const account =
     match('/console/accounts/:id', trimmed) ??
     match('/console/accounts/:id/:tab', trimmed) ??

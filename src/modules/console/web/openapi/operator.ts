@@ -925,6 +925,8 @@ export interface components {
             id: number;
             name: string;
             location_id: number;
+            /** @description the account of its location */
+            account_id: number;
             mqtt: {
                 url: string;
                 client_id: string;
@@ -3242,6 +3244,8 @@ export interface operations {
                 location_id?: number;
                 /** @description only those of this account (every location of it) */
                 account_id?: number;
+                /** @description only those online (true) or offline (false): the overview's offline gateways, across accounts */
+                online?: boolean;
             };
             header?: never;
             path?: never;

@@ -33,11 +33,15 @@ export function OverviewPage() {
             </div>
             <div>
               <dt>Gateways offline</dt>
-              <dd class={overview.data.gateways.offline ? 'warn' : ''}>{overview.data.gateways.offline}</dd>
+              <dd class={overview.data.gateways.offline ? 'warn' : ''}>
+                <OfflineLink count={overview.data.gateways.offline} what="gateways offline" testid="overview-gateways-offline" />
+              </dd>
             </div>
             <div>
               <dt>Locks offline</dt>
-              <dd class={overview.data.locks_offline ? 'warn' : ''}>{overview.data.locks_offline}</dd>
+              <dd class={overview.data.locks_offline ? 'warn' : ''}>
+                <OfflineLink count={overview.data.locks_offline} what="locks offline: the gateways they are on" testid="overview-locks-offline" />
+              </dd>
             </div>
             <div>
               <dt>Webhooks failing</dt>
@@ -130,5 +134,16 @@ function CreateAccount() {
         </button>
       </form>
     </section>
+  );
+}
+
+/** A count of what is offline; when there is any, a link to the offline gateways (a lock is offline with its gateway). */
+function OfflineLink({ count, what, testid }: { count: number; what: string; testid: string }) {
+  if (count === 0) return <>0</>;
+  return (
+    <Link href="/console/gateways/offline" data-testid={testid}>
+      {count}
+      <span class="visually-hidden"> {what}: see which</span>
+    </Link>
   );
 }
