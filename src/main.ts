@@ -36,9 +36,11 @@ async function start(given: Config, log: Logger): Promise<void> {
   logWhatIsUsed(startup, given, VERSION);
   const progress = (message: string) => startup.info(message);
 
-  // The ports first: one in use fails the start before the database is migrated or a broker session opened.
+  // The ports first: one in use fails the start before the database is migrated or a broker session opened. A
+  // given port is let go at once, so that during the start a client is refused as before rather than accepted
+  // and dropped; PORT=0 is held until the app listens on it, and PUBLIC_URL's default (links) carries it.
   const httpPort = await startPart(parts.http(given), () => holdPort(given.port, given.host));
-  // PORT=0 is now the free port held, and PUBLIC_URL's default (the links the service sends) carries it.
+  if (given.port !== 0) await httpPort.release();
   const config = httpPort.port === given.port ? given : loadConfig({ ...process.env, PORT: String(httpPort.port) });
   if (!config.mqttUrl) await checkPortFree(parts.broker(config), config.mqttPort, config.mqttHost);
   if (config.metricsPort !== null) await checkPortFree(parts.metrics(config), config.metricsPort, config.metricsHost);

@@ -109,7 +109,8 @@ export interface HeldPort {
 
 /**
  * Takes the port before the start opens anything else, so that a port in use fails the start with nothing migrated
- * and no broker session opened, and so that PORT=0 is a known port (links carry it) before the app is built.
+ * and no broker session opened, and so that PORT=0 is a known port (links carry it) before the app is built. While
+ * held, a client that connects is dropped.
  */
 export async function holdPort(port: number, host: string): Promise<HeldPort> {
   const server = createServer((socket) => socket.destroy());
@@ -121,9 +122,11 @@ export async function holdPort(port: number, host: string): Promise<HeldPort> {
     });
   });
   const address = server.address();
+  let released: Promise<void> | null = null;
   return {
     port: typeof address === 'object' && address ? address.port : port,
-    release: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // Once: a second call waits for the first.
+    release: () => (released ??= new Promise<void>((resolve) => server.close(() => resolve()))),
   };
 }
 

@@ -215,6 +215,37 @@ test('an account, a department, a gateway, a lock on it and an API key, made in 
   assertClean(watched);
 });
 
+test("the overview's offline counts lead to the offline gateways, each with its account, and on to its row", async (t) => {
+  if (!needs(t, 'account', 'gateway')) return;
+  const watched = await openSignedIn('/console');
+  const { page } = watched;
+  await page.getByTestId('overview-gateways-offline').click();
+  await page.waitForURL(/\/console\/gateways\/offline$/);
+  const row = page.getByTestId(`offline-gateway-${made.gateway?.id}`);
+  await row.filter({ hasText: 'Lobby bridge' }).filter({ hasText: 'Acme Doors' }).filter({ hasText: 'never connected' }).waitFor();
+  await row.getByRole('link', { name: 'Lobby bridge' }).click();
+  await page.waitForURL(new RegExp(`/console/accounts/${made.account?.id}/gateways#gateway-${made.gateway?.id}$`));
+  await page.getByTestId(`gateway-row-${made.gateway?.id}`).waitFor();
+  assertClean(watched);
+});
+
+test('changing a lock: its form starts with the gateway it is on; a rename leaves it there', async (t) => {
+  if (!needs(t, 'account', 'gateway', 'lock')) return;
+  const watched = await openSignedIn(accountPath('locks'));
+  const { page } = watched;
+  await page.getByTestId(`lock-gateway-${made.lock?.id}`).filter({ hasText: `(id ${made.gateway?.id})` }).waitFor();
+  await page.getByTestId(`edit-lock-${made.lock?.id}`).click();
+  const form = page.getByTestId('edit-lock-form');
+  assert.equal(await form.getByTestId('lock-gateway').inputValue(), String(made.gateway?.id));
+  await form.getByLabel('Name').fill('Front door');
+  await page.getByTestId('save-lock').click();
+  await form.waitFor({ state: 'detached' });
+  const locks = await ctx.service.admin<{ data: Array<{ name: string; gateway_id: number | null }> }>('GET', `/admin/v1/locks?account_id=${made.account?.id}`);
+  assert.equal(locks.status, 200);
+  assert.deepEqual(locks.body.data.map((l) => [l.name, l.gateway_id]), [['Front door', made.gateway?.id]]);
+  assertClean(watched);
+});
+
 test('the lock turns online without a reload when the simulated gateway connects', async (t) => {
   if (!needs(t, 'account', 'gateway', 'lock')) return;
   const watched = await openSignedIn(accountPath('locks'));

@@ -419,6 +419,10 @@ describe('payloads that are not what the protocol says', () => {
     await waitFor(async () => (await online()) === true, 'online once connected');
     await client.publishAsync(gatewayTopic(gateway, 'presence'), '{"online":false}', { qos: 1, retain: true });
     await waitFor(async () => (await online()) === false, 'offline as it said');
+    // Not on presence: a malformed retained presence (replayed by an external broker) brings nobody back.
+    await client.publishAsync(gatewayTopic(gateway, 'presence'), 'false', { qos: 1, retain: true });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(await online(), false, 'a malformed presence is not contact');
     await client.publishAsync(gatewayTopic(gateway, 'heartbeat'), 'ping', { qos: 0 });
     await waitFor(async () => (await online()) === true, 'online again: the contract counts any message as a heartbeat');
   });

@@ -38,7 +38,8 @@ for (const external of [false, true]) {
     setup.service.child.kill('SIGKILL');
     await setup.service.exited;
     const acknowledgedBeforeKill = acknowledged;
-    assert.ok(acknowledgedBeforeKill < EVENTS, 'killed in the middle of the burst');
+    // Mosquitto acknowledges on receipt, whatever the service does: only the embedded broker's count tells.
+    if (!external) assert.ok(acknowledgedBeforeKill < EVENTS, 'killed in the middle of the burst');
     console.log(`# ${broker}: killed after ${Date.now() - started} ms`);
 
     const second = await startServiceProcess(setup.env);

@@ -83,12 +83,12 @@ export class AccessLists {
     await replaceListSecret(tx, gatewayId, this.secrets.seal(secret));
   }
 
-  /** The server-side HMAC a credential is found by (never the credential itself). */
   /** The gateways a key's last change still waits for (it reads `sent` until none is left). */
   waitingGateways(db: Queryable, keyId: number): Promise<number[]> {
     return gatewaysPendingFor(db, keyId);
   }
 
+  /** The server-side HMAC a credential is found by (never the credential itself). */
   lookupHash(credential: string): string {
     return credentialDigest(this.lookupKey, credential);
   }

@@ -16,7 +16,7 @@ import { FAILED_AUTH_PER_MINUTE, type RateLimits } from '../../platform/rate-lim
 import { ErrorEnvelope } from '../../platform/schemas.ts';
 import { hashToken, sameHash } from '../../platform/secrets.ts';
 import { gatewayIdOf } from './broker-accounts.ts';
-import { gatewayCredentialsValid, mayPublish, maySubscribe } from './gateway-access.ts';
+import { checkGatewayCredentials, mayPublish, maySubscribe } from './gateway-access.ts';
 import { gatewayExists } from './store.ts';
 import { gatewayTopicPrefix } from './topics.ts';
 
@@ -74,8 +74,9 @@ export function brokerAuthRoutes(app: ApiInstance, deps: { db: Database; limits:
       let result: Result = 'ignore';
       if (gatewayId === null) result = 'deny';
       else if (gatewayId !== undefined) {
-        result = (await gatewayCredentialsValid(db, gatewayId, clientid, password)) ? 'allow' : 'deny';
-        if (result === 'deny' && (await gatewayExists(db, gatewayId))) deps.refused(gatewayId);
+        const checked = await checkGatewayCredentials(db, gatewayId, clientid, password);
+        if (checked === 'refused') deps.refused(gatewayId);
+        result = checked === 'valid' ? 'allow' : 'deny';
       }
       return { result, is_superuser: false };
     },

@@ -27,12 +27,13 @@ export function maySubscribe(gatewayId: number, filter: string): boolean {
 }
 
 /**
- * True when the credentials are those of an existing gateway: its user name, the same client id (so a
- * gateway cannot pose as another) and its current password (stored as a hash, compared in constant time).
+ * `valid` when the credentials are those of an existing gateway: its user name, the same client id (so a gateway
+ * cannot pose as another) and its current password (stored as a hash, compared in constant time); `refused` when
+ * the gateway exists but they are not; `unknown` when there is no such gateway.
  */
-export async function gatewayCredentialsValid(db: Queryable, gatewayId: number, clientId: string, password: string): Promise<boolean> {
+export async function checkGatewayCredentials(db: Queryable, gatewayId: number, clientId: string, password: string): Promise<'valid' | 'refused' | 'unknown'> {
   const username = gatewayUsername(gatewayId);
   const hash = await gatewayPasswordHash(db, gatewayId, username);
-  const matches = hash !== undefined && sameHash(hashToken(password), hash);
-  return matches && clientId === username;
+  if (hash === undefined) return 'unknown';
+  return sameHash(hashToken(password), hash) && clientId === username ? 'valid' : 'refused';
 }

@@ -122,8 +122,10 @@ export async function startDevices(core: Core, deps: DevicesDeps): Promise<Devic
   /** What each gateway last said of its list in a presence (`access_list.expired`). */
   const listExpiredSaid = new Map<number, unknown>();
   const onMessage: GatewayMessageHandler = (gatewayId, topic, payload) => {
-    // Dropped (routeGatewayMessage said why), but any message from the gateway is contact.
-    if (payload === UNREADABLE) return void presence.heard(gatewayId);
+    // Dropped (routeGatewayMessage said why), but a message from the gateway is contact: a heartbeat of any text.
+    // Not on presence: an external broker replays a retained presence on every reconnection of the service, and a
+    // malformed one of a gateway long gone would bring it online again.
+    if (payload === UNREADABLE) return topic === 'presence' ? undefined : void presence.heard(gatewayId);
     const message = payload as Record<string, unknown>;
     const announced = topic === 'presence' ? message.online : undefined;
     if (typeof announced === 'boolean') {

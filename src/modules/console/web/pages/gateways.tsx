@@ -144,13 +144,13 @@ export function GatewaysSection({ account }: { account: Account }) {
  * The broker's last refusal of a login as the gateway. Since it was last heard from (or never heard): the likely
  * reason it reads offline, a device still dialling with an old password after a rotation.
  */
-function RefusedLogin({ gateway }: { gateway: Gateway }) {
+export function RefusedLogin({ gateway }: { gateway: Gateway }) {
   const refused = gateway.last_refused_at;
   if (!refused) return null;
   const sinceSeen = !gateway.online && (!gateway.last_seen_at || Date.parse(refused) > Date.parse(gateway.last_seen_at));
   return sinceSeen ? (
     <div class="warn-text" data-testid={`gateway-refused-${gateway.id}`}>
-      A login as this gateway was refused at <Time iso={refused} />: a wrong password (an old one, after a rotation?) or a client id that is not its user name.
+      A login as this gateway was refused at <Time iso={refused} />: a wrong password (an old one, after a rotation?) or a client id that is not its user name. Anyone who knows its user name can cause this too.
     </div>
   ) : (
     <div class="muted" data-testid={`gateway-refused-${gateway.id}`}>

@@ -190,12 +190,11 @@ function OpenLock({ account, lock }: { account: Account; lock: OperatorLock }) {
   );
 }
 
-function GatewaySelect({ gateways, value, onValue, error, keep }: { gateways: Gateway[]; value: string; onValue: (v: string) => void; error: ReturnType<typeof useSubmit>['error']; keep?: boolean }) {
+function GatewaySelect({ gateways, value, onValue, error }: { gateways: Gateway[]; value: string; onValue: (v: string) => void; error: ReturnType<typeof useSubmit>['error'] }) {
   return (
     <Field label="Gateway" name="gateway_id" error={error} hint="A lock on a gateway can be opened remotely">
       {(a) => (
         <select {...a} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} data-testid="lock-gateway">
-          {keep && <option value="keep">Keep as it is</option>}
           <option value="">No gateway</option>
           {gateways.map((g) => (
             <option key={g.id} value={String(g.id)}>
@@ -211,7 +210,9 @@ function GatewaySelect({ gateways, value, onValue, error, keep }: { gateways: Ga
 function EditLock({ lock, gateways, groups, onDone }: { lock: OperatorLock | undefined; gateways: Gateway[]; groups: Option[]; onDone: () => void }) {
   const [name, setName] = useState(lock?.name ?? '');
   const [place, setPlace] = useState(lock?.place ?? '');
-  const [gateway, setGateway] = useState('keep');
+  // The gateway it is on now (the operator's lock carries it); sent only when changed.
+  const onNow = lock?.gateway_id == null ? '' : String(lock.gateway_id);
+  const [gateway, setGateway] = useState(onNow);
   const [selected, setSelected] = useState<string[]>(lock?.security_groups ?? []);
   const form = useSubmit();
   // The panel opens below the table: take the focus there, or a keyboard user would not know it opened.
@@ -229,7 +230,7 @@ function EditLock({ lock, gateways, groups, onDone }: { lock: OperatorLock | und
           e.preventDefault();
           void form.run(async () => {
             const body: Record<string, unknown> = { name, place, security_groups: selected };
-            if (gateway !== 'keep') body.gateway_id = gateway === '' ? null : Number(gateway);
+            if (gateway !== onNow) body.gateway_id = gateway === '' ? null : Number(gateway);
             await api('PATCH', `/admin/v1/locks/${lock.id}`, { body });
             onDone();
           });
@@ -237,7 +238,7 @@ function EditLock({ lock, gateways, groups, onDone }: { lock: OperatorLock | und
       >
         <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} />
         <TextField label="Place" name="place" value={place} onValue={setPlace} error={form.error} />
-        <GatewaySelect gateways={gateways} value={gateway} onValue={setGateway} error={form.error} keep />
+        <GatewaySelect gateways={gateways} value={gateway} onValue={setGateway} error={form.error} />
         <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
         <FormError error={form.error} fields={['name', 'place', 'gateway_id', 'security_groups']} />
         <div class="actions">
