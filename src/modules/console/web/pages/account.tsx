@@ -8,6 +8,7 @@ import { ApiKeysSection } from './api-keys.tsx';
 import { ControllersSection } from './controllers.tsx';
 import { EventsSection } from './events.tsx';
 import { GatewaysSection } from './gateways.tsx';
+import { RenameLocationForm, TimeZoneForm } from './location-forms.tsx';
 import { LocksSection } from './locks.tsx';
 import { PeopleSection } from './people.tsx';
 import { SecurityGroupsSection } from './security-groups.tsx';
@@ -161,60 +162,6 @@ function LocationsSection({ account }: { account: Account }) {
   );
 }
 
-/** A new name for the root location or a department (PATCH /admin/v1/locations/{id}); people, locks and keys stay. */
-function RenameLocationForm({ account, locations }: { account: Account; locations: Paged<LocationChoice> }) {
-  const [locationId, setLocationId] = useState(String(account.root_location.id));
-  // null: not typed in since the location was picked, so the field shows the location's name.
-  const [typed, setTyped] = useState<string | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const form = useSubmit();
-  const location = locations.items.find((l) => String(l.id) === locationId);
-  const name = typed ?? location?.name ?? '';
-  return (
-    <>
-      <h3 id="rename-location-title">Rename a location</h3>
-      <form
-        data-testid="rename-location-form"
-        aria-labelledby="rename-location-title"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(null);
-          void form.run(async () => {
-            const answer = await api<Location>('PATCH', `/admin/v1/locations/${locationId}`, { body: { name: name.trim() } });
-            setTyped(null);
-            setSaved(`Saved: ${location?.name ?? 'the location'} is now ${answer.name}.`);
-            locations.reload();
-          });
-        }}
-      >
-        <LocationSelect
-          locations={locations.items}
-          value={locationId}
-          onValue={(v) => {
-            setLocationId(v);
-            setTyped(null);
-            setSaved(null);
-            form.clear();
-          }}
-          error={form.error}
-          name="location"
-          testid="rename-location"
-        />
-        <TextField label="New name" name="name" required value={name} onValue={setTyped} error={form.error} data-testid="rename-location-name" />
-        <FormError error={form.error} fields={['name']} />
-        <button type="submit" disabled={form.busy} data-testid="save-location-name">
-          Rename
-        </button>
-        {saved && (
-          <p role="status" class="ok-text">
-            {saved}
-          </p>
-        )}
-      </form>
-    </>
-  );
-}
-
 /** The time zone a location's doors read windows in, and whether it is its own. */
 function ZoneOf({ location }: { location: LocationChoice }) {
   if (!location.effective_time_zone) return null;
@@ -223,94 +170,6 @@ function ZoneOf({ location }: { location: LocationChoice }) {
     <span class="zone" data-testid={`location-zone-${location.id}`}>
       · time zone <strong>{location.effective_time_zone}</strong> <span class="muted">({how})</span>
     </span>
-  );
-}
-
-let zoneNames: string[] | undefined;
-/** The IANA names this browser knows (UTC among them), for the time-zone field's suggestions. */
-function timeZoneNames(): string[] {
-  if (!zoneNames) {
-    let names: string[] = [];
-    try {
-      names = Intl.supportedValuesOf('timeZone');
-    } catch {
-      // an older browser: the field still takes any name, the service checks it
-    }
-    zoneNames = names.includes('UTC') ? names : ['UTC', ...names];
-  }
-  return zoneNames;
-}
-
-function TimeZoneForm({ account, locations }: { account: Account; locations: Paged<LocationChoice> }) {
-  const [locationId, setLocationId] = useState(String(account.root_location.id));
-  // null: not typed in since the location was picked, so the field shows the location's own zone.
-  const [typed, setTyped] = useState<string | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const form = useSubmit();
-  const location = locations.items.find((l) => String(l.id) === locationId);
-  const zone = typed ?? location?.time_zone ?? '';
-  return (
-    <>
-      <h3 id="time-zone-title">Time zone of a location</h3>
-      <p class="muted">
-        Security-group windows are read in the time zone of each door's location: its own, else the nearest one above it, else UTC.
-      </p>
-      <form
-        data-testid="time-zone-form"
-        aria-labelledby="time-zone-title"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSaved(null);
-          void form.run(async () => {
-            const answer = await api<Location>('PATCH', `/admin/v1/locations/${locationId}`, { body: { time_zone: zone.trim() === '' ? null : zone.trim() } });
-            setTyped(null);
-            setSaved(`Saved: ${answer.name} reads windows in ${answer.effective_time_zone ?? 'its zone'}.`);
-            locations.reload();
-          });
-        }}
-      >
-        <LocationSelect
-          locations={locations.items}
-          value={locationId}
-          onValue={(v) => {
-            setLocationId(v);
-            setTyped(null);
-            setSaved(null);
-            form.clear();
-          }}
-          error={form.error}
-          name="location"
-          testid="zone-location"
-        />
-        <TextField
-          label="Time zone"
-          name="time_zone"
-          value={zone}
-          onValue={setTyped}
-          error={form.error}
-          list="time-zone-names"
-          autoComplete="off"
-          spellcheck={false}
-          placeholder="Europe/Berlin"
-          hint={`An IANA name such as Europe/Berlin. Empty: ${location?.parent_id === null ? 'UTC (this is the root)' : 'the one above it'}.${location?.effective_time_zone ? ` Now: ${location.effective_time_zone}.` : ''}`}
-          data-testid="zone-input"
-        />
-        <datalist id="time-zone-names">
-          {timeZoneNames().map((name) => (
-            <option key={name} value={name} />
-          ))}
-        </datalist>
-        <FormError error={form.error} fields={['time_zone']} />
-        <button type="submit" disabled={form.busy} data-testid="save-time-zone">
-          Set time zone
-        </button>
-        {saved && (
-          <p role="status" class="ok-text">
-            {saved}
-          </p>
-        )}
-      </form>
-    </>
   );
 }
 
