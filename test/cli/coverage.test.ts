@@ -157,7 +157,7 @@ const SAMPLES: Record<string, string> = {
   scopes: 'unlock', 'lock-allowlist': '1,2', 'security-groups': 'staff', 'expires-at': '2030-01-01T00:00:00Z', 'starts-at': '2029-01-01T00:00:00Z',
   window: 'mon-fri,08:00-18:00', 'serial-number': '423187001', provider: 'sample', address: '10.0.0.2', port: '60001', 'door-locks': '1=7',
   credential: 'uid:04a1b2c3', 'phone-key-allowance': '5', 'offline-access': '2h', 'time-zone': 'Europe/Berlin', search: 'ada',
-  to: 'a@example.com', 'delay-ms': '10', type: 'card', 'locking-system': 'uhppote', channel: 'sms', doors: '2',
+  to: 'a@example.com', 'delay-ms': '10', type: 'card', 'locking-system': 'uhppote', channel: 'sms', doors: '2', online: 'false',
 };
 
 function sample(name: string, choices: readonly string[] | undefined): string {

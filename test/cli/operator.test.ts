@@ -63,6 +63,11 @@ describe('operator provisioning', () => {
     const listed = await cli.run(['admin', 'gateways', 'list', '--location', location]);
     assert.match(listed.stdout, /^ID\s+NAME\s+LOCATION\s+ONLINE\s+LAST SEEN\s+LAST REFUSED\s+CLIENT ID$/m);
     assert.ok(!listed.stdout.includes(created.mqtt.password));
+    // Never connected: listed offline, not online.
+    const offline = await cli.json<{ data: Array<{ id: number }> }>(['admin', 'gateways', 'list', '--location', location, '--online', 'false']);
+    assert.deepEqual(offline.data.map((g) => g.id), [created.id]);
+    const online = await cli.json<{ data: Array<{ id: number }> }>(['admin', 'gateways', 'list', '--location', location, '--online', 'true']);
+    assert.deepEqual(online.data, []);
     const rotated = await cli.json<{ mqtt: { password: string } }>(['admin', 'gateways', 'rotate-password', String(created.id)]);
     assert.notEqual(rotated.mqtt.password, created.mqtt.password);
     assert.equal((await cli.json<{ online: boolean }>(['admin', 'gateways', 'get', String(created.id)])).online, false);

@@ -36,9 +36,11 @@ describe('listing gateways', () => {
       id: first.id,
       name: 'gw',
       location_id: account.rootLocationId,
+      account_id: account.id,
       mqtt: { url: first.mqtt.url, client_id: first.mqtt.client_id, username: first.mqtt.username, topic_prefix: first.mqtt.topic_prefix },
       online: false,
       last_seen_at: null,
+      last_refused_at: null,
       created_at: page.body.data[0]?.created_at,
       access_list: { enabled: true, version: 1, applied_version: 0, expired: false, rebuilding: false },
     });

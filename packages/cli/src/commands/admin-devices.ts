@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { Context, Io } from '../context.ts';
 import { action, addDelete, addGet, addList, changes, defined, type Page } from '../kit.ts';
 import { details, type Column } from '../output.ts';
-import { list, orNull, positiveInteger, type NULL } from '../parse.ts';
+import { boolean, list, orNull, positiveInteger, type NULL } from '../parse.ts';
 import type { components } from '../operator-openapi.ts';
 
 type Schemas = components['schemas'];
@@ -109,17 +109,19 @@ function registerGateways(admin: Command, io: Io): void {
       ),
     );
 
-  addList<GatewaySummary, { location?: number; account?: number }>(
+  addList<GatewaySummary, { location?: number; account?: number; online?: boolean }>(
     gateways
       .command('list')
       .description('gateways, with presence; never their passwords')
       .option('--location <id>', 'only this location', positiveInteger)
-      .option('--account <id>', 'only this account (every location of it)', positiveInteger),
+      .option('--account <id>', 'only this account (every location of it)', positiveInteger)
+      .option('--online <true|false>', 'only those online (true) or offline (false)', boolean),
     io,
     {
       noun: 'gateways',
       columns: GATEWAY_COLUMNS,
-      pages: (ctx, o) => (limit, cursor) => ctx.admin().get<Page<GatewaySummary>>('/gateways', { limit, cursor, location_id: o.location, account_id: o.account }),
+      pages: (ctx, o) => (limit, cursor) =>
+        ctx.admin().get<Page<GatewaySummary>>('/gateways', { limit, cursor, location_id: o.location, account_id: o.account, online: o.online }),
     },
   );
 
