@@ -1,7 +1,7 @@
 // Logins as a gateway that the broker refused (a wrong password, or a client id that is not the gateway's user name):
 // the operator sees when the last one was (GET /admin/v1/gateways: last_refused_at), which tells a gateway still
 // dialling with its old password after a rotation from one that is switched off. Anyone may try a gateway's user
-// name, so a flood of wrong passwords writes at most once a minute per gateway.
+// name, so a flood of wrong passwords writes at most once a minute per gateway and instance.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
