@@ -798,8 +798,21 @@ function useCredentials(keys: Key[]) {
       });
   }, [signature]);
   const put = (key: OperatorKey) => setById((old) => new Map(old).set(key.id, key));
+  // A `sent` key's gateways apply its change one by one without its state changing: read those keys again while
+  // any is `sent`, so that the gateways named as still waiting (KeyState) are those still waiting.
+  const sent = keys.filter((k) => k.state === 'sent').map((k) => k.id).join(',');
+  useEffect(() => {
+    if (!sent) return;
+    const timer = setInterval(() => {
+      for (const id of sent.split(',')) void get<OperatorKey>(`/admin/v1/keys/${id}`).then(put, () => undefined);
+    }, SENT_KEYS_EVERY_MS);
+    return () => clearInterval(timer);
+  }, [sent]);
   return { byId, error, put };
 }
+
+/** How often the keys that read `sent` are read again (what they wait for changes without their state). */
+const SENT_KEYS_EVERY_MS = 5000;
 
 function CredentialShown({ credential, failed }: { credential: OperatorKey | undefined; failed: RequestError | null }) {
   if (!credential) return <span class="muted">{failed ? 'not readable' : '…'}</span>;
