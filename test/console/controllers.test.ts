@@ -169,6 +169,10 @@ test('a controller set up through the form: errors at the serial number and at a
   await assertAxe(page, 'controllers list');
   await lockLink.click();
   await page.getByTestId(`lock-row-${s.front}`).waitFor();
+  // And back: the door's lock names its controller as its gateway, linked to the controller's page.
+  const onController = page.getByTestId(`lock-gateway-${s.front}`).getByRole('link');
+  await onController.filter({ hasText: `(controller ${controller.id})` }).waitFor();
+  assert.equal(await onController.getAttribute('href'), `/console/accounts/${s.account}/controllers/${controller.id}`);
   assertClean(watched);
 });
 

@@ -4,16 +4,19 @@ import { RequestError, api, get } from '../api.ts';
 import { Checkboxes, Field, FormError, ListState, LoadMore, Online, Table, TextField, Time, useConfirm, usePaged, useRowFromHash, useSort, useSubmit } from '../components.tsx';
 import { useLive } from '../live.ts';
 import { Link } from '../router.tsx';
-import { CONSOLE_KEY_NAME, type Account, type Gateway, type LockCommand, type OperatorLock, type SecurityGroup } from '../types.ts';
+import { CONSOLE_KEY_NAME, type Account, type Controller, type Gateway, type LockCommand, type OperatorLock, type SecurityGroup } from '../types.ts';
 import { LocationSelect, useLocations } from './account.tsx';
 
 export function LocksSection({ account }: { account: Account }) {
   const locks = usePaged<OperatorLock>('/admin/v1/locks', { query: { account_id: account.id }, liveAccount: account.id, topics: ['presence'] });
   const groups = usePaged<SecurityGroup>('/v1/security_groups', { account: account.id, limit: 200 });
   const gateways = usePaged<Gateway>('/admin/v1/gateways', { query: { account_id: account.id }, limit: 200 });
+  // A door of a UHPPOTE controller has the controller as its gateway: named and linked as the controller.
+  const controllers = usePaged<Controller>(account.locking_system === 'uhppote' ? '/admin/v1/controllers' : null, { query: { account_id: account.id }, limit: 200 });
   const [editing, setEditing] = useState<number | null>(null);
   const groupOptions = groups.items.map((g) => ({ value: g.code, label: `${g.title} (${g.code})` }));
-  const gatewayName = (id: number | null) => (id === null ? '' : (gateways.items.find((g) => g.id === id)?.name ?? `gateway ${id}`));
+  const controllerOf = (id: number) => controllers.items.find((c) => c.id === id);
+  const gatewayName = (id: number | null) => (id === null ? '' : (gateways.items.find((g) => g.id === id)?.name ?? controllerOf(id)?.name ?? `gateway ${id}`));
   // A link to one lock (`…/locks#lock-12`, from a controller's doors) scrolls to its row once the rows are in.
   useRowFromHash('lock', locks.items);
   const sorted = useSort(locks.items, { name: (l) => l.name, place: (l) => l.place, location: (l) => l.location.name, state: (l) => (l.online === null ? 'not remote' : l.online ? 'online' : 'offline'), gateway: (l) => gatewayName(l.gateway_id), groups: (l) => l.security_groups.join(', '), id: (l) => l.id });
@@ -51,8 +54,14 @@ export function LocksSection({ account }: { account: Account }) {
                   {lock.gateway_id === null ? (
                     <span class="muted">none</span>
                   ) : (
-                    <Link href={`/console/accounts/${account.id}/gateways#gateway-${lock.gateway_id}`}>
-                      {gatewayName(lock.gateway_id)} <span class="muted">(id {lock.gateway_id})</span>
+                    <Link
+                      href={
+                        controllerOf(lock.gateway_id)
+                          ? `/console/accounts/${account.id}/controllers/${lock.gateway_id}`
+                          : `/console/accounts/${account.id}/gateways#gateway-${lock.gateway_id}`
+                      }
+                    >
+                      {gatewayName(lock.gateway_id)} <span class="muted">({controllerOf(lock.gateway_id) ? 'controller' : 'id'} {lock.gateway_id})</span>
                     </Link>
                   )}
                 </td>
@@ -76,6 +85,7 @@ export function LocksSection({ account }: { account: Account }) {
           key={editing}
           lock={locks.items.find((l) => l.id === editing)}
           gateways={gateways.items}
+          currentName={gatewayName(locks.items.find((l) => l.id === editing)?.gateway_id ?? null)}
           groups={groupOptions}
           onDone={() => {
             const id = editing;
@@ -190,12 +200,15 @@ function OpenLock({ account, lock }: { account: Account; lock: OperatorLock }) {
   );
 }
 
-function GatewaySelect({ gateways, value, onValue, error }: { gateways: Gateway[]; value: string; onValue: (v: string) => void; error: ReturnType<typeof useSubmit>['error'] }) {
+function GatewaySelect(props: { gateways: Gateway[]; value: string; onValue: (v: string) => void; error: ReturnType<typeof useSubmit>['error']; current?: string }) {
+  const { gateways, value, onValue, error, current } = props;
   return (
     <Field label="Gateway" name="gateway_id" error={error} hint="A lock on a gateway can be opened remotely">
       {(a) => (
         <select {...a} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} data-testid="lock-gateway">
           <option value="">No gateway</option>
+          {/* A controller's door: its controller, kept (doors change on the controller's page). */}
+          {current && !gateways.some((g) => String(g.id) === value) && value !== '' && <option value={value}>{current}</option>}
           {gateways.map((g) => (
             <option key={g.id} value={String(g.id)}>
               {g.name} (id {g.id})
@@ -207,7 +220,8 @@ function GatewaySelect({ gateways, value, onValue, error }: { gateways: Gateway[
   );
 }
 
-function EditLock({ lock, gateways, groups, onDone }: { lock: OperatorLock | undefined; gateways: Gateway[]; groups: Option[]; onDone: () => void }) {
+function EditLock(props: { lock: OperatorLock | undefined; gateways: Gateway[]; currentName: string; groups: Option[]; onDone: () => void }) {
+  const { lock, gateways, currentName, groups, onDone } = props;
   const [name, setName] = useState(lock?.name ?? '');
   const [place, setPlace] = useState(lock?.place ?? '');
   // The gateway it is on now (the operator's lock carries it); sent only when changed.
@@ -238,7 +252,7 @@ function EditLock({ lock, gateways, groups, onDone }: { lock: OperatorLock | und
       >
         <TextField label="Name" name="name" required value={name} onValue={setName} error={form.error} />
         <TextField label="Place" name="place" value={place} onValue={setPlace} error={form.error} />
-        <GatewaySelect gateways={gateways} value={gateway} onValue={setGateway} error={form.error} />
+        <GatewaySelect gateways={gateways} value={gateway} onValue={setGateway} error={form.error} current={`${currentName} (id ${onNow})`} />
         <Checkboxes legend="Security groups" name="security_groups" options={groups} selected={selected} onChange={setSelected} error={form.error} empty="No security groups in this account yet." />
         <FormError error={form.error} fields={['name', 'place', 'gateway_id', 'security_groups']} />
         <div class="actions">
