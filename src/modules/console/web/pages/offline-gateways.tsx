@@ -17,7 +17,10 @@ export function OfflineGatewaysPage() {
         <Link href="/console">Overview</Link> / Gateways offline
       </p>
       <h1>Gateways offline</h1>
-      <p class="muted">Every account's gateways that read offline now; their remote locks cannot be opened and they decide from their copy of the access list. The list follows presence live.</p>
+      <p class="muted">
+        Every account's MQTT gateways that read offline now; their remote locks cannot be opened and they decide from their copy of the access list. The list follows presence live.
+        The overview's counts also take in UHPPOTE controllers offline, which each account's Controllers page lists.
+      </p>
       <ListState list={gateways} empty="No gateway is offline." />
       {gateways.items.length > 0 && (
         <Table label="Gateways offline">
